@@ -1,0 +1,14 @@
+"""checkpoint-guard: catch hierarchical context compaction turning into silent data loss.
+
+Layout (arrows point inward, to the pure domain):
+
+* ``stream.domain``   — the decision engine: plain Python, no framework imports.
+* ``stream.wire``     — codecs at the edge: pydantic models for every topic's JSON.
+* ``stream.app``      — the faust app: topics and tables, declared once.
+* ``stream.agents``   — the one thin agent: decode -> engine -> send -> write state.
+* ``stream.adapters`` — real trajectories / compaction logs -> input events.
+* ``stream.commands`` — the CLI (faust's click CLI underneath).
+* ``stream.kafka_local`` — the single-node Kafka the project starts itself.
+"""
+
+__version__ = "0.1.0"

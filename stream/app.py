@@ -1,0 +1,71 @@
+"""The faust app of checkpoint-guard.
+
+Topics and tables are declared once, in :mod:`stream.topology`; the agent lives in
+:mod:`stream.agents`. This module only builds the :class:`faust.App` from
+:class:`stream.settings.Settings` (so ``faust -A stream.app worker`` works too).
+"""
+
+from __future__ import annotations
+
+import faust
+
+from stream.settings import Settings, get_settings
+
+
+def faust_broker_credentials(settings: Settings):
+    """faust credentials object for the configured SSL/SASL settings (None = PLAINTEXT)."""
+    import ssl
+
+    proto = settings.security_protocol
+    if proto == "PLAINTEXT":
+        return None
+    context = None
+    if proto in ("SSL", "SASL_SSL"):
+        context = ssl.create_default_context(
+            purpose=ssl.Purpose.SERVER_AUTH,
+            cafile=str(settings.ssl_cafile) if settings.ssl_cafile else None,
+        )
+        if settings.ssl_certfile:
+            context.load_cert_chain(
+                str(settings.ssl_certfile),
+                keyfile=str(settings.ssl_keyfile) if settings.ssl_keyfile else None,
+                password=settings.ssl_password.get_secret_value() if settings.ssl_password else None,
+            )
+    if proto == "SSL":
+        return faust.SSLCredentials(context)
+    password = settings.sasl_password.get_secret_value() if settings.sasl_password else ""
+    username = settings.sasl_username or ""
+    if settings.sasl_mechanism == "PLAIN":
+        return faust.SASLCredentials(
+            username=username, password=password, ssl_context=context, mechanism="PLAIN"
+        )
+    return faust.SASLCredentials(
+        username=username, password=password, ssl_context=context, mechanism=settings.sasl_mechanism
+    )
+
+
+def create_app(settings: Settings | None = None) -> faust.App:
+    """Build the faust app from settings (topics/tables/agents attach on import)."""
+    s = settings or get_settings()
+    return faust.App(
+        s.app_id,
+        broker=s.broker,
+        broker_credentials=faust_broker_credentials(s),
+        store=s.store,
+        datadir=str(s.data_dir),
+        topic_partitions=s.partitions,
+        topic_replication_factor=s.replication_factor,
+        topic_allow_declare=False,
+        table_standby_replicas=s.table_standby_replicas,
+        processing_guarantee="at_least_once",
+        web_host=s.web_host,
+        web_port=s.web_port,
+        web_bind=s.web_host,
+        autodiscover=False,
+        key_serializer="raw",
+        value_serializer="raw",
+    )
+
+
+settings = get_settings()
+app = create_app(settings)

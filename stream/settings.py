@@ -1,0 +1,106 @@
+"""The one configuration object of checkpoint-guard.
+
+Every setting comes from the environment (prefix ``CG_``, e.g. ``CG_BROKER``) or a
+``.env`` file in the working directory; nothing else in the project reads
+``os.environ``. The object is frozen: build a new one (``Settings(**overrides)``)
+instead of mutating it. Secrets are :class:`pydantic.SecretStr`, so they never show
+up in ``repr()``, logs or error messages.
+
+The table of settings with their defaults is in the README ("Settings").
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+#: Where the project keeps its caches and run-time files (git-ignored).
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+class Settings(BaseSettings):
+    """Frozen settings, read from ``CG_*`` environment variables.
+
+    Sizes are in bytes, times in seconds unless the name says otherwise.
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix="CG_", env_file=".env", extra="ignore", frozen=True
+    )
+
+    # --- Kafka -------------------------------------------------------------------
+    broker: str = Field(
+        "kafka://127.0.0.1:9092",
+        description="Bootstrap servers, faust style: kafka://host:port[;host:port].",
+    )
+    app_id: str = Field("checkpoint-guard", description="faust app id = consumer group id.")
+    partitions: int = Field(4, ge=1, description="Partition count of every topic and table.")
+    replication_factor: int = Field(1, ge=1, description="Replication factor of topics we create.")
+    compaction_topic: str = "compaction-events"
+    artifact_topic: str = "artifact-events"
+    alerts_topic: str = "checkpoint-alerts"
+    verdicts_topic: str = "checkpoint-verdicts"
+    deadletter_topic: str = "guard-deadletter"
+    processing_guarantee: Literal["at_least_once"] = Field(
+        "at_least_once",
+        description="Only at-least-once is supported (DESIGN.md §7.6: exactly_once has open bugs).",
+    )
+
+    # --- security (SSL / SASL) ---------------------------------------------------
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "PLAIN"
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+    ssl_cafile: Path | None = None
+    ssl_certfile: Path | None = None
+    ssl_keyfile: Path | None = None
+    ssl_password: SecretStr | None = None
+
+    # --- state ---------------------------------------------------------------------
+    store: str = Field("rocksdb://", description="Table store URL: rocksdb:// or memory://.")
+    data_dir: Path = Field(PROJECT_ROOT / "var" / "worker", description="faust datadir (RocksDB files).")
+    table_standby_replicas: int = Field(0, ge=0)
+
+    # --- web -----------------------------------------------------------------------
+    web_host: str = Field("127.0.0.1", description="Web views bind here; loopback unless told otherwise.")
+    web_port: int = Field(6066, ge=1, le=65535)
+
+    # --- rules and limits (DESIGN.md §3, §4) --------------------------------------------
+    seq_gap_limit: int = Field(1000, ge=0, description="Waiting events per context before a sequence_gap.")
+    max_message_bytes: int = Field(1 << 20, ge=1, description="Bigger messages/lines are dead-lettered.")
+
+    # --- the local broker the project starts (DESIGN.md §6) -------------------------------
+    kafka_version: str = Field("4.1.1", description="org.apache.kafka:kafka_2.13 version of the local broker.")
+    kafka_home: Path = Field(PROJECT_ROOT / "var" / "kafka", description="Local broker run dir (logs, pid).")
+    kafka_cache: Path = Field(PROJECT_ROOT / ".cache" / "kafka", description="Resolved broker jars (git-ignored).")
+    kafka_port: int = Field(9092, ge=1, le=65535, description="Local broker PLAINTEXT port.")
+    kafka_controller_port: int = Field(9093, ge=1, le=65535, description="Local broker CONTROLLER port.")
+    kafka_heap: str = Field("512m", description="Local broker -Xmx/-Xms.")
+
+    @field_validator("broker")
+    @classmethod
+    def _broker_has_scheme(cls, v: str) -> str:
+        return v if "://" in v else f"kafka://{v}"
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``host:port,host:port`` for aiokafka (the faust URL without its scheme)."""
+        return ",".join(part.split("://", 1)[-1] for part in self.broker.replace(";", ",").split(","))
+
+    @property
+    def input_topics(self) -> tuple[str, str]:
+        return (self.compaction_topic, self.artifact_topic)
+
+    @property
+    def output_topics(self) -> tuple[str, str, str]:
+        return (self.alerts_topic, self.verdicts_topic, self.deadletter_topic)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings (read once from the environment)."""
+    return Settings()
