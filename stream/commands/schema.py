@@ -1,0 +1,31 @@
+"""``python -m stream schema [DIR]`` — JSON Schemas of every message, for non-Python consumers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from faust.cli import argument
+
+from stream.app import app
+from stream.commands._base import SyncCommand
+from stream.wire import json_schemas
+
+
+@app.command(argument("directory", required=False, default=None, type=str), base=SyncCommand)
+def schema(self, directory: str | None) -> int:
+    """Write the JSON Schemas of input events, alerts, verdicts and dead letters.
+
+    With DIR, writes DIR/<name>.schema.json (input-event, alert, verdict, dead-letter);
+    without, prints them all as one JSON object.
+    """
+    schemas = json_schemas()
+    if directory is None:
+        print(json.dumps(schemas, indent=2, sort_keys=True))
+        return 0
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, sch in schemas.items():
+        (out / f"{name}.schema.json").write_text(json.dumps(sch, indent=2, sort_keys=True) + "\n")
+        print(out / f"{name}.schema.json")
+    return 0

@@ -1,0 +1,32 @@
+"""The pure decision engine (functional core).
+
+Imports only the Python standard library — no faust, aiokafka, mode, asyncio or
+pydantic (``tests/unit/test_purity.py`` walks the imports). Violations are values
+(alert dicts) returned by :meth:`stream.domain.engine.Engine.process`, not exceptions.
+"""
+
+from stream.domain.engine import Engine, Output
+from stream.domain.events import (
+    OFFLINE,
+    ArtifactEvent,
+    CheckpointEvent,
+    Event,
+    Source,
+    constraint_key,
+    event_from_record,
+)
+from stream.domain.state import DictState, State
+
+__all__ = [
+    "OFFLINE",
+    "ArtifactEvent",
+    "CheckpointEvent",
+    "DictState",
+    "Engine",
+    "Event",
+    "Output",
+    "Source",
+    "State",
+    "constraint_key",
+    "event_from_record",
+]
