@@ -55,17 +55,23 @@ def create_app(settings: Settings | None = None) -> faust.App:
         datadir=str(s.data_dir),
         topic_partitions=s.partitions,
         topic_replication_factor=s.replication_factor,
-        topic_allow_declare=False,
         table_standby_replicas=s.table_standby_replicas,
         processing_guarantee="at_least_once",
         web_host=s.web_host,
         web_port=s.web_port,
         web_bind=s.web_host,
         autodiscover=False,
+        Worker="stream.worker:GuardWorker",
         key_serializer="raw",
         value_serializer="raw",
+        # Tables hold JSON-ready values (DESIGN.md §7.2): JSON keys and values.
+        table_key_serializer="json",
+        table_value_serializer="json",
     )
 
 
 settings = get_settings()
 app = create_app(settings)
+
+# Attach the topology and the agent (they import ``app`` from here).
+import stream.agents  # noqa: E402,F401

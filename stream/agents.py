@@ -1,0 +1,161 @@
+"""The one agent: decode at the edge -> engine -> send alerts and verdicts -> write state.
+
+``validate`` consumes both input topics as one stream. For each message:
+
+1. **decode** (:func:`stream.wire.decode_event`) and check that the message key is the
+   payload's ``context_id``; a bad message is sent to the dead-letter topic with its
+   original bytes, source topic/partition/offset and a one-line reason, and the agent
+   moves on (an exception escaping a faust agent would ack the event *and* crash the
+   agent — DESIGN.md §7.5 — so nothing escapes).
+2. **engine**: :meth:`Engine.process` over an :class:`~stream.tables.OverlayState`, so
+   the event's state changes wait in memory.
+3. **send** the alerts and verdicts and wait until the broker acknowledged them.
+4. **write state**: flush the overlay into the tables (changelog records).
+
+Steps 3-before-4 are the at-least-once contract (DESIGN.md §7.6): a crash can only make
+the worker re-process an event and re-send identical alerts (same ``alert_id``); it can
+never record an event whose alerts were lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from typing import Any
+
+import faust
+
+from stream import topology
+from stream.app import app, settings
+from stream.domain.engine import Engine
+from stream.domain.events import Source
+from stream.errors import InvalidEvent
+from stream.tables import OverlayState, TableState
+from stream.wire import decode_event, dead_letter, encode_alert, encode_dead_letter, encode_verdict
+
+log = logging.getLogger("checkpoint_guard.agent")
+
+engine = Engine(settings.seq_gap_limit)
+state = TableState(topology.tables)
+
+#: Plain counters (exported as Prometheus metrics by stream.metrics when loaded).
+counters: dict[str, int] = {
+    "events": 0,
+    "dead_letters": 0,
+    "alerts": 0,
+    "verdicts": 0,
+    "duplicates": 0,
+    "dropped": 0,
+}
+
+SEND_RETRY_MAX_DELAY = 5.0
+
+
+class StateWriteError(RuntimeError):
+    """Writing an event's state to the tables failed (after its alerts were sent)."""
+
+
+def decode_message(key: bytes | None, value: bytes | None, source: Source) -> Any:
+    """Decode one input message; raise InvalidEvent (dead letter) on any contract break.
+
+    The key must be the UTF-8 ``context_id`` of the payload: a message under another
+    key may sit on another partition than the rest of its context (DESIGN.md §3).
+    """
+    if value is None:
+        raise InvalidEvent("message has no value (tombstone)")
+    event = decode_event(value, max_bytes=settings.max_message_bytes)
+    if key is None:
+        raise InvalidEvent("message key is missing; it must be the UTF-8 context_id")
+    try:
+        key_text = key.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidEvent("message key is not UTF-8; it must be the UTF-8 context_id") from None
+    if key_text != event.context_id:
+        raise InvalidEvent(
+            f"message key {key_text[:80]!r} differs from context_id {event.context_id[:80]!r}"
+        )
+    return event
+
+
+async def _send_acked(sends: list[tuple[Any, bytes | None, bytes]]) -> None:
+    """Send (topic, key, value) records and wait for the broker's acks; retry forever.
+
+    Retrying may duplicate records that were delivered before a failure: harmless, an
+    alert's id is deterministic and consumers deduplicate by it.
+    """
+    delay = 0.2
+    while True:
+        try:
+            futures = [await topic.send(key=key, value=value) for topic, key, value in sends]
+            await asyncio.gather(*futures)
+            return
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # broker unavailable, timeouts: keep the event, retry
+            log.warning("sending outputs failed (%s); retrying in %.1fs", type(exc).__name__, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, SEND_RETRY_MAX_DELAY)
+
+
+async def handle(message: Any) -> list[dict[str, Any]]:
+    """Process one Kafka message end to end; returns the alerts it produced."""
+    source = Source(message.topic, message.partition, message.offset)
+    counters["events"] += 1
+    try:
+        event = decode_message(message.key, message.value, source)
+    except InvalidEvent as exc:
+        counters["dead_letters"] += 1
+        record = dead_letter(
+            message.value, str(exc), key=message.key,
+            topic=message.topic, partition=message.partition, offset=message.offset,
+        )
+        log.info("dead letter %s[%s]@%s: %s", message.topic, message.partition, message.offset, exc)
+        await _send_acked([(topology.dead_letters, message.key, encode_dead_letter(record))])
+        return []
+
+    overlay = OverlayState(state)
+    out = engine.process(overlay, event, source)
+    key = event.context_id.encode("utf-8")
+    sends = [(topology.checkpoint_alerts, key, encode_alert(a)) for a in out.alerts]
+    sends += [(topology.checkpoint_verdicts, key, encode_verdict(v)) for v in out.verdicts]
+    if sends:
+        await _send_acked(sends)
+    try:
+        overlay.flush()
+    except Exception as exc:
+        raise StateWriteError(f"could not record event {event.event_id!r} in the tables") from exc
+    counters["alerts"] += len(out.alerts)
+    counters["verdicts"] += len(out.verdicts)
+    counters["duplicates"] += out.duplicates
+    counters["dropped"] += out.dropped
+    return out.alerts
+
+
+@app.agent(topology.input_events, name="validate")
+async def validate(stream: faust.StreamT) -> None:
+    """Validate every checkpoint on arrival and whenever the store changes under it."""
+    async for event in stream.events():
+        try:
+            await handle(event.message)
+        except asyncio.CancelledError:
+            raise
+        except StateWriteError as exc:
+            # Infrastructure, not input: stop the worker *without* acking this event, so
+            # a restart re-processes it (its alerts were sent; they repeat, same ids).
+            log.critical("%s: %r; stopping the worker", exc, exc.__cause__)
+            await app.crash(exc)
+            return
+        except Exception:  # a bug, not bad input: log loudly, never crash the agent
+            counters["dead_letters"] += 1
+            log.exception("unexpected error on %s[%s]@%s", event.message.topic,
+                          event.message.partition, event.message.offset)
+            record = dead_letter(
+                event.message.value, f"internal error: {sys.exc_info()[0].__name__}",
+                key=event.message.key, topic=event.message.topic,
+                partition=event.message.partition, offset=event.message.offset,
+            )
+            await _send_acked([(topology.dead_letters, event.message.key, encode_dead_letter(record))])
+
+
+__all__ = ["decode_message", "handle", "validate"]

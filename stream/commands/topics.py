@@ -1,0 +1,44 @@
+"""``python -m stream topics create|describe`` — the topics faust does not create.
+
+faust creates only its internal topics (table changelogs). The input, alert, verdict
+and dead-letter topics are created here with ``CG_PARTITIONS`` partitions (DESIGN.md
+§7.3); creating is idempotent, and an existing topic with another partition count is
+an error (exit 1), never silently accepted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import click
+from faust.cli import argument
+
+from stream.app import app, settings
+from stream.commands._base import SyncCommand, fail
+from stream.errors import ConfigurationError
+from stream.kafka_clients import create_topics, topic_partitions
+from stream.topology import EXTERNAL_TOPICS
+
+
+@app.command(argument("action", type=click.Choice(["create", "describe"])), base=SyncCommand)
+def topics(self, action: str) -> int:
+    """Create (idempotent) or describe the input/output topics.
+
+    create: every topic with CG_PARTITIONS partitions; existing ones are reported, and
+    one with a different partition count is an error. describe: partition counts.
+    """
+    try:
+        if action == "create":
+            result = asyncio.run(create_topics(settings, EXTERNAL_TOPICS, settings.partitions))
+            for name in EXTERNAL_TOPICS:
+                print(f"{name}: {result[name]} ({settings.partitions} partitions)")
+        else:
+            counts = asyncio.run(topic_partitions(settings, EXTERNAL_TOPICS))
+            for name in EXTERNAL_TOPICS:
+                n = counts.get(name)
+                print(f"{name}: {'missing' if n is None else f'{n} partitions'}")
+    except ConfigurationError as exc:
+        fail(str(exc), code=1)
+    except Exception as exc:  # connection refused, auth failure, ...
+        fail(f"cannot reach Kafka at {settings.bootstrap_servers}: {type(exc).__name__}: {exc}", code=1)
+    return 0

@@ -1,0 +1,161 @@
+"""aiokafka clients built from :class:`~stream.settings.Settings` (the non-faust edge).
+
+Every command that talks to Kafka outside the faust worker (``topics create``,
+``ingest --to-kafka``, the startup topic check, tests) builds its producer, consumer or
+admin client here, so SSL/SASL settings apply everywhere and secrets are only read
+(``get_secret_value()``) at this one place.
+"""
+
+from __future__ import annotations
+
+import ssl
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+from stream.errors import ConfigurationError
+from stream.settings import Settings
+
+
+def client_kwargs(settings: Settings) -> dict[str, Any]:
+    """aiokafka connection kwargs: bootstrap servers plus security settings."""
+    kw: dict[str, Any] = {
+        "bootstrap_servers": settings.bootstrap_servers,
+        "security_protocol": settings.security_protocol,
+    }
+    if settings.security_protocol in ("SSL", "SASL_SSL"):
+        ctx = ssl.create_default_context(
+            cafile=str(settings.ssl_cafile) if settings.ssl_cafile else None
+        )
+        if settings.ssl_certfile:
+            ctx.load_cert_chain(
+                str(settings.ssl_certfile),
+                keyfile=str(settings.ssl_keyfile) if settings.ssl_keyfile else None,
+                password=settings.ssl_password.get_secret_value() if settings.ssl_password else None,
+            )
+        kw["ssl_context"] = ctx
+    if settings.security_protocol.startswith("SASL"):
+        kw["sasl_mechanism"] = settings.sasl_mechanism
+        kw["sasl_plain_username"] = settings.sasl_username
+        kw["sasl_plain_password"] = (
+            settings.sasl_password.get_secret_value() if settings.sasl_password else None
+        )
+    return kw
+
+
+def producer(settings: Settings, **extra: Any) -> AIOKafkaProducer:
+    """A producer with acks=all (alerts and inputs must not be lost)."""
+    return AIOKafkaProducer(**client_kwargs(settings), acks="all", **extra)
+
+
+def consumer(settings: Settings, *topics: str, **extra: Any) -> AIOKafkaConsumer:
+    return AIOKafkaConsumer(*topics, **client_kwargs(settings), **extra)
+
+
+def admin(settings: Settings) -> AIOKafkaAdminClient:
+    return AIOKafkaAdminClient(**client_kwargs(settings))
+
+
+async def topic_partitions(settings: Settings, topics: list[str] | tuple[str, ...]) -> dict[str, int | None]:
+    """topic -> partition count (None when the topic does not exist)."""
+    client = admin(settings)
+    await client.start()
+    try:
+        described = await client.describe_topics(list(topics))
+    finally:
+        await client.close()
+    out: dict[str, int | None] = {}
+    for t in described:
+        name = t["topic"]
+        err = t.get("error_code", 0)
+        out[name] = None if err else len(t["partitions"])
+    return out
+
+
+async def create_topics(
+    settings: Settings, names: list[str] | tuple[str, ...], partitions: int, *, compacted: bool = False
+) -> dict[str, str]:
+    """Create missing topics; return topic -> "created" | "exists".
+
+    ``compacted``: ``cleanup.policy=compact`` (table changelogs).
+
+    Raises ConfigurationError naming every existing topic whose partition count
+    differs from ``partitions`` (a context would be split across partitions).
+    """
+    existing = await topic_partitions(settings, names)
+    wrong = {t: n for t, n in existing.items() if n is not None and n != partitions}
+    if wrong:
+        detail = ", ".join(f"{t} has {n}" for t, n in sorted(wrong.items()))
+        raise ConfigurationError(
+            f"existing topics have a different partition count than {partitions}: {detail}; "
+            "delete them or set CG_PARTITIONS to match"
+        )
+    missing = [t for t in names if existing.get(t) is None]
+    result = {t: "exists" for t in names if existing.get(t) is not None}
+    if missing:
+        client = admin(settings)
+        await client.start()
+        try:
+            resp = await client.create_topics(
+                [
+                    NewTopic(
+                        t, num_partitions=partitions, replication_factor=settings.replication_factor,
+                        topic_configs={"cleanup.policy": "compact"} if compacted else None,
+                    )
+                    for t in missing
+                ]
+            )
+        finally:
+            await client.close()
+        for t, code, *_ in getattr(resp, "topic_errors", getattr(resp, "topic_error_codes", [])):
+            if code not in (0, 36):  # 36 = TOPIC_ALREADY_EXISTS (a concurrent create)
+                raise ConfigurationError(f"could not create topic {t}: Kafka error code {code}")
+        for t in missing:
+            result[t] = "created"
+    return result
+
+
+async def check_copartitioned(settings: Settings) -> int:
+    """Refuse to run on input topics that are missing or not co-partitioned.
+
+    Returns the common partition count. Raises ConfigurationError with a message that
+    names the topics and their counts (DESIGN.md §2).
+    """
+    topics = [*settings.input_topics, *settings.output_topics]
+    counts = await topic_partitions(settings, topics)
+    missing = [t for t in topics if counts.get(t) is None]
+    if missing:
+        raise ConfigurationError(
+            f"topics do not exist: {', '.join(missing)}; run `python -m stream topics create` first"
+        )
+    a, b = settings.input_topics
+    if counts[a] != counts[b]:
+        raise ConfigurationError(
+            f"input topics are not co-partitioned: {a} has {counts[a]} partitions, {b} has {counts[b]}; "
+            "a context's events would land on different partitions and split its state"
+        )
+    if counts[a] != settings.partitions:
+        raise ConfigurationError(
+            f"input topics have {counts[a]} partitions but CG_PARTITIONS={settings.partitions} "
+            "(tables must match the input topics)"
+        )
+    return counts[a]
+
+
+def changelog_topics(settings: Settings) -> list[str]:
+    """faust's changelog topic name of every engine table (``<app_id>-<table>-changelog``)."""
+    from stream.domain.state import TABLES
+
+    return [f"{settings.app_id}-{name}-changelog" for name in TABLES]
+
+
+async def ensure_changelog_topics(settings: Settings) -> dict[str, str]:
+    """Create the tables' changelog topics (compacted) before faust starts.
+
+    faust would create them itself, but a consumer whose metadata predates the creation
+    sees them with 0 partitions and every table write then fails with
+    ``PartitionsMismatch`` until its metadata refreshes (minutes). Creating them before
+    the consumer starts removes that race.
+    """
+    return await create_topics(settings, changelog_topics(settings), settings.partitions, compacted=True)

@@ -1,0 +1,31 @@
+"""faust's worker, made to refuse bad topic layouts before it consumes anything."""
+
+from __future__ import annotations
+
+import sys
+
+import faust
+
+from stream.errors import ConfigurationError
+from stream.kafka_clients import check_copartitioned, ensure_changelog_topics
+from stream.settings import get_settings
+
+
+class GuardWorker(faust.Worker):
+    """The worker ``python -m stream worker`` runs (set as the app's ``Worker``).
+
+    On first start it checks that every topic exists and that the input topics are
+    co-partitioned with the tables (DESIGN.md §2); otherwise it prints one clear line
+    and exits non-zero. Then it creates the tables' changelog topics if missing
+    (see :func:`stream.kafka_clients.ensure_changelog_topics`).
+    """
+
+    async def on_first_start(self) -> None:
+        try:
+            settings = get_settings()
+            await check_copartitioned(settings)
+            await ensure_changelog_topics(settings)
+        except ConfigurationError as exc:
+            print(f"checkpoint-guard: error: {exc}", file=sys.stderr, flush=True)
+            raise
+        await super().on_first_start()
