@@ -10,6 +10,9 @@
     ├── ConfigurationError         settings or topics are inconsistent (e.g. input topics
     │                              not co-partitioned). Fatal at start; fix the config or
     │                              re-create the topics, then start again.
+    ├── AdapterError               a trajectory / log file could not be read (named in the
+    │                              one-line message); the other files still run. Fix or
+    │                              drop that file.
     └── KafkaLocalError            the local broker (``python -m stream kafka``) could not
                                    be resolved, started or stopped (java/mvn missing, port
                                    taken, broker died). Read the one-line message and the
