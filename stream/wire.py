@@ -182,15 +182,23 @@ def json_schemas() -> dict[str, dict[str, Any]]:
 # ----------------------------------------------------------------------------- decoding
 
 
+_CONSTRAINT_FIELDS = ("negative_constraints", "raw_negative_constraints")
+
+
 def _reason(err: ValidationError) -> str:
     errors = err.errors(include_url=False)
     first = errors[0]
     loc = [str(p) for p in first["loc"]]
     if loc and loc[0] in ("checkpoint", "artifact"):
         loc = loc[1:]
+    if len(loc) >= 2 and loc[0] in _CONSTRAINT_FIELDS and loc[1].isdigit():
+        where = ".".join(loc[:2])
+        return f"{where}: a constraint must be a string or an object with a non-empty string 'id'"
     where = ".".join(loc) or "message"
     msg = first["msg"]
-    if first["type"] == "missing":
+    if first.get("input", "") is None and first["type"] not in ("missing",):
+        msg = "must not be null (required field)"
+    elif first["type"] == "missing":
         msg = "required field is missing"
     elif first["type"] == "union_tag_invalid":
         where, msg = "type", f"must be 'checkpoint' or 'artifact', got {first['input'].get('type')!r}"[:200]

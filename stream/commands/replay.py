@@ -44,6 +44,19 @@ def replay(self, paths: tuple[str, ...], out: str | None, seq_gap_limit: int | N
     rp = Replayer(seq_gap_limit=limit, since=since, max_bytes=settings.max_message_bytes)
     sink = open(out, "wb") if out else sys.stdout.buffer
     try:
+        return _run(rp, paths, sink)
+    except BrokenPipeError:  # `replay ... | head`: the reader left; not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    finally:
+        if out:
+            sink.close()
+
+
+def _run(rp: Replayer, paths: tuple[str, ...], sink) -> int:
+    try:
         for path in paths:
             try:
                 fh = sys.stdin.buffer if path == "-" else open(path, "rb")
@@ -61,8 +74,6 @@ def replay(self, paths: tuple[str, ...], out: str | None, seq_gap_limit: int | N
         result = rp.finish()
     finally:
         sink.flush()
-        if out:
-            sink.close()
     print(result.summary(), file=sys.stderr)
     return 0
 
