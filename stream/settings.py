@@ -80,6 +80,11 @@ class Settings(BaseSettings):
     kafka_port: int = Field(9092, ge=1, le=65535, description="Local broker PLAINTEXT port.")
     kafka_controller_port: int = Field(9093, ge=1, le=65535, description="Local broker CONTROLLER port.")
     kafka_heap: str = Field("512m", description="Local broker -Xmx/-Xms.")
+    test_bootstrap: str | None = Field(
+        None,
+        description="Tests only (CG_TEST_BOOTSTRAP=host:port): use this running broker instead of "
+        "starting a fresh local one (tests/conftest.py).",
+    )
 
     @field_validator("broker")
     @classmethod
