@@ -39,6 +39,11 @@ ArtifactKind = Literal["raw_span", "tool_output", "file", "durable_record"]
 Polarity = Literal["prohibition", "instruction"]
 
 
+
+#: The real trajectories shipped with the project (MIT; LICENSE and PROVENANCE.md kept
+#: beside them): a copy of the workspace's ``shared/traces``.
+DEFAULT_TRACES = Path(__file__).resolve().parents[2] / "samples" / "traces"
+
 class AdapterError(GuardError):
     """A trajectory file that cannot be turned into events (one-line message).
 

@@ -7,7 +7,7 @@ the events as JSONL (stdout or ``--out``) or produce them to the input topics
 ``CG_ARTIFACT_TOPIC``, key = UTF-8 context id, value = the JSON line).
 
 Without PATH it reads the traces shipped next to the repository
-(``<repo>/../shared/traces``). A file that cannot be read is reported on stderr as
+(``samples/traces``, shipped with the project). A file that cannot be read is reported on stderr as
 ``checkpoint-guard: ingest: <path>: <problem>`` and skipped; the others are ingested
 and the exit code is 1. The last stderr line is a one-line summary.
 """
@@ -41,7 +41,7 @@ from stream.commands._base import SyncCommand, fail
 from stream.settings import PROJECT_ROOT
 
 #: The traces shipped with the project (read-only input data).
-DEFAULT_TRACES = PROJECT_ROOT.parent / "shared" / "traces"
+from stream.adapters.trajectories import DEFAULT_TRACES  # noqa: E402
 _D = SimulationParams()
 
 

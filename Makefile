@@ -1,0 +1,40 @@
+# checkpoint-guard — the two front-door commands (see README.md):
+#   make demo   run the main job end to end on the real trajectories (installs, starts Kafka, ...)
+#   make test   run every test (installs, starts its own Kafka, stops it)
+# Everything is installed into ./.venv from PyPI; Kafka's jars come from Maven Central
+# into ./.cache/kafka (both git-ignored).
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: install test unit integration demo bench clean
+
+$(STAMP): pyproject.toml
+	@command -v java >/dev/null || { echo "checkpoint-guard: error: java not found (install Java 17+)" >&2; exit 1; }
+	@command -v mvn  >/dev/null || { echo "checkpoint-guard: error: mvn not found (install Maven 3.6+)" >&2; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@touch $@
+
+install: $(STAMP)
+
+test: install
+	$(BIN)/python -m pytest
+
+unit: install
+	$(BIN)/python -m pytest tests/unit
+
+integration: install
+	$(BIN)/python -m pytest tests/integration
+
+demo: install
+	$(BIN)/python -m stream demo $(ARGS)
+
+bench: install
+	$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .hypothesis

@@ -1,0 +1,259 @@
+"""The main job, end to end: real trajectories -> Kafka -> worker -> alerts -> report.
+
+``python -m stream demo`` (``make demo``):
+
+1. starts a fresh local Kafka broker (:mod:`stream.kafka_local`) on free ports, unless
+   ``--broker`` names a running one;
+2. creates the topics (``topics create``);
+3. starts ``python -m stream worker`` as a subprocess (RocksDB tables) and waits for it;
+4. turns the trajectories into events (:mod:`stream.adapters`) and produces them to the
+   two input topics;
+5. waits until the worker's consumer group has committed every input offset (drained);
+6. reads the alerts, dead-letter and input topics back and prints the report
+   (:mod:`stream.report`), plus a check that the live alerts equal offline replay of
+   the same events;
+7. stops the worker and the broker (``--keep-running`` leaves them up).
+
+Everything it starts lives under ``var/demo/`` (git-ignored).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from stream import kafka_local
+from stream.adapters import SimulationParams, encode_event, load_trajectories, simulate
+from stream.errors import ConfigurationError
+from stream.kafka_clients import admin, consumer, create_topics, producer
+from stream.replay import replay_lines
+from stream.report import StreamReport
+from stream.settings import PROJECT_ROOT, Settings
+from stream.wire import decode_event, encode_alert
+
+DEMO_HOME = PROJECT_ROOT / "var" / "demo"
+
+
+class Demo:
+    """One end-to-end run; ``console`` is a rich Console for progress and the report."""
+
+    def __init__(self, settings: Settings, console: Any, *, keep_running: bool = False) -> None:
+        self.settings = settings
+        self.console = console
+        self.keep_running = keep_running
+        self.broker_started = False
+        self.worker: subprocess.Popen | None = None
+
+    # ------------------------------------------------------------------ steps
+    def start_broker(self) -> None:
+        port, cport = kafka_local.free_ports(2)
+        self.settings = self.settings.model_copy(update={
+            "kafka_home": DEMO_HOME / "kafka", "kafka_port": port, "kafka_controller_port": cport,
+            "broker": f"kafka://127.0.0.1:{port}",
+        })
+        with self.console.status("starting Kafka (first run downloads its jars with Maven)..."):
+            info = kafka_local.start(self.settings, fresh=True)
+        self.broker_started = True
+        self.console.print(f"[green]✓[/] Kafka {info.version} ready at {info.bootstrap} "
+                           f"in {info.ready_seconds:.1f}s (jars {info.resolve_seconds:.1f}s)")
+
+    def worker_env(self) -> dict[str, str]:
+        s = self.settings
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CG_")}
+        env.update({
+            "CG_BROKER": s.broker, "CG_APP_ID": s.app_id, "CG_PARTITIONS": str(s.partitions),
+            "CG_DATA_DIR": str(DEMO_HOME / "worker"), "CG_WEB_PORT": str(kafka_local.free_ports(1)[0]),
+            "CG_COMPACTION_TOPIC": s.compaction_topic, "CG_ARTIFACT_TOPIC": s.artifact_topic,
+            "CG_ALERTS_TOPIC": s.alerts_topic, "CG_VERDICTS_TOPIC": s.verdicts_topic,
+            "CG_DEADLETTER_TOPIC": s.deadletter_topic, "CG_SEQ_GAP_LIMIT": str(s.seq_gap_limit),
+            "CG_STORE": s.store,
+        })
+        return env
+
+    def start_worker(self, timeout: float = 120) -> None:
+        import shutil
+
+        shutil.rmtree(DEMO_HOME / "worker", ignore_errors=True)
+        log_path = DEMO_HOME / "worker.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._worker_log = open(log_path, "wb")
+        self.worker = subprocess.Popen(
+            [sys.executable, "-m", "stream", "worker", "-l", "info"],
+            env=self.worker_env(), cwd=PROJECT_ROOT, stdout=self._worker_log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout
+        with self.console.status("starting the worker..."):
+            while "[^GuardWorker]: Ready" not in log_path.read_text(errors="replace"):
+                if self.worker.poll() is not None or time.monotonic() > deadline:
+                    tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-20:])
+                    raise ConfigurationError(f"the worker did not start (log {log_path}):\n{tail}")
+                time.sleep(0.3)
+        self.console.print(f"[green]✓[/] worker ready (log {log_path})")
+
+    def build_events(self, paths: list[str], params: SimulationParams) -> list[dict[str, Any]]:
+        loaded = load_trajectories(paths)
+        for err in loaded.errors:
+            self.console.print(f"[yellow]skipped[/] {err}")
+        if not loaded.trajectories:
+            raise ConfigurationError(f"no trajectories found in {', '.join(paths)}")
+        events: list[dict[str, Any]] = []
+        for traj in loaded.trajectories:
+            events.extend(simulate(traj, params))
+        self.console.print(f"[green]✓[/] {len(loaded.trajectories)} trajectories -> {len(events)} events")
+        return events
+
+    async def produce(self, events: list[dict[str, Any]]) -> None:
+        from rich.progress import Progress
+
+        s = self.settings
+        topic = {"checkpoint": s.compaction_topic, "artifact": s.artifact_topic}
+        client = producer(s, enable_idempotence=True, linger_ms=5)
+        await client.start()
+        try:
+            with Progress(console=self.console, transient=True) as bar:
+                task = bar.add_task("producing", total=len(events))
+                pending = []
+                for i, e in enumerate(events):
+                    pending.append(await client.send(
+                        topic[e["type"]], value=encode_event(e).encode(), key=e["context_id"].encode()))
+                    if i % 500 == 0:
+                        bar.update(task, completed=i)
+                await asyncio.gather(*pending)
+                bar.update(task, completed=len(events))
+        finally:
+            await client.stop()
+        self.console.print(f"[green]✓[/] produced {len(events)} events to {s.compaction_topic} / {s.artifact_topic}")
+
+    async def wait_drained(self, timeout: float = 600) -> float:
+        """Wait until the worker's group committed the end offset of every input partition."""
+        from aiokafka import TopicPartition
+        from rich.progress import Progress
+
+        s = self.settings
+        c = consumer(s)
+        await c.start()
+        a = admin(s)
+        await a.start()
+        t0 = time.monotonic()
+        try:
+            tps = [TopicPartition(t, p) for t in s.input_topics for p in range(s.partitions)]
+            ends = await c.end_offsets(tps)
+            total = sum(ends.values())
+            with Progress(console=self.console, transient=True) as bar:
+                task = bar.add_task("worker consuming", total=total)
+                while True:
+                    committed = await a.list_consumer_group_offsets(s.app_id)
+                    done = sum(min(committed[tp].offset, ends[tp]) for tp in tps if tp in committed and committed[tp].offset >= 0)
+                    bar.update(task, completed=done)
+                    if done >= total:
+                        break
+                    if self.worker is not None and self.worker.poll() is not None:
+                        raise ConfigurationError("the worker exited while consuming; see var/demo/worker.log")
+                    if time.monotonic() - t0 > timeout:
+                        raise ConfigurationError(f"the worker did not drain the input in {timeout:.0f}s")
+                    await asyncio.sleep(0.5)
+        finally:
+            await c.stop()
+            await a.close()
+        elapsed = time.monotonic() - t0
+        self.console.print(f"[green]✓[/] worker drained {total} input records in {elapsed:.1f}s")
+        return elapsed
+
+    async def read_topic(self, topic: str) -> list[Any]:
+        """Every record of a topic, from the beginning to its current end."""
+        from aiokafka import TopicPartition
+
+        c = consumer(self.settings, enable_auto_commit=False, auto_offset_reset="earliest", group_id=None)
+        await c.start()
+        try:
+            tps = [TopicPartition(topic, p) for p in range(self.settings.partitions)]
+            c.assign(tps)
+            ends = await c.end_offsets(tps)
+            await c.seek_to_beginning(*tps)
+            out = []
+            remaining = {tp for tp in tps if ends[tp] > 0}
+            while remaining:
+                batch = await c.getmany(timeout_ms=1000)
+                for tp, msgs in batch.items():
+                    out.extend(msgs)
+                    if msgs and msgs[-1].offset + 1 >= ends[tp]:
+                        remaining.discard(tp)
+            return out
+        finally:
+            await c.stop()
+
+    async def report(self, events: list[dict[str, Any]]) -> StreamReport:
+        s = self.settings
+        rep = StreamReport()
+        for topic in s.input_topics:
+            for m in await self.read_topic(topic):
+                try:
+                    rep.add_event(decode_event(m.value))
+                except Exception:  # counted from the dead-letter topic below
+                    pass
+        for m in await self.read_topic(s.deadletter_topic):
+            rep.add_dead_letter(json.loads(m.value)["reason"])
+        live = [json.loads(m.value) for m in await self.read_topic(s.alerts_topic)]
+        for a in live:
+            rep.add_alert(a)
+        rep.render(self.console)
+        self.live_equals_replay(live, events)
+        return rep
+
+    def live_equals_replay(self, live: list[dict[str, Any]], events: list[dict[str, Any]]) -> bool:
+        """Compare per context (Kafka orders per partition), triggers' offsets nulled."""
+        def by_ctx(alerts):
+            out = defaultdict(list)
+            for a in alerts:
+                a = {**a, "trigger": {**a["trigger"], "topic": None, "partition": None, "offset": None}}
+                out[a["context_id"]].append(encode_alert(a))
+            return dict(out)
+
+        offline = replay_lines((encode_event(e).encode() for e in events), seq_gap_limit=self.settings.seq_gap_limit)
+        same = by_ctx(live) == by_ctx(offline.alerts)
+        mark = "[green]✓ equal[/]" if same else "[red]✗ DIFFERENT[/]"
+        self.console.print(f"live alerts vs offline replay of the same events: {mark} "
+                           f"({len(live)} live, {len(offline.alerts)} offline)")
+        self.same = same
+        return same
+
+    def stop(self) -> None:
+        if self.worker is not None and self.worker.poll() is None:
+            if self.keep_running:
+                self.console.print(f"worker left running (pid {self.worker.pid}); broker {self.settings.broker}")
+                return
+            self.worker.send_signal(signal.SIGTERM)
+            try:
+                self.worker.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.worker.pid, signal.SIGKILL)
+        if self.broker_started and not self.keep_running:
+            kafka_local.stop(self.settings)
+            self.console.print("[green]✓[/] stopped the worker and Kafka")
+
+    # ------------------------------------------------------------------ the run
+    def run(self, paths: list[str], params: SimulationParams, *, start_broker: bool = True) -> int:
+        t0 = time.monotonic()
+        try:
+            if start_broker:
+                self.start_broker()
+            asyncio.run(create_topics(self.settings, [*self.settings.input_topics, *self.settings.output_topics],
+                                      self.settings.partitions))
+            events = self.build_events(paths, params)
+            self.start_worker()
+            asyncio.run(self.produce(events))
+            asyncio.run(self.wait_drained())
+            asyncio.run(self.report(events))
+        finally:
+            self.stop()
+        self.console.print(f"done in {time.monotonic() - t0:.0f}s")
+        return 0 if self.same else 1

@@ -1,0 +1,114 @@
+"""What a run found, measured from the streams themselves (the demo's report).
+
+:class:`StreamReport` folds the records of the topics — input events as the worker
+consumed them, the alerts it published, the dead letters — into the figures an operator
+asks for first:
+
+* events by type, dead letters by reason;
+* alerts by rule, status and level;
+* the seed's survival table, per level: prohibitions vs positive instructions. For each
+  node its **last** checkpoint version on the stream counts; ``kept = Σ |carried ∩ raw|``
+  and ``total = Σ |raw|`` over the nodes of a level, with keys as in DESIGN.md §3;
+* the most-orphaned referents: for each referent, how many nodes' *current* orphan sets
+  (the last orphaned_referent alert of each node) contain it.
+
+Pure (no Kafka): feed it decoded events and alert dicts, from Kafka or from files.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from stream.domain.events import CheckpointEvent, Event
+
+LEVELS = ("leaf", "section", "root")
+
+
+@dataclass
+class StreamReport:
+    events: Counter = field(default_factory=Counter)
+    dead_letters: Counter = field(default_factory=Counter)
+    alerts: Counter = field(default_factory=Counter)  # (rule, status, level) -> n
+    _last: dict[tuple[str, str], CheckpointEvent] = field(default_factory=dict)
+    _orphans: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    alert_total: int = 0
+
+    def add_event(self, event: Event) -> None:
+        self.events[event.type] += 1
+        if isinstance(event, CheckpointEvent):
+            self._last[(event.context_id, event.node_id)] = event
+
+    def add_dead_letter(self, reason: str) -> None:
+        self.dead_letters[reason.split(":", 1)[0]] += 1
+
+    def add_alert(self, alert: dict[str, Any]) -> None:
+        self.alert_total += 1
+        self.alerts[(alert["rule"], alert["status"], alert.get("level") or "-")] += 1
+        if alert["rule"] == "orphaned_referent":
+            self._orphans[(alert["context_id"], alert["node_id"])] = alert["orphans"]
+
+    def survival(self) -> dict[str, dict[str, tuple[int, int]]]:
+        """``{"prohibitions"|"instructions": {level: (kept, total)}}``."""
+        out = {k: {lvl: [0, 0] for lvl in LEVELS} for k in ("prohibitions", "instructions")}
+        for ev in self._last.values():
+            if ev.level not in LEVELS:
+                continue
+            for kind, carried, raw in (
+                ("prohibitions", ev.negative_constraints, ev.raw_negative_constraints),
+                ("instructions", ev.instructions, ev.raw_instructions),
+            ):
+                raw_set = set(raw)
+                out[kind][ev.level][0] += len(raw_set & set(carried))
+                out[kind][ev.level][1] += len(raw_set)
+        return {k: {lvl: (c[0], c[1]) for lvl, c in v.items()} for k, v in out.items()}
+
+    def most_orphaned(self, n: int = 10) -> list[tuple[str, int]]:
+        counts: Counter = Counter()
+        for orphans in self._orphans.values():
+            counts.update(orphans)
+        return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+
+    def render(self, console: Any, *, title: str = "checkpoint-guard report") -> None:
+        """Print the report as rich tables on ``console`` (a rich Console)."""
+        from rich.table import Table
+
+        console.rule(title)
+        ev = Table(title="events consumed")
+        ev.add_column("type")
+        ev.add_column("count", justify="right")
+        for k in ("checkpoint", "artifact"):
+            ev.add_row(k, str(self.events[k]))
+        ev.add_row("dead letters", str(sum(self.dead_letters.values())))
+        for reason, n in self.dead_letters.most_common():
+            ev.add_row(f"  {reason}", str(n))
+        console.print(ev)
+
+        al = Table(title=f"alerts ({self.alert_total})")
+        for col in ("rule", "status", *LEVELS, "-"):
+            al.add_column(col, justify="right" if col in (*LEVELS, "-") else "left")
+        rules = sorted({(r, s) for r, s, _ in self.alerts})
+        for rule, status in rules:
+            al.add_row(rule, status, *(str(self.alerts[(rule, status, lvl)]) for lvl in (*LEVELS, "-")))
+        console.print(al)
+
+        sv = Table(title="survival into summaries, per level (measured from the stream)")
+        sv.add_column("content")
+        for lvl in LEVELS:
+            sv.add_column(lvl, justify="right")
+        table = self.survival()
+        for kind in ("prohibitions", "instructions"):
+            cells = []
+            for lvl in LEVELS:
+                kept, total = table[kind][lvl]
+                cells.append(f"{100 * kept / total:.0f}% ({kept}/{total})" if total else "n/a")
+            sv.add_row("prohibitions (do not ...)" if kind == "prohibitions" else "positive instructions", *cells)
+        console.print(sv)
+
+        mo = Table(title="most-orphaned referents (nodes whose summary depends on them)")
+        mo.add_column("referent")
+        mo.add_column("nodes", justify="right")
+        for ref, n in self.most_orphaned():
+            mo.add_row(ref, str(n))
+        console.print(mo)
