@@ -57,6 +57,9 @@ def create_app(settings: Settings | None = None) -> faust.App:
         topic_replication_factor=s.replication_factor,
         table_standby_replicas=s.table_standby_replicas,
         processing_guarantee="at_least_once",
+        # Measured (docs/BENCHMARKS.md): a 5 ms linger made the worker *slower*
+        # (faust's changelog buffer waits per record), so the default stays 0.
+        producer_linger=s.producer_linger_ms / 1000.0,
         web_host=s.web_host,
         web_port=s.web_port,
         web_bind=s.web_host,

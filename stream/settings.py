@@ -50,6 +50,8 @@ class Settings(BaseSettings):
         description="Only at-least-once is supported (DESIGN.md §7.6: exactly_once has open bugs).",
     )
 
+    producer_linger_ms: int = Field(0, ge=0, description="Producer linger (ms) of the worker.")
+
     # --- security (SSL / SASL) ---------------------------------------------------
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
     sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "PLAIN"
