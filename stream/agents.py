@@ -32,7 +32,7 @@ from stream.domain.engine import Engine
 from stream.domain.events import Source
 from stream.errors import InvalidEvent
 from stream.tables import OverlayState, TableState
-from stream.wire import decode_event, dead_letter, encode_alert, encode_dead_letter, encode_verdict
+from stream.wire import dead_letter, decode_message, encode_alert, encode_dead_letter, encode_verdict
 
 log = logging.getLogger("checkpoint_guard.agent")
 
@@ -54,28 +54,6 @@ SEND_RETRY_MAX_DELAY = 5.0
 
 class StateWriteError(RuntimeError):
     """Writing an event's state to the tables failed (after its alerts were sent)."""
-
-
-def decode_message(key: bytes | None, value: bytes | None, source: Source) -> Any:
-    """Decode one input message; raise InvalidEvent (dead letter) on any contract break.
-
-    The key must be the UTF-8 ``context_id`` of the payload: a message under another
-    key may sit on another partition than the rest of its context (DESIGN.md §3).
-    """
-    if value is None:
-        raise InvalidEvent("message has no value (tombstone)")
-    event = decode_event(value, max_bytes=settings.max_message_bytes)
-    if key is None:
-        raise InvalidEvent("message key is missing; it must be the UTF-8 context_id")
-    try:
-        key_text = key.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InvalidEvent("message key is not UTF-8; it must be the UTF-8 context_id") from None
-    if key_text != event.context_id:
-        raise InvalidEvent(
-            f"message key {key_text[:80]!r} differs from context_id {event.context_id[:80]!r}"
-        )
-    return event
 
 
 async def _send_acked(sends: list[tuple[Any, bytes | None, bytes]]) -> None:
@@ -103,7 +81,7 @@ async def handle(message: Any) -> list[dict[str, Any]]:
     source = Source(message.topic, message.partition, message.offset)
     counters["events"] += 1
     try:
-        event = decode_message(message.key, message.value, source)
+        event = decode_message(message.key, message.value, max_bytes=settings.max_message_bytes)
     except InvalidEvent as exc:
         counters["dead_letters"] += 1
         record = dead_letter(
@@ -158,4 +136,4 @@ async def validate(stream: faust.StreamT) -> None:
             await _send_acked([(topology.dead_letters, event.message.key, encode_dead_letter(record))])
 
 
-__all__ = ["decode_message", "handle", "validate"]
+__all__ = ["handle", "validate"]

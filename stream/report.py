@@ -86,8 +86,8 @@ class StreamReport:
         console.print(ev)
 
         al = Table(title=f"alerts ({self.alert_total})")
-        for col in ("rule", "status", *LEVELS, "-"):
-            al.add_column(col, justify="right" if col in (*LEVELS, "-") else "left")
+        for col in ("rule", "status", *LEVELS, "no level"):
+            al.add_column(col, justify="right" if col in (*LEVELS, "no level") else "left")
         rules = sorted({(r, s) for r, s, _ in self.alerts})
         for rule, status in rules:
             al.add_row(rule, status, *(str(self.alerts[(rule, status, lvl)]) for lvl in (*LEVELS, "-")))

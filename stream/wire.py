@@ -303,6 +303,27 @@ def decode_event(data: bytes | str, *, max_bytes: int = MAX_MESSAGE_BYTES) -> Ev
     )
 
 
+def decode_message(key: bytes | None, value: bytes | None, *, max_bytes: int = MAX_MESSAGE_BYTES) -> Event:
+    """Decode one Kafka input message: :func:`decode_event` plus the key check.
+
+    The key must be the UTF-8 ``context_id`` of the payload: a message under another
+    key may sit on another partition than the rest of its context (DESIGN.md §3).
+    Raises InvalidEvent (dead letter) on any contract break.
+    """
+    if value is None:
+        raise InvalidEvent("message has no value (tombstone)")
+    event = decode_event(value, max_bytes=max_bytes)
+    if key is None:
+        raise InvalidEvent("message key is missing; it must be the UTF-8 context_id")
+    try:
+        key_text = key.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidEvent("message key is not UTF-8; it must be the UTF-8 context_id") from None
+    if key_text != event.context_id:
+        raise InvalidEvent(f"message key {key_text[:80]!r} differs from context_id {event.context_id[:80]!r}")
+    return event
+
+
 # ----------------------------------------------------------------------------- encoding
 
 

@@ -9,6 +9,7 @@ exits with the code it returns.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any, ClassVar, NoReturn
 
@@ -21,8 +22,12 @@ class SyncCommand(AppCommand):
     abstract: ClassVar[bool] = True
 
     def __call__(self, *args: Any, **kwargs: Any) -> NoReturn:
-        code = self.run(*(tuple(self.args) + args), **{**self.kwargs, **kwargs})
-        sys.stdout.flush()
+        try:
+            code = self.run(*(tuple(self.args) + args), **{**self.kwargs, **kwargs})
+            sys.stdout.flush()
+        except BrokenPipeError:  # `command | head`: the reader left early; not an error
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            code = 0
         raise SystemExit(int(code or 0))
 
 

@@ -1,9 +1,17 @@
-"""``python -m stream replay PATH...`` — offline replay of JSONL input events.
+"""``python -m stream replay`` — replay input events through a fresh engine.
 
-Writes only alerts (one JSON object per line) to stdout or ``--out``; bad lines go to
-stderr as ``path:line: reason`` and are skipped; a one-line summary ends on stderr.
-Exit code 0 even when there were dead letters or alerts (they are output, not failure);
-2 when an input file cannot be read.
+Two sources:
+
+* ``replay PATH...`` — JSONL files (offline, no broker). Bad lines go to stderr as
+  ``path:line: reason`` and are skipped.
+* ``replay --from-kafka`` — the input topics themselves (forensics, :mod:`stream.forensics`),
+  read with a group-less consumer: no offset commits, the live worker is untouched.
+  ``--verify`` compares the result with the alerts topic over the same range.
+
+Both write only alerts (one JSON object per line) to stdout or ``--out``, and a one-line
+summary on stderr. Exit code 0 even when there were dead letters or alerts (they are
+output, not failure); 1 when ``--verify`` found a difference; 2 on a usage error or an
+unreadable input.
 """
 
 from __future__ import annotations
@@ -26,22 +34,52 @@ from stream.wire import encode_alert
         "--seq-gap-limit", type=int, default=None,
         help=f"Waiting events per context before a sequence_gap (default {settings.seq_gap_limit}, CG_SEQ_GAP_LIMIT).",
     ),
-    option("--since", is_flag=True, default=False,
-           help="Start each context's expected seq at the first event read (partial input)."),
+    option("--since", type=str, default=None, is_flag=False, flag_value="",
+           help="Start each context's expected seq at the first event read (partial input). "
+                "With --from-kafka: --since TIME (RFC 3339) also starts reading at TIME."),
+    option("--from-kafka", is_flag=True, default=False, help="Read the input topics instead of files."),
+    option("--from-beginning", is_flag=True, default=False, help="--from-kafka: from the start of the topics (default)."),
+    option("--until", type=str, default=None, help="--from-kafka: stop at records stamped at/after TIME (RFC 3339)."),
+    option("--context", type=str, default=None, help="--from-kafka: only this context_id."),
+    option("--verify", is_flag=True, default=False,
+           help="--from-kafka: compare with the alerts topic over the same range; exit 1 on any difference."),
     base=SyncCommand,
 )
-def replay(self, paths: tuple[str, ...], out: str | None, seq_gap_limit: int | None, since: bool) -> int:
-    """Replay JSONL input events offline through the engine and print the alerts.
+def replay(
+    self, paths: tuple[str, ...], out: str | None, seq_gap_limit: int | None, since: str | None,
+    from_kafka: bool, from_beginning: bool, until: str | None, context: str | None, verify: bool,
+) -> int:
+    """Replay input events through a fresh engine and print the alerts.
 
     PATH... are JSONL files of input events (both kinds, DESIGN.md §3), read one after
     another in the order given; '-' reads stdin. No broker is needed.
+
+    --from-kafka reads the input topics instead (CG_BROKER), from the beginning or
+    --since TIME up to their current end or --until TIME, without committing offsets;
+    --verify then diffs the result against the alerts topic (missing / extra /
+    different by alert_id, ignoring emitted_at and identical repeats).
     """
-    if not paths:
-        fail("replay needs at least one PATH (a JSONL file of input events, or - for stdin)")
     limit = settings.seq_gap_limit if seq_gap_limit is None else seq_gap_limit
     if limit < 0:
         fail("--seq-gap-limit must be >= 0")
-    rp = Replayer(seq_gap_limit=limit, since=since, max_bytes=settings.max_message_bytes)
+    if from_kafka:
+        if paths:
+            fail("give either PATH... or --from-kafka, not both")
+        if since and from_beginning:
+            fail("--since and --from-beginning exclude each other")
+        from stream.commands._forensics import replay_from_kafka
+
+        return replay_from_kafka(
+            since=since or None, until=until, context=context, verify=verify, out=out, seq_gap_limit=limit
+        )
+    if verify or until or context or from_beginning:
+        fail("--verify, --until, --context and --from-beginning need --from-kafka")
+    if since:  # `replay --since file.jsonl`: click bound the first PATH to --since
+        paths = (since, *paths)
+    if not paths:
+        fail("replay needs at least one PATH (a JSONL file of input events, or - for stdin), or --from-kafka")
+    since_flag = since is not None
+    rp = Replayer(seq_gap_limit=limit, since=since_flag, max_bytes=settings.max_message_bytes)
     sink = open(out, "wb") if out else sys.stdout.buffer
     try:
         return _run(rp, paths, sink)

@@ -73,14 +73,15 @@ class Output:
     """What one :meth:`Engine.process` call produced, in order.
 
     ``alerts``: alert dicts (DESIGN.md §3), emission order. ``verdicts``: one dict per
-    applied checkpoint. ``applied``: events applied (drained ones included);
+    applied checkpoint. ``applied``: ``(event, source)`` of every event applied
+    (drained ones included, each with its own source);
     ``duplicates``: applied-time duplicates ignored; ``dropped``: seq below the next
     expected or already waiting; ``buffered``: 1 if the arriving event now waits.
     """
 
     alerts: list[dict[str, Any]] = field(default_factory=list)
     verdicts: list[dict[str, Any]] = field(default_factory=list)
-    applied: list[Event] = field(default_factory=list)
+    applied: list[tuple[Event, Source]] = field(default_factory=list)
     duplicates: int = 0
     dropped: int = 0
     buffered: int = 0
@@ -234,7 +235,7 @@ class Engine:
             out.duplicates += 1
             return
         state.seen[seen_key] = 1
-        out.applied.append(event)
+        out.applied.append((event, source))
         if isinstance(event, ArtifactEvent):
             self._apply_artifact(state, event, source, out)
         else:

@@ -829,7 +829,7 @@ def test_a_drained_event_keeps_its_own_source_offset():
     assert (waits.alerts, waits.buffered) == ([], 1)
     out = engine.process(state, _event(**admit("x", event_id="e0", seq=0)), Source("artifact-events", 3, 99))
     assert out.buffered == 0
-    assert [e.event_id for e in out.applied] == ["e0", "e1"]
+    assert [e.event_id for e, _ in out.applied] == ["e0", "e1"]
     assert out.alerts[0]["trigger"] == {
         "event_id": "e1", "type": "checkpoint", "topic": "compaction-events", "partition": 3, "offset": 17,
     }
@@ -841,7 +841,7 @@ def test_the_gap_alert_is_triggered_by_the_arriving_events_source():
     out = engine.process(state, _event(**admit("y", event_id="e3", seq=3)), Source("artifact-events", 0, 6))
     assert project(out.alerts) == [gap(0, 1, trigger="e3")]
     assert out.alerts[0]["trigger"]["offset"] == 6
-    assert [e.event_id for e in out.applied] == ["e2", "e3"]
+    assert [e.event_id for e, _ in out.applied] == ["e2", "e3"]
 
 
 def test_process_reports_dropped_and_duplicate_events():

@@ -1,0 +1,69 @@
+"""``python -m stream explain CONTEXT NODE`` — a node's history from the topics."""
+
+from __future__ import annotations
+
+import json
+
+from faust.cli import argument, option
+
+from stream.app import app, settings
+from stream.commands._base import SyncCommand
+from stream.commands._forensics import read
+from stream.forensics import explain as explain_node
+
+
+@app.command(
+    argument("context_id", type=str),
+    argument("node_id", type=str),
+    option("--json", "as_json", is_flag=True, default=False, help="Exact JSON instead of a readable view."),
+    base=SyncCommand,
+)
+def explain(self, context_id: str, node_id: str, as_json: bool) -> int:
+    """Explain why a node was (or was not) flagged, from the input topics.
+
+    Replays the context's events (read from Kafka without a consumer group) and shows
+    every version of the node with its referents and constraints, each reachability
+    change of its referents (event id, topic/partition/offset), every alert raised or
+    resolved and what triggered it, and whether the node is authoritative now.
+    Exit code 3 when the node never appeared.
+    """
+    records, _ = read(settings.input_topics, context=context_id)
+    h = explain_node(records, context_id, node_id, seq_gap_limit=settings.seq_gap_limit)
+    if as_json:
+        print(json.dumps(h.to_json(), indent=2, ensure_ascii=False))
+        return 0 if h.exists else 3
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console()
+    if not h.exists:
+        con.print(f"node [bold]{node_id}[/] never appeared in context [bold]{context_id}[/] "
+                  f"({len(records)} records read)")
+        return 3
+    state = "[green]authoritative[/]" if h.authoritative else "[red]NOT authoritative[/]"
+    extra = (" — frozen" if h.frozen else "") + (f" — open: {', '.join(h.open_rules)}" if h.open_rules else "")
+    con.rule(f"{context_id} / {node_id}: {state}{extra}")
+    t = Table(title="versions")
+    for col in ("#", "event", "at", "verdict", "referents", "carried", "raw prohibitions"):
+        t.add_column(col, overflow="fold")
+    for i, v in enumerate(h.versions, 1):
+        t.add_row(str(i), v["event_id"], f"{v['topic']}[{v['partition']}]@{v['offset']}", str(v["verdict"]),
+                  ", ".join(v["referents"]) or "-", ", ".join(v["negative_constraints"]) or "-",
+                  ", ".join(v["raw_negative_constraints"]) or "-")
+    con.print(t)
+    r = Table(title="reachability changes of its referents")
+    for col in ("event", "at", "artifact", "op", "tier"):
+        r.add_column(col, overflow="fold")
+    for c in h.reachability:
+        r.add_row(c["event_id"], f"{c['topic']}[{c['partition']}]@{c['offset']}", c["artifact_id"], c["op"], c["tier"])
+    con.print(r)
+    a = Table(title="alerts")
+    for col in ("rule", "status", "set", "trigger", "at"):
+        a.add_column(col, overflow="fold")
+    for al in h.alerts:
+        tr = al["trigger"]
+        items = al["orphans"] or al["missing_constraints"]
+        a.add_row(al["rule"], al["status"], ", ".join(items) or "-", tr["event_id"],
+                  f"{tr['topic']}[{tr['partition']}]@{tr['offset']}")
+    con.print(a)
+    return 0
