@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+import time
 from typing import Any
 
 import faust
@@ -31,15 +32,22 @@ from stream.app import app, settings
 from stream.domain.engine import Engine
 from stream.domain.events import Source
 from stream.errors import InvalidEvent
+from stream.metrics import METRICS, NO_METRICS
 from stream.tables import OverlayState, TableState
 from stream.wire import dead_letter, decode_message, encode_alert, encode_dead_letter, encode_verdict
 
 log = logging.getLogger("checkpoint_guard.agent")
 
 engine = Engine(settings.seq_gap_limit)
-state = TableState(topology.tables)
+state = TableState(topology.tables, topology.journal)
+#: Contexts whose last journal record this process has rolled forward (reset on rebalance).
+_rolled: set[str] = set()
+#: Prometheus metrics (stream.metrics), derived from the engine's Output; CG_METRICS_ENABLED.
+metrics = METRICS if settings.metrics_enabled else NO_METRICS
+#: A dead letter's event type is its topic's (its payload may not say).
+_TOPIC_TYPE = {settings.compaction_topic: "checkpoint", settings.artifact_topic: "artifact"}
 
-#: Plain counters (exported as Prometheus metrics by stream.metrics when loaded).
+#: Plain counters (for debugging in process; Prometheus metrics are in stream.metrics).
 counters: dict[str, int] = {
     "events": 0,
     "dead_letters": 0,
@@ -71,13 +79,14 @@ async def _send_acked(sends: list[tuple[Any, bytes | None, bytes]]) -> None:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # broker unavailable, timeouts: keep the event, retry
-            log.warning("sending outputs failed (%s); retrying in %.1fs", type(exc).__name__, delay)
+            log.warning("sending outputs failed (%r, cause %r); retrying in %.1fs", exc, exc.__cause__, delay)
             await asyncio.sleep(delay)
             delay = min(delay * 2, SEND_RETRY_MAX_DELAY)
 
 
 async def handle(message: Any) -> list[dict[str, Any]]:
     """Process one Kafka message end to end; returns the alerts it produced."""
+    received = time.perf_counter()
     source = Source(message.topic, message.partition, message.offset)
     counters["events"] += 1
     try:
@@ -90,16 +99,28 @@ async def handle(message: Any) -> list[dict[str, Any]]:
         )
         log.info("dead letter %s[%s]@%s: %s", message.topic, message.partition, message.offset, exc)
         await _send_acked([(topology.dead_letters, message.key, encode_dead_letter(record))])
+        metrics.dead_letter(_TOPIC_TYPE.get(message.topic, "unknown"), str(exc),
+                            message.topic, message.partition, message.offset)
         return []
 
+    if event.context_id not in _rolled:
+        # First touch since start/rebalance: finish a write set a crash may have cut.
+        state.roll_forward(event.context_id)
+        _rolled.add(event.context_id)
     overlay = OverlayState(state)
     out = engine.process(overlay, event, source)
+    observed = metrics.measure(event, out, state)  # the touched nodes as they were (not flushed yet)
     key = event.context_id.encode("utf-8")
     sends = [(topology.checkpoint_alerts, key, encode_alert(a)) for a in out.alerts]
     sends += [(topology.checkpoint_verdicts, key, encode_verdict(v)) for v in out.verdicts]
     if sends:
         await _send_acked(sends)
+    acked = time.perf_counter()
     try:
+        write_set = overlay.write_set()
+        if write_set:
+            state.record_journal(event.context_id, event.event_id, write_set)
+            await app.producer.flush()  # the journal record is acknowledged before any key
         overlay.flush()
     except Exception as exc:
         raise StateWriteError(f"could not record event {event.event_id!r} in the tables") from exc
@@ -107,7 +128,15 @@ async def handle(message: Any) -> list[dict[str, Any]]:
     counters["verdicts"] += len(out.verdicts)
     counters["duplicates"] += out.duplicates
     counters["dropped"] += out.dropped
+    metrics.record(observed, topic=message.topic, partition=message.partition, offset=message.offset,
+                   received=received, acked=acked)
     return out.alerts
+
+
+@app.on_partitions_assigned.connect
+async def _forget_rolled(app: Any, assigned: Any = None, **kwargs: Any) -> None:
+    """After a rebalance another worker may have left a write set half-applied."""
+    _rolled.clear()
 
 
 @app.agent(topology.input_events, name="validate")
@@ -121,9 +150,10 @@ async def validate(stream: faust.StreamT) -> None:
         except StateWriteError as exc:
             # Infrastructure, not input: stop the worker *without* acking this event, so
             # a restart re-processes it (its alerts were sent; they repeat, same ids).
+            # Returning from the agent would ack it; wait here to be cancelled instead.
             log.critical("%s: %r; stopping the worker", exc, exc.__cause__)
             await app.crash(exc)
-            return
+            await asyncio.Event().wait()
         except Exception:  # a bug, not bad input: log loudly, never crash the agent
             counters["dead_letters"] += 1
             log.exception("unexpected error on %s[%s]@%s", event.message.topic,
@@ -134,6 +164,8 @@ async def validate(stream: faust.StreamT) -> None:
                 partition=event.message.partition, offset=event.message.offset,
             )
             await _send_acked([(topology.dead_letters, event.message.key, encode_dead_letter(record))])
+            metrics.dead_letter(_TOPIC_TYPE.get(event.message.topic, "unknown"), record["reason"],
+                                event.message.topic, event.message.partition, event.message.offset)
 
 
 __all__ = ["handle", "validate"]

@@ -47,6 +47,9 @@ def faust_broker_credentials(settings: Settings):
 def create_app(settings: Settings | None = None) -> faust.App:
     """Build the faust app from settings (topics/tables/agents attach on import)."""
     s = settings or get_settings()
+    # faust's default canonical_url is http://<web_host>:<web_port>; other workers
+    # forward node-status requests there (stream.web), so it can be overridden.
+    advertised = {"canonical_url": s.web_canonical_url} if s.web_canonical_url else {}
     return faust.App(
         s.app_id,
         broker=s.broker,
@@ -60,9 +63,13 @@ def create_app(settings: Settings | None = None) -> faust.App:
         # Measured (docs/BENCHMARKS.md): a 5 ms linger made the worker *slower*
         # (faust's changelog buffer waits per record), so the default stays 0.
         producer_linger=s.producer_linger_ms / 1000.0,
+        # A valid event can make a record over 1 MB (an alert naming 9,000 orphans, a
+        # node record with a large constraint set); the topics allow max_output_bytes.
+        producer_max_request_size=s.max_output_bytes,
         web_host=s.web_host,
         web_port=s.web_port,
         web_bind=s.web_host,
+        **advertised,
         autodiscover=False,
         Worker="stream.worker:GuardWorker",
         key_serializer="raw",
@@ -76,5 +83,7 @@ def create_app(settings: Settings | None = None) -> faust.App:
 settings = get_settings()
 app = create_app(settings)
 
-# Attach the topology and the agent (they import ``app`` from here).
+# Attach the topology and the agent (they import ``app`` from here), then the web
+# views (/healthz, /readyz, /metrics, /nodes/...).
 import stream.agents  # noqa: E402,F401
+import stream.web  # noqa: E402,F401

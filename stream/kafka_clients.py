@@ -101,7 +101,10 @@ async def create_topics(
                 [
                     NewTopic(
                         t, num_partitions=partitions, replication_factor=settings.replication_factor,
-                        topic_configs={"cleanup.policy": "compact"} if compacted else None,
+                        topic_configs={
+                            "max.message.bytes": str(settings.max_output_bytes),
+                            **({"cleanup.policy": "compact"} if compacted else {}),
+                        },
                     )
                     for t in missing
                 ]
@@ -147,7 +150,7 @@ def changelog_topics(settings: Settings) -> list[str]:
     """faust's changelog topic name of every engine table (``<app_id>-<table>-changelog``)."""
     from stream.domain.state import TABLES
 
-    return [f"{settings.app_id}-{name}-changelog" for name in TABLES]
+    return [f"{settings.app_id}-{name}-changelog" for name in (*TABLES, "journal")]
 
 
 async def ensure_changelog_topics(settings: Settings) -> dict[str, str]:

@@ -70,10 +70,40 @@ class Settings(BaseSettings):
     # --- web -----------------------------------------------------------------------
     web_host: str = Field("127.0.0.1", description="Web views bind here; loopback unless told otherwise.")
     web_port: int = Field(6066, ge=1, le=65535)
+    web_canonical_url: str | None = Field(
+        None,
+        description="URL the other workers use to reach this worker's web views (faust canonical_url; "
+        "node-status requests are forwarded there). Default http://<web_host>:<web_port>; set it "
+        "when web_host is 0.0.0.0 or behind NAT.",
+    )
+    web_forward_timeout: float = Field(
+        5.0, gt=0, description="Seconds to wait for the owning worker when forwarding a node-status request."
+    )
+    metrics_enabled: bool = Field(
+        True, description="Maintain the Prometheus metrics served at /metrics (false: the agent skips them)."
+    )
 
     # --- rules and limits (DESIGN.md §3, §4) --------------------------------------------
     seq_gap_limit: int = Field(1000, ge=0, description="Waiting events per context before a sequence_gap.")
     max_message_bytes: int = Field(1 << 20, ge=1, description="Bigger messages/lines are dead-lettered.")
+    max_output_bytes: int = Field(
+        16 << 20, ge=1 << 20,
+        description="Largest record the worker writes (alerts, dead letters, table changelogs); the topics "
+        "we create get max.message.bytes = this.",
+    )
+
+    # --- remediation worker (python -m stream remediate, stream/remediation.py) ------------
+    remediation_group: str = Field(
+        "checkpoint-guard-remediation",
+        description="Consumer group of the remediation worker; also names its compacted state topic "
+        "<group>-state and its transactional id <group>-tx.",
+    )
+    remediation_topic: str = Field("remediation-requests", description="Remediation requests (key: context_id).")
+    remediation_handlers: str = Field(
+        "stream.remediation:TopicPublisher",
+        description="Comma-separated dotted paths (module:factory) of remediation handlers; the default "
+        "publishes every request to remediation_topic.",
+    )
 
     # --- the local broker the project starts (DESIGN.md §6) -------------------------------
     kafka_version: str = Field("4.1.1", description="org.apache.kafka:kafka_2.13 version of the local broker.")

@@ -10,6 +10,16 @@ Two adapters:
   *after* the broker acknowledged the event's alerts (DESIGN.md §7.6). A crash in
   between therefore re-processes the event and re-emits the same alerts (same
   ``alert_id``); it can never record an event whose alerts were lost.
+
+Why a journal: one event's state is several keys in several tables, each with its own
+changelog topic, and a crash (``kill -9``) can persist some of them and not others — a
+``seq`` record naming a waiting event whose ``waiting`` record never arrived wedged a
+context for good. So before the keys are written, the whole write set goes to the
+``journal`` table as *one* record (``journal[[ctx]]``) and the agent waits until the
+broker acknowledged it; the first time a process touches a context (after start or a
+rebalance) it re-applies that context's last journal record (:meth:`TableState.roll_forward`).
+Re-applying is idempotent (it sets keys to recorded values), so a write set is either
+fully applied or re-applied whole.
 """
 
 from __future__ import annotations
@@ -116,6 +126,10 @@ class _OverlayMap(MutableMapping):
     def __len__(self) -> int:  # pragma: no cover
         raise TypeError("overlay state has no length")
 
+    def pending(self) -> list[list]:
+        """The buffered writes as JSON-ready ``[key_list, value, deleted]`` triples."""
+        return [[list(k), None if v is _DELETED else v, v is _DELETED] for k, v in self.writes.items()]
+
     def flush(self) -> int:
         n = 0
         for key, value in self.writes.items():
@@ -141,6 +155,15 @@ class OverlayState:
         """Apply the buffered writes to the base state; returns how many keys were written."""
         return sum(getattr(self, name).flush() for name in TABLES)
 
+    def write_set(self) -> dict[str, list[list]]:
+        """table name -> pending writes (only tables with writes): a journal record's body."""
+        out = {}
+        for name in TABLES:
+            pending = getattr(self, name).pending()
+            if pending:
+                out[name] = pending
+        return out
+
     def discard(self) -> None:
         for name in TABLES:
             getattr(self, name).writes.clear()
@@ -149,8 +172,29 @@ class OverlayState:
 class TableState:
     """The engine's State backed by faust tables (one per name in ``TABLES``)."""
 
-    __slots__ = TABLES
+    __slots__ = (*TABLES, "journal")
 
-    def __init__(self, tables: dict[str, Any]) -> None:
+    def __init__(self, tables: dict[str, Any], journal: Any = None) -> None:
         for name in TABLES:
             setattr(self, name, TableMap(tables[name]))
+        self.journal = TableMap(journal) if journal is not None else None
+
+    def record_journal(self, context_id: str, event_id: str, write_set: dict[str, list[list]]) -> None:
+        """Write one event's whole write set as a single journal record."""
+        self.journal[(context_id,)] = {"event_id": event_id, "writes": write_set}
+
+    def roll_forward(self, context_id: str) -> int:
+        """Re-apply the context's last journal record (idempotent); returns keys written."""
+        rec = self.journal.get((context_id,)) if self.journal is not None else None
+        if not rec:
+            return 0
+        n = 0
+        for name, writes in rec["writes"].items():
+            table = getattr(self, name)
+            for key, value, deleted in writes:
+                if deleted:
+                    table.pop(tuple(key), None)
+                else:
+                    table[tuple(key)] = value
+                n += 1
+        return n

@@ -57,6 +57,11 @@ tables = {
     for name in TABLES
 }
 
+#: key: ``[context_id]``; value: ``{"event_id", "writes": {table: [[key, value, deleted]]}}``
+#: — the last event's whole write set, written (and acknowledged) before its keys, so a
+#: crash between keys is rolled forward on restart (stream.tables).
+journal = app.Table("journal", default=None, partitions=settings.partitions, help="write-ahead journal")
+
 #: Topics we create ourselves (faust creates only its internal changelog topics).
 EXTERNAL_TOPICS = (
     settings.compaction_topic,
@@ -64,4 +69,5 @@ EXTERNAL_TOPICS = (
     settings.alerts_topic,
     settings.verdicts_topic,
     settings.deadletter_topic,
+    settings.remediation_topic,
 )

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from datetime import datetime
 from typing import Annotated, Any, Literal, Optional, Union
 
@@ -37,6 +38,8 @@ from stream.errors import InvalidEvent
 MAX_ID_CHARS = 1024
 MAX_LIST_ENTRIES = 10_000
 MAX_MESSAGE_BYTES = 1 << 20
+#: Table values are stored as JSON by faust's orjson codec, which stops at 64 bits.
+MAX_INT64 = (1 << 63) - 1
 
 Id = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS)]
 IdList = Annotated[list[Id], Field(max_length=MAX_LIST_ENTRIES)]
@@ -60,7 +63,7 @@ class _InputEvent(BaseModel):
     schema_version: Optional[int] = Field(None, description="Must be 1 when present.")
     event_id: Id
     context_id: Id = Field(description="The agent working context; the partition key.")
-    seq: Optional[Annotated[int, Field(ge=0)]] = Field(
+    seq: Optional[Annotated[int, Field(ge=0, le=MAX_INT64)]] = Field(
         None, description="Per-context counter shared by both event kinds, first event 0."
     )
     occurred_at: Any = Field(None, description="RFC 3339 time, informational.")
@@ -218,8 +221,12 @@ def _ids(items: list[str] | None) -> tuple[str, ...]:
     return tuple(sorted(set(items))) if items else ()
 
 
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
+
+
 def _informational_time(v: Any) -> str | None:
-    if not isinstance(v, str):
+    """``occurred_at`` verbatim when it is an RFC 3339 date-time, else absent."""
+    if not isinstance(v, str) or not _RFC3339.fullmatch(v):
         return None
     try:
         datetime.fromisoformat(v.replace("Z", "+00:00").replace("z", "+00:00"))
@@ -283,7 +290,7 @@ def decode_event(data: bytes | str, *, max_bytes: int = MAX_MESSAGE_BYTES) -> Ev
             occurred_at=occurred_at,
             kind=kind,
         )
-    cycle = m.cycle if isinstance(m.cycle, int) and not isinstance(m.cycle, bool) else None
+    cycle = m.cycle if isinstance(m.cycle, int) and not isinstance(m.cycle, bool) and abs(m.cycle) <= MAX_INT64 else None
     parent_id = m.parent_id if isinstance(m.parent_id, str) and m.parent_id else None
     return CheckpointEvent(
         event_id=m.event_id,
@@ -365,3 +372,44 @@ def dead_letter(
 
 def encode_dead_letter(record: dict[str, Any]) -> bytes:
     return _dumps(record)
+
+
+# ----------------------------------------------------------------------------- remediation
+
+
+class RemediationRequest(BaseModel):
+    """A request of the reference remediation worker on ``remediation-requests``
+    (``python -m stream remediate``, :mod:`stream.remediation`). Key: ``context_id``.
+
+    ``request_id`` is deterministic: a hash of (``alert_id``, ``kind``, item) where the
+    item is the referent (refetch), the missing constraints (recompact), the node
+    (freeze) or the cancelled request id (cancel). Fields that do not apply to a kind are
+    null; a ``cancel`` echoes the cancelled request's ``referent``, ``missing_constraints``
+    and ``subtree``.
+    """
+
+    schema_version: Literal[1] = 1
+    type: Literal["remediation_request"] = "remediation_request"
+    request_id: str
+    kind: Literal["refetch", "recompact", "freeze", "cancel"]
+    context_id: str
+    node_id: str
+    rule: str = Field(description="The rule of the alert that caused the request.")
+    alert_id: str = Field(description="The alert that caused the request (for cancel: the resolving alert).")
+    referent: Optional[str] = Field(None, description="refetch: the orphaned artifact id to fetch again.")
+    missing_constraints: Optional[list[str]] = Field(
+        None, description="recompact: the constraint keys the node dropped (sorted)."
+    )
+    subtree: Optional[list[str]] = Field(None, description="recompact: node ids under the node, to recompact.")
+    cancels: Optional[str] = Field(None, description="cancel: the request_id of the pending request to cancel.")
+    trigger: Trigger = Field(description="The trigger of the alert that caused the request.")
+
+
+SCHEMAS["remediation-request"] = RemediationRequest
+
+
+def encode_remediation_request(request: RemediationRequest | dict[str, Any]) -> bytes:
+    """Deterministic JSON bytes of one remediation request (model field order, compact)."""
+    if not isinstance(request, RemediationRequest):
+        request = RemediationRequest.model_validate(request)
+    return _dumps(request.model_dump(mode="json"))

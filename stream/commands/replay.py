@@ -17,6 +17,7 @@ unreadable input.
 from __future__ import annotations
 
 import gc
+import os
 import sys
 from pathlib import Path
 
@@ -75,8 +76,8 @@ def replay(
         )
     if verify or until or context or from_beginning:
         fail("--verify, --until, --context and --from-beginning need --from-kafka")
-    if since:  # `replay --since file.jsonl`: click bound the first PATH to --since
-        paths = (since, *paths)
+    if since:
+        fail("offline, --since takes no TIME (TIME is for --from-kafka)")
     if not paths:
         fail("replay needs at least one PATH (a JSONL file of input events, or - for stdin), or --from-kafka")
     since_flag = since is not None
@@ -84,15 +85,28 @@ def replay(
     # end; the cyclic GC rescanning them dominated big replays (bench/bench_engine.py).
     gc.freeze()
     gc.set_threshold(100_000, 50, 100)
+    for path in paths:  # check every input before writing anything
+        if path != "-" and not os.path.isfile(path) and not os.path.exists(path):
+            fail(f"cannot read {path}: No such file or directory")
+        if path != "-" and os.path.isdir(path):
+            fail(f"cannot read {path}: is a directory")
+    if out:
+        if any(p != "-" and os.path.exists(p) and os.path.samefile(p, out) for p in paths if os.path.exists(out)):
+            fail(f"--out {out} is one of the inputs; it would be overwritten")
+        if os.path.isdir(out) or not os.path.isdir(os.path.dirname(os.path.abspath(out))):
+            fail(f"cannot write --out {out}: not a file in an existing directory")
     rp = Replayer(seq_gap_limit=limit, since=since_flag, max_bytes=settings.max_message_bytes)
-    sink = open(out, "wb") if out else sys.stdout.buffer
+    try:
+        sink = open(out, "wb") if out else sys.stdout.buffer
+    except OSError as exc:
+        fail(f"cannot write --out {out}: {exc.strerror}")
     try:
         return _run(rp, paths, sink)
-    except BrokenPipeError:  # `replay ... | head`: the reader left; not an error
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError):  # `replay ... | head`: the reader left; not an error
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
+        fail(f"read/write error: {exc.strerror or exc}")
     finally:
         if out:
             sink.close()

@@ -14,9 +14,10 @@ from stream.wire import json_schemas
 
 @app.command(argument("directory", required=False, default=None, type=str), base=SyncCommand)
 def schema(self, directory: str | None) -> int:
-    """Write the JSON Schemas of input events, alerts, verdicts and dead letters.
+    """Write the JSON Schemas of input events, alerts, verdicts, dead letters and remediation requests.
 
-    With DIR, writes DIR/<name>.schema.json (input-event, alert, verdict, dead-letter);
+    With DIR, writes DIR/<name>.schema.json (input-event, alert, verdict, dead-letter,
+    remediation-request);
     without, prints them all as one JSON object.
     """
     schemas = json_schemas()

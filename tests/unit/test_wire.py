@@ -360,7 +360,16 @@ def test_duplicate_list_entries_and_a_self_child_are_accepted():
 
 def test_seq_zero_and_large_seqs_are_accepted():
     assert decode_event(as_line(make_artifact(seq=0))).seq == 0
-    assert decode_event(as_line(make_artifact(seq=2**63))).seq == 2**63
+    assert decode_event(as_line(make_artifact(seq=2**63 - 1))).seq == 2**63 - 1
+
+
+def test_seq_beyond_64_bits_is_dead_lettered_because_tables_store_64_bit_integers():
+    with pytest.raises(InvalidEvent, match="seq"):
+        decode_event(as_line(make_artifact(seq=2**63)))
+
+
+def test_a_cycle_beyond_64_bits_is_informational_and_treated_as_absent():
+    assert decode_event(as_line(make_checkpoint(cycle=2**64))).cycle is None
 
 
 def test_whitespace_around_the_object_is_accepted():
