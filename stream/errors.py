@@ -10,6 +10,9 @@
     ├── ConfigurationError         settings or topics are inconsistent (e.g. input topics
     │                              not co-partitioned). Fatal at start; fix the config or
     │                              re-create the topics, then start again.
+    ├── HandlerFailed              a remediation handler raised; its batch's transaction was
+    │                              aborted and `remediate` exits 1. Fix the handler, restart:
+    │                              the batch is retried.
     ├── AdapterError               a trajectory / log file could not be read (named in the
     │                              one-line message); the other files still run. Fix or
     │                              drop that file.
