@@ -34,7 +34,8 @@ demo: install
 	$(BIN)/python -m stream demo $(ARGS)
 
 bench: install
-	$(BIN)/python bench/run_all.py
+	$(BIN)/python bench/bench_engine.py
+	$(BIN)/python bench/bench_worker.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .hypothesis
