@@ -39,6 +39,7 @@ from stream.adapters.trajectories import (
     TurnBuilder,
     estimate_tokens,
     extract_constraints,
+    step_tool_calls,
 )
 
 WORKDIR = "/testbed"
@@ -386,16 +387,7 @@ def parse(data: dict[str, Any], path: str | Path) -> Trajectory:
             cur.add(f"span:user:{mid}", "raw_span")
         elif role == "assistant":
             cur = new_turn("step")
-            if content.strip():
-                cur.add(f"reasoning:{mid}", "raw_span")
-            calls = m.get("tool_calls") or []
-            if not isinstance(calls, list):
-                raise AdapterError(path, f"messages[{i}].tool_calls is not a list")
-            for n, call in enumerate(calls):
-                if not isinstance(call, dict):
-                    raise AdapterError(path, f"messages[{i}].tool_calls[{n}] is not an object")
-                cid = call.get("id") if isinstance(call.get("id"), str) and call.get("id") else f"call:{mid}.{n}"
-                cur.add(cid, "raw_span", referent=True)
+            for cid, call in step_tool_calls(cur, m, mid, content, path, f"messages[{i}]"):
                 command = _command_of(call)
                 for op, fpath in file_ops(command, shell) if command else []:
                     cur.add_file(fpath)

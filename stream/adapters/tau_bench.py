@@ -29,6 +29,7 @@ from stream.adapters.trajectories import (
     TurnBuilder,
     estimate_tokens,
     extract_constraints,
+    step_tool_calls,
 )
 
 _ENTITY_KEYS = {
@@ -139,16 +140,7 @@ def parse_run(run: dict[str, Any], source: str) -> Trajectory:
             cur.add(f"span:user:{mid}", "raw_span")
         elif role == "assistant":
             cur = new_turn("step")
-            if content.strip():
-                cur.add(f"reasoning:{mid}", "raw_span")
-            calls = m.get("tool_calls") or []
-            if not isinstance(calls, list):
-                raise AdapterError(source, f"traj[{i}].tool_calls is not a list")
-            for k, call in enumerate(calls):
-                if not isinstance(call, dict):
-                    raise AdapterError(source, f"traj[{i}].tool_calls[{k}] is not an object")
-                cid = call["id"] if isinstance(call.get("id"), str) and call["id"] else f"call:{mid}.{k}"
-                cur.add(cid, "raw_span", referent=True)
+            for _cid, call in step_tool_calls(cur, m, mid, content, source, f"traj[{i}]"):
                 fn = call.get("function") if isinstance(call.get("function"), dict) else {}
                 args = fn.get("arguments")
                 cur.tokens += estimate_tokens(f"{fn.get('name', '')}{args if isinstance(args, str) else json.dumps(args)}")

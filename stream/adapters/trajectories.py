@@ -30,7 +30,7 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from stream.errors import GuardError
 
@@ -370,3 +370,22 @@ def load_trajectories(paths: Iterable[str | Path]) -> Loaded:
             seen[run.context_id] = run.source
             trajectories.append(run)
     return Loaded(trajectories, errors)
+
+
+def step_tool_calls(cur: "TurnBuilder", message: dict, mid: str, content: str, source: Any, where: str) -> Iterator[tuple[str, dict]]:
+    """Add an assistant message's reasoning span and tool calls (by their real ids) to ``cur``.
+
+    Yields ``(call_id, call)`` for each call so the format's adapter can add what the call
+    touches (files, entity ids). Raises AdapterError naming ``where`` on a malformed list.
+    """
+    if content.strip():
+        cur.add(f"reasoning:{mid}", "raw_span")
+    calls = message.get("tool_calls") or []
+    if not isinstance(calls, list):
+        raise AdapterError(source, f"{where}.tool_calls is not a list")
+    for n, call in enumerate(calls):
+        if not isinstance(call, dict):
+            raise AdapterError(source, f"{where}.tool_calls[{n}] is not an object")
+        cid = call["id"] if isinstance(call.get("id"), str) and call["id"] else f"call:{mid}.{n}"
+        cur.add(cid, "raw_span", referent=True)
+        yield cid, call
