@@ -10,7 +10,10 @@
 2. **engine**: :meth:`Engine.process` over an :class:`~stream.tables.OverlayState`, so
    the event's state changes wait in memory.
 3. **send** the alerts and verdicts and wait until the broker acknowledged them.
-4. **write state**: flush the overlay into the tables (changelog records).
+4. **write state**: record the event's whole write set as one ``journal`` record, wait
+   for its acknowledgement, then flush the overlay into the tables (changelog records);
+   the first event of a context after a start or rebalance rolls that journal record
+   forward, so a crash between two table writes never leaves a context half-updated.
 
 Steps 3-before-4 are the at-least-once contract (DESIGN.md §7.6): a crash can only make
 the worker re-process an event and re-send identical alerts (same ``alert_id``); it can
