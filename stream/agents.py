@@ -87,6 +87,19 @@ async def _send_acked(sends: list[tuple[Any, bytes | None, bytes]]) -> None:
             delay = min(delay * 2, SEND_RETRY_MAX_DELAY)
 
 
+async def _flush_all() -> None:
+    """Wait until every record handed to the producer so far is acknowledged.
+
+    faust's ``Producer.flush()`` alone is not enough: its buffer flush gives up after
+    0.1 s without a send (``flush_atmost``), which under load left the journal record
+    in faust's buffer — a kill -9 then lost it while the event's offset was committed.
+    """
+    buffer = app.producer.buffer
+    while buffer.size:
+        await buffer.flush()
+    await app.producer.flush()
+
+
 async def handle(message: Any) -> list[dict[str, Any]]:
     """Process one Kafka message end to end; returns the alerts it produced."""
     received = time.perf_counter()
@@ -108,7 +121,12 @@ async def handle(message: Any) -> list[dict[str, Any]]:
 
     if event.context_id not in _rolled:
         # First touch since start/rebalance: finish a write set a crash may have cut.
-        state.roll_forward(event.context_id)
+        # The journal record is re-sent and acknowledged first: the local store may hold
+        # one the broker never got, and an older one must never be rolled forward later.
+        rec = state.rewrite_journal(event.context_id)
+        if rec is not None:
+            await _flush_all()
+            state.apply_journal(rec)
         _rolled.add(event.context_id)
     overlay = OverlayState(state)
     out = engine.process(overlay, event, source)
@@ -123,7 +141,7 @@ async def handle(message: Any) -> list[dict[str, Any]]:
         write_set = overlay.write_set()
         if write_set:
             state.record_journal(event.context_id, event.event_id, write_set)
-            await app.producer.flush()  # the journal record is acknowledged before any key
+            await _flush_all()  # the journal record is acknowledged before any key
         overlay.flush()
     except Exception as exc:
         raise StateWriteError(f"could not record event {event.event_id!r} in the tables") from exc

@@ -17,7 +17,8 @@ changelog topic, and a crash (``kill -9``) can persist some of them and not othe
 context for good. So before the keys are written, the whole write set goes to the
 ``journal`` table as *one* record (``journal[[ctx]]``) and the agent waits until the
 broker acknowledged it; the first time a process touches a context (after start or a
-rebalance) it re-applies that context's last journal record (:meth:`TableState.roll_forward`).
+rebalance) it re-sends that context's last journal record, waits for its ack and
+re-applies it (:meth:`TableState.rewrite_journal`, :meth:`TableState.apply_journal`).
 Re-applying is idempotent (it sets keys to recorded values), so a write set is either
 fully applied or re-applied whole.
 """
@@ -183,11 +184,22 @@ class TableState:
         """Write one event's whole write set as a single journal record."""
         self.journal[(context_id,)] = {"event_id": event_id, "writes": write_set}
 
-    def roll_forward(self, context_id: str) -> int:
-        """Re-apply the context's last journal record (idempotent); returns keys written."""
+    def rewrite_journal(self, context_id: str) -> dict | None:
+        """Write the context's last journal record again and return it (None if none).
+
+        The local store may hold a record the changelog never received (a crash between
+        the local write and the send); re-sending it — and waiting for its ack before
+        any key (:meth:`apply_journal`) — keeps the changelog's latest journal record
+        the one that matches the latest keys, so an older one is never rolled forward.
+        """
         rec = self.journal.get((context_id,)) if self.journal is not None else None
         if not rec:
-            return 0
+            return None
+        self.journal[(context_id,)] = rec
+        return rec
+
+    def apply_journal(self, rec: dict) -> int:
+        """Re-apply a journal record's writes (idempotent); returns keys written."""
         n = 0
         for name, writes in rec["writes"].items():
             table = getattr(self, name)

@@ -236,7 +236,7 @@ async def _rebuild_state_gauges(sender: Any = None, **kwargs: Any) -> None:
         owned = owned_partitions()
         tables = topology.tables
         # The agent re-applies each context's last journal record on its first event
-        # after a start or rebalance (TableState.roll_forward), outside the metric hooks:
+        # after a start or rebalance (TableState.apply_journal), outside the metric hooks:
         # rebuild from the state as it will be once rolled forward.
         journal = getattr(topology, "journal", None)
         pending = journal_pending(journal.items()) if journal is not None else {}
