@@ -138,13 +138,19 @@ async def produce(bootstrap: str, records: list[tuple[str, bytes | None, bytes]]
         await producer.stop()
 
 
-async def consume(bootstrap: str, topic: str, *, expected: int, timeout: float = 90, settle: float = 2.0) -> list[Any]:
-    """Read a topic from the beginning until ``expected`` records arrived (then ``settle`` s more)."""
+async def consume(
+    bootstrap: str, topic: str, *, expected: int, timeout: float = 90, settle: float = 2.0,
+    isolation: str = "read_uncommitted",
+) -> list[Any]:
+    """Read a topic from the beginning until ``expected`` records arrived (then ``settle`` s more).
+
+    ``isolation="read_committed"`` hides records of aborted or open transactions.
+    """
     from aiokafka import AIOKafkaConsumer
 
     consumer = AIOKafkaConsumer(
         topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-        enable_auto_commit=False, group_id=None,
+        enable_auto_commit=False, group_id=None, isolation_level=isolation,
     )
     await consumer.start()
     out: list[Any] = []

@@ -25,7 +25,7 @@ import pytest
 from stream.remediation import HandlerContext, plan
 from stream.replay import replay_lines
 from stream.wire import RemediationRequest, encode_alert
-from tests.integration.harness import REPO, produce, run
+from tests.integration.harness import REPO, consume, produce, run
 from tests.scenarios import design_scenarios
 
 PARTITIONS = 2
@@ -88,26 +88,8 @@ def produce_alerts(bootstrap: str, env: dict[str, str], alerts: list[dict[str, A
 
 async def _read(bootstrap: str, topic: str, *, expected: int, isolation: str = "read_committed",
                 timeout: float = 60, settle: float = 2.0) -> list[Any]:
-    """Read a topic from the beginning until ``expected`` records (then ``settle`` s more)."""
-    from aiokafka import AIOKafkaConsumer
-
-    c = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-                         enable_auto_commit=False, group_id=None, isolation_level=isolation)
-    await c.start()
-    out: list[Any] = []
-    try:
-        deadline = time.monotonic() + timeout
-        settle_until = None
-        while time.monotonic() < deadline:
-            for msgs in (await c.getmany(timeout_ms=300)).values():
-                out.extend(msgs)
-            if len(out) >= expected:
-                settle_until = settle_until or time.monotonic() + settle
-                if time.monotonic() >= settle_until:
-                    break
-    finally:
-        await c.stop()
-    return out
+    """Read a topic from the beginning, as a read_committed consumer unless told otherwise."""
+    return await consume(bootstrap, topic, expected=expected, timeout=timeout, settle=settle, isolation=isolation)
 
 
 def read_requests(bootstrap: str, env: dict[str, str], expected: int, **kw: Any) -> list[dict[str, Any]]:
