@@ -1,4 +1,18 @@
-"""``python -m stream ingest [PATH...]`` — real trajectories -> the two input streams.
+"""``python -m stream ingest`` — real agent records -> the two input streams.
+
+Two forms, one command:
+
+* ``ingest [PATH...]`` — trajectories (mini-swe-agent, tau-bench) through the
+  deterministic compaction simulation (below);
+* ``ingest openhands DIR...`` / ``ingest claude-code FILE...`` — real compaction logs
+  through :mod:`stream.adapters.openhands` / :mod:`stream.adapters.claude_code`, after
+  the fact or, with ``--follow``, live (poll-based tail; stops on Ctrl-C/SIGTERM or
+  after ``--idle-timeout`` seconds without new records). Per-record problems are
+  reported on stderr as ``checkpoint-guard: ingest: <path>[:<line>]: <problem>`` and
+  skipped; unknown record types are skipped and counted in the summary line; exit
+  code 1 when any input or record could not be read, else 0.
+
+Trajectories, in detail:
 
 A thin shell around :mod:`stream.adapters`: load the trajectories, simulate the
 compaction of each (deterministic, see :mod:`stream.adapters.simulator`), and write
@@ -36,6 +50,7 @@ from stream.adapters import (
     parse_rates,
     simulate,
 )
+from stream.adapters.compaction_logs import DEFAULT_MATCH_THRESHOLD, ProhibitionMatcher, ReadStats
 from stream.app import app, settings
 from stream.commands._base import SyncCommand, fail
 from stream.settings import PROJECT_ROOT
@@ -83,6 +98,16 @@ def _fmt(rates: tuple[float, ...]) -> str:
            help="Produce to the input topics (CG_BROKER) instead of writing JSONL."),
     option("--progress/--no-progress", default=None,
            help="Progress bar on stderr [default: only when stderr is a terminal]."),
+    option("--follow", "-f", is_flag=True, default=False,
+           help="openhands/claude-code: keep tailing the inputs and emit new events as they are written."),
+    option("--idle-timeout", type=float, default=None,
+           help="--follow: stop after this many seconds without a new record [default: never]."),
+    option("--poll-interval", type=float, default=1.0, show_default=True,
+           help="--follow: seconds between two looks at the inputs."),
+    option("--match-threshold", type=float, default=DEFAULT_MATCH_THRESHOLD, show_default=True,
+           help="openhands/claude-code: share of a prohibition's content words a summary sentence "
+                "with a negation cue must contain to count as carrying it (0..1; lower = fewer "
+                "false alarms, more misses)."),
     base=SyncCommand,
 )
 def ingest(
@@ -101,14 +126,44 @@ def ingest(
     stable_recompaction: bool,
     to_kafka: bool,
     progress: bool | None,
+    follow: bool,
+    idle_timeout: float | None,
+    poll_interval: float,
+    match_threshold: float,
 ) -> int:
-    """Turn agent trajectories into checkpoint and artifact events (JSONL or Kafka).
+    """Turn agent runs or compaction logs into checkpoint and artifact events (JSONL or Kafka).
+
+    \b
+    ingest [PATH...]               trajectories + compaction simulation
+    ingest openhands DIR...        OpenHands conversation dirs (events/*.json)
+    ingest claude-code FILE...     Claude Code transcripts (<sessionId>.jsonl)
 
     PATH... are trajectory files or directories (searched for *.json: mini-swe-agent
     *.traj.json and tau-bench arrays); default: the traces shipped with the project.
+    The simulation options (--window ... --stable-recompaction) apply to this form.
+
+    openhands DIR... takes conversation directories or a persistence directory
+    holding them; claude-code FILE... takes transcripts or project directories
+    holding *.jsonl. Every action/observation/message is admitted (live and
+    durable), forgotten items are evicted from live, each compaction summary is a
+    checkpoint (earlier summaries it folds in are its children) under a synthetic
+    root carrying the system prompt / rule-file prohibitions; referents are the
+    artifacts the summary text names; prohibitions are matched between the raw
+    messages and the summary (--match-threshold). With --follow the inputs are
+    tailed (every --poll-interval s) until Ctrl-C, SIGTERM or --idle-timeout; a
+    deleted transcript or conversation is a durable eviction. A literal path named
+    like a format is written ./openhands.
+
     Same input + options => byte-identical output.
     """
     started = time.monotonic()
+    if paths and paths[0] in LOG_FORMATS:
+        return _ingest_logs(
+            paths[0], paths[1:], out=out, to_kafka=to_kafka, follow=follow, idle_timeout=idle_timeout,
+            poll_interval=poll_interval, match_threshold=match_threshold, started=started,
+        )
+    if follow or idle_timeout is not None:
+        fail("--follow and --idle-timeout work with the log forms only: ingest openhands DIR... / ingest claude-code FILE...")
     try:
         params = SimulationParams(
             window=window,
@@ -222,4 +277,251 @@ def _summary(counts: Counter[str], failed: int, where: str, seconds: float) -> s
         f"(artifact {counts['artifact']}: {artifacts}; checkpoint {counts['checkpoint']}: {levels}, "
         f"{counts['re-emitted']} of them re-emissions) "
         f"-> {where}; {failed} file(s) failed; {seconds:.1f}s"
+    )
+
+
+# --------------------------------------------------------------------------- compaction logs
+
+#: The log forms: first positional argument -> (discover inputs, reader of one input).
+LOG_FORMATS = ("openhands", "claude-code")
+
+
+def _log_adapter(fmt: str) -> tuple[Any, Any]:
+    if fmt == "openhands":
+        from stream.adapters.openhands import OpenHandsConversation, discover
+        return discover, OpenHandsConversation
+    from stream.adapters.claude_code import ClaudeCodeTranscript, discover
+    return discover, ClaudeCodeTranscript
+
+
+class LogInputs:
+    """The inputs of one ``ingest openhands|claude-code`` run and their readers.
+
+    :meth:`poll` returns the new events of every input, inputs in sorted path order;
+    in follow mode (``final=False``) it first looks for inputs that appeared since
+    (a new conversation in a persistence directory, a new transcript in a project
+    directory). Problems are printed on stderr once each, as they are found.
+    """
+
+    def __init__(self, fmt: str, paths: tuple[str, ...], matcher: ProhibitionMatcher) -> None:
+        self.fmt = fmt
+        self.paths = list(paths)
+        self.matcher = matcher
+        self._discover, self._reader = _log_adapter(fmt)
+        self.readers: dict[str, Any] = {}
+        self.input_errors: list[str] = []
+        self._printed: dict[str, int] = {}
+        self._contexts: dict[str, str] = {}
+
+    def scan(self, *, report: bool) -> None:
+        found, errors = self._discover(self.paths)
+        if report:
+            for e in errors:
+                self.input_errors.append(e)
+                print(f"checkpoint-guard: ingest: {e}", file=sys.stderr)
+        for f in found:
+            key = f.as_posix()
+            if key in self.readers:
+                continue
+            reader = self._reader(f, self.matcher)
+            other = self._contexts.get(reader.context_id)
+            if other is not None:
+                if report:
+                    msg = f"{f}: duplicate context_id {reader.context_id!r} (already read from {other}); skipped"
+                    self.input_errors.append(msg)
+                    print(f"checkpoint-guard: ingest: {msg}", file=sys.stderr)
+                self.readers[key] = None
+                continue
+            self._contexts[reader.context_id] = key
+            self.readers[key] = reader
+
+    def poll(self, *, final: bool) -> list[dict[str, Any]]:
+        events: list[dict[str, Any]] = []
+        for key in sorted(self.readers):
+            reader = self.readers[key]
+            if reader is None:
+                continue
+            events.extend(reader.poll(final=final))
+            self._report(key, reader.stats)
+        return events
+
+    def _report(self, key: str, stats: ReadStats) -> None:
+        done = self._printed.get(key, 0)
+        for line in stats.errors[done:]:
+            print(f"checkpoint-guard: ingest: {line}", file=sys.stderr)
+        self._printed[key] = len(stats.errors)
+
+    @property
+    def stats(self) -> list[ReadStats]:
+        return [r.stats for r in self.readers.values() if r is not None]
+
+
+class _Tally:
+    """Running counts of emitted events for the summary line (follow mode never ends a list)."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self._nodes: set[tuple[str, str]] = set()
+        self._contexts: set[str] = set()
+
+    def add(self, events: Iterable[dict[str, Any]]) -> None:
+        for e in events:
+            self._contexts.add(e["context_id"])
+            self.counts[e["type"]] += 1
+            if e["type"] == "artifact":
+                self.counts[f"{e['op']} {e['tier']}"] += 1
+            else:
+                self.counts[e["level"]] += 1
+                key = (e["context_id"], e["node_id"])
+                if key in self._nodes:
+                    self.counts["re-emitted"] += 1
+                self._nodes.add(key)
+                if e.get("x_opaque"):
+                    self.counts["opaque"] += 1
+        self.counts["contexts"] = len(self._contexts)
+
+
+def _ingest_logs(
+    fmt: str, paths: tuple[str, ...], *, out: str | None, to_kafka: bool, follow: bool,
+    idle_timeout: float | None, poll_interval: float, match_threshold: float, started: float,
+) -> int:
+    """``ingest openhands|claude-code``: read (or follow) the logs, write JSONL or produce to Kafka."""
+    if not paths:
+        fail(f"ingest {fmt} needs at least one {'DIR' if fmt == 'openhands' else 'FILE'}")
+    if poll_interval <= 0:
+        fail("--poll-interval must be > 0 seconds")
+    if idle_timeout is not None and not follow:
+        fail("--idle-timeout needs --follow")
+    if idle_timeout is not None and idle_timeout <= 0:
+        fail("--idle-timeout must be > 0 seconds")
+    if to_kafka and out:
+        fail("give either --out or --to-kafka, not both")
+    try:
+        matcher = ProhibitionMatcher(threshold=match_threshold)
+    except ValueError as exc:
+        fail(str(exc))
+    inputs = LogInputs(fmt, paths, matcher)
+    inputs.scan(report=True)
+    missing = [p for p in paths if not os.path.exists(p)]
+    if not inputs.readers and (not follow or missing):
+        fail(f"nothing to read in {', '.join(paths)}", code=1 if inputs.input_errors else 2)
+    tally = _Tally()
+    where = f"{settings.compaction_topic}/{settings.artifact_topic}" if to_kafka else (out or "stdout")
+    try:
+        sink_cm = open(out, "wb") if out else nullcontext(sys.stdout.buffer)
+    except OSError as exc:
+        fail(f"cannot write {out}: {exc.strerror or exc}", code=1)
+    interrupted = False
+    try:
+        with sink_cm as sink:
+            interrupted = asyncio.run(
+                _run_logs(inputs, tally, sink=None if to_kafka else sink, follow=follow,
+                          idle_timeout=idle_timeout, poll_interval=poll_interval)
+            )
+    except BrokenPipeError:  # `ingest ... | head`: the reader is gone, which is fine
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        where = "stdout (closed early by the reader)"
+    except OSError as exc:
+        fail(f"cannot write {out or 'stdout'}: {exc.strerror or exc}", code=1)
+    except Exception as exc:  # noqa: BLE001 - Kafka trouble: one clear line, not a traceback
+        if not to_kafka:
+            raise
+        fail(f"producing to Kafka at {settings.bootstrap_servers} failed: {exc or type(exc).__name__}", code=1)
+    failed = len(inputs.input_errors) + sum(s.failed for s in inputs.stats)
+    bad = sum(len(s.errors) for s in inputs.stats)
+    print(_log_summary(fmt, inputs.stats, tally.counts, failed, where, time.monotonic() - started, interrupted),
+          file=sys.stderr)
+    return 1 if failed or bad else 0
+
+
+async def _run_logs(
+    inputs: LogInputs, tally: _Tally, *, sink: BinaryIO | None, follow: bool,
+    idle_timeout: float | None, poll_interval: float,
+) -> bool:
+    """Poll the inputs once (after the fact) or until stopped (``follow``); returns True if stopped by a signal.
+
+    Each poll's events are written (and flushed) or produced and acknowledged before
+    the next poll, so a stop never leaves a poll half sent.
+    """
+    import signal
+
+    client = None
+    if sink is None:
+        from stream.kafka_clients import producer
+
+        client = producer(settings, enable_idempotence=True, linger_ms=5)
+        await client.start()
+    topic = {"checkpoint": settings.compaction_topic, "artifact": settings.artifact_topic}
+
+    async def emit(events: list[dict[str, Any]]) -> None:
+        if not events:
+            return
+        tally.add(events)
+        if client is None:
+            sink.write(b"".join(encode_event(e).encode("utf-8") + b"\n" for e in events))
+            sink.flush()
+            return
+        pending = [
+            await client.send(topic[e["type"]], value=encode_event(e).encode("utf-8"), key=e["context_id"].encode("utf-8"))
+            for e in events
+        ]
+        await asyncio.gather(*pending)
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    installed = []
+    if follow:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, stop.set)
+                installed.append(sig)
+            except (NotImplementedError, RuntimeError):  # not the main thread / platform
+                pass
+    try:
+        if not follow:
+            await emit(inputs.poll(final=True))
+            return False
+        last_new = time.monotonic()
+        records = -1
+        while not stop.is_set():
+            inputs.scan(report=False)
+            await emit(inputs.poll(final=False))
+            now_records = sum(s.records for s in inputs.stats)
+            if now_records != records:
+                records, last_new = now_records, time.monotonic()
+            elif idle_timeout is not None and time.monotonic() - last_new >= idle_timeout:
+                break
+            try:
+                await asyncio.wait_for(stop.wait(), poll_interval)
+            except asyncio.TimeoutError:
+                pass
+        return stop.is_set()
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+        if client is not None:
+            await client.stop()
+
+
+def _log_summary(
+    fmt: str, stats: list[ReadStats], counts: Counter[str], failed: int, where: str, seconds: float, interrupted: bool
+) -> str:
+    records = sum(s.records for s in stats)
+    unknown: Counter[str] = Counter()
+    ignored = 0
+    for s in stats:
+        unknown.update(s.unknown)
+        ignored += sum(s.ignored.values())
+    unknown_text = ", ".join(f"{k}={unknown[k]}" for k in sorted(unknown)) or "none"
+    bad = sum(len(s.errors) for s in stats)
+    links = sum(s.broken_links for s in stats)
+    artifacts = ", ".join(f"{k} {counts[k]}" for k in ("admitted live", "evicted live", "admitted durable", "evicted durable"))
+    levels = ", ".join(f"{k} {counts[k]}" for k in ("leaf", "section", "root"))
+    return (
+        f"ingest {fmt}: {len(stats)} input(s), {counts['contexts']} contexts, {records} records read "
+        f"({sum(unknown.values())} of unknown type skipped: {unknown_text}; {ignored} ignored; {bad} bad; "
+        f"{links} broken links), {counts['artifact'] + counts['checkpoint']} events "
+        f"(artifact {counts['artifact']}: {artifacts}; checkpoint {counts['checkpoint']}: {levels}, "
+        f"{counts['opaque']} opaque, {counts['re-emitted']} re-emissions) -> {where}; "
+        f"{failed} input(s) failed; {seconds:.1f}s" + ("; stopped by signal" if interrupted else "")
     )

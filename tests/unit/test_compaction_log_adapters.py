@@ -1,0 +1,423 @@
+"""Compaction-log adapters: OpenHands conversations and Claude Code transcripts -> events.
+
+The fixtures (``tests/fixtures/compaction_logs``, documented in its README) are run the
+way a user runs them — ``python -m stream ingest ... | python -m stream replay -`` in
+subprocesses — and must give exactly the alerts the README lists. The rest checks the
+library directly: determinism, per-record errors, unknown types, following a live log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from stream.adapters import encode_event
+from stream.adapters.claude_code import ClaudeCodeTranscript
+from stream.adapters.compaction_logs import ProhibitionMatcher, content_words, mentioned_artifacts, path_names
+from stream.adapters.openhands import OpenHandsConversation
+from stream.adapters.trajectories import make_constraint
+from stream.replay import replay_lines
+
+pytestmark = pytest.mark.unit
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "fixtures" / "compaction_logs"
+OH = FIXTURES / "openhands"
+CC = FIXTURES / "claude-code"
+
+NCD = "negative_constraint_dropped"
+ORPHAN = "orphaned_referent"
+
+#: fixture -> (format, path, exact alerts as (rule, status, node, set)); mirrors README.md.
+EXPECTED = {
+    "folded-summary": ("openhands", OH / "folded-summary", [
+        (NCD, "open", "00000001-0000-4000-8000-000000000009-summary", ["prohibition:57b654388f97"]),
+        (NCD, "open", "root:oh:folded-summary", ["prohibition:57b654388f97"]),
+    ]),
+    "orphaned-file": ("openhands", OH / "orphaned-file", [
+        (ORPHAN, "open", "00000002-0000-4000-8000-000000000007-summary", ["file:/workspace/app/settings.py"]),
+    ]),
+    "dropped-prohibition": ("claude-code", CC / "cc-dropped-prohibition.jsonl", [
+        (NCD, "open", "s-1", ["prohibition:8bd36c8a69f7"]),
+        (NCD, "open", "root:cc:cc-dropped-prohibition", ["prohibition:8bd36c8a69f7"]),
+    ]),
+    "paraphrased-prohibition": ("openhands", OH / "paraphrased-prohibition", []),
+    "broken-parent-link": ("claude-code", CC / "cc-broken-parent-link.jsonl", [
+        (NCD, "open", "s-2", ["prohibition:998fca67b6cb"]),
+        (NCD, "open", "root:cc:cc-broken-parent-link", ["prohibition:998fca67b6cb"]),
+    ]),
+    "opaque-summary": ("openhands", OH / "opaque-summary", [
+        (NCD, "open", "00000006-0000-4000-8000-000000000008-summary", ["prohibition:5f5c2c67a704"]),
+        (NCD, "open", "root:oh:opaque-summary", ["prohibition:5f5c2c67a704"]),
+    ]),
+}
+
+
+def cli_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CG_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    return env
+
+
+def ingest(*args: str, cwd: Path = REPO, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "stream", "ingest", *args], cwd=cwd, env=cli_env(),
+                          capture_output=True, timeout=timeout)
+
+
+def ingest_then_replay(*args: str) -> tuple[list[dict], str, str]:
+    """``ingest ARGS | replay -`` through a real pipe; returns (alerts, ingest stderr, replay stderr)."""
+    env = cli_env()
+    producer = subprocess.Popen([sys.executable, "-m", "stream", "ingest", *args], cwd=REPO, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    consumer = subprocess.run([sys.executable, "-m", "stream", "replay", "-"], cwd=REPO, env=env,
+                              stdin=producer.stdout, capture_output=True, timeout=120)
+    producer.stdout.close()
+    ingest_err = producer.stderr.read().decode()
+    assert producer.wait(60) == 0, ingest_err
+    assert consumer.returncode == 0, consumer.stderr.decode()
+    return [json.loads(line) for line in consumer.stdout.splitlines()], ingest_err, consumer.stderr.decode()
+
+
+def brief(alerts: list[dict]) -> list[tuple]:
+    return [(a["rule"], a["status"], a["node_id"], a["orphans"] or a["missing_constraints"]) for a in alerts]
+
+
+def library_events(fmt: str, path: Path, **kw) -> list[dict]:
+    reader = OpenHandsConversation(path, **kw) if fmt == "openhands" else ClaudeCodeTranscript(path, **kw)
+    return reader.poll(final=True)
+
+
+def lines_of(events: list[dict]) -> list[str]:
+    return [encode_event(e) for e in events]
+
+
+# --------------------------------------------------------------------------- the fixtures
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_ingest_piped_into_replay_gives_exactly_the_fixtures_documented_alerts(name):
+    fmt, path, expected = EXPECTED[name]
+    alerts, ingest_err, replay_err = ingest_then_replay(fmt, str(path))
+    assert brief(alerts) == expected
+    assert ingest_err.splitlines()[-1].startswith(f"ingest {fmt}: 1 input(s), 1 contexts, ")
+    assert "0 dead letters" in replay_err
+
+
+def test_a_stricter_match_threshold_turns_the_kept_paraphrase_into_a_dropped_prohibition():
+    alerts, _, _ = ingest_then_replay("openhands", str(OH / "paraphrased-prohibition"), "--match-threshold", "0.9")
+    assert brief(alerts) == [
+        (NCD, "open", "00000004-0000-4000-8000-000000000005-summary", ["prohibition:5bacbf1051ad"]),
+        (NCD, "open", "root:oh:paraphrased-prohibition", ["prohibition:5bacbf1051ad"]),
+    ]
+
+
+def test_the_library_and_the_cli_agree_on_every_fixture():
+    for fmt, path, expected in EXPECTED.values():
+        assert brief(replay_lines(lines_of(library_events(fmt, path))).alerts) == expected
+
+
+def test_the_same_log_twice_gives_byte_identical_events():
+    for fmt, path, _ in EXPECTED.values():
+        assert lines_of(library_events(fmt, path)) == lines_of(library_events(fmt, path))
+    a = ingest("claude-code", str(CC))
+    b = ingest("claude-code", str(CC))
+    assert a.returncode == b.returncode == 0, a.stderr
+    assert a.stdout == b.stdout and a.stdout.count(b"\n") > 40
+
+
+def test_events_do_not_depend_on_where_the_log_is_stored(tmp_path):
+    shutil.copytree(OH / "folded-summary", tmp_path / "elsewhere" / "folded-summary")
+    assert lines_of(library_events("openhands", tmp_path / "elsewhere" / "folded-summary")) == lines_of(
+        library_events("openhands", OH / "folded-summary")
+    )
+
+
+def test_seq_follows_source_order_and_starts_at_zero_per_context():
+    for fmt, path, _ in EXPECTED.values():
+        events = library_events(fmt, path)
+        assert [e["seq"] for e in events] == list(range(len(events)))
+        assert len({e["event_id"] for e in events}) == len(events)
+
+
+def test_a_persistence_directory_ingests_every_conversation_in_sorted_order():
+    proc = ingest("openhands", str(OH))
+    assert proc.returncode == 0, proc.stderr
+    contexts = list(dict.fromkeys(json.loads(line)["context_id"] for line in proc.stdout.splitlines()))
+    assert contexts == [f"oh:{n}" for n in ("folded-summary", "opaque-summary", "orphaned-file", "paraphrased-prohibition")]
+
+
+# --------------------------------------------------------------------------- mapping details
+
+
+def test_a_condensation_that_forgets_a_summary_makes_a_section_with_that_child():
+    events = library_events("openhands", OH / "folded-summary")
+    nodes = {e["node_id"]: e for e in events if e["type"] == "checkpoint" and e["level"] != "root"}
+    section = nodes["00000001-0000-4000-8000-000000000009-summary"]
+    assert section["level"] == "section"
+    assert section["children"] == ["00000001-0000-4000-8000-000000000005-summary"]
+    roots = [e for e in events if e["type"] == "checkpoint" and e["level"] == "root"]
+    assert [r["children"] for r in roots] == [[], ["00000001-0000-4000-8000-000000000005-summary"],
+                                              ["00000001-0000-4000-8000-000000000009-summary"]]
+
+
+def test_a_summary_is_emitted_before_the_live_evictions_it_causes():
+    events = library_events("openhands", OH / "orphaned-file")
+    node_at = next(i for i, e in enumerate(events) if e.get("node_id", "").endswith("-summary"))
+    evicted = [i for i, e in enumerate(events) if e.get("op") == "evicted"]
+    assert evicted and min(evicted) > node_at
+
+
+def test_a_missing_save_dir_means_no_durable_copy_while_the_event_file_is_one():
+    events = library_events("openhands", OH / "orphaned-file")
+    tiers = {(e["artifact_id"], e["tier"]) for e in events if e.get("op") == "admitted"}
+    assert ("file:/workspace/app/settings.py", "live") in tiers
+    assert ("file:/workspace/app/settings.py", "durable") not in tiers
+    assert ("file:/workspace/app/urls.py", "durable") in tiers
+
+
+def test_broken_parent_links_fall_back_to_file_order():
+    reader = ClaudeCodeTranscript(CC / "cc-broken-parent-link.jsonl")
+    events = reader.poll(final=True)
+    s2_at = next(i for i, e in enumerate(events) if e.get("node_id") == "s-2")
+    assert events[s2_at]["children"] == ["s-1"] and events[s2_at]["level"] == "section"
+    after = [e["artifact_id"] for e in events[s2_at:] if e.get("op") == "evicted" and e["tier"] == "live"]
+    assert after == ["ev:u-2", "ev:a-2", "ev:r-2", "call:toolu_e2", "file:/home/dev/shop/tests/test_payment.py"]
+    assert reader.stats.broken_links == 4
+    assert dict(reader.stats.unknown) == {"custom-event": 1}
+    assert dict(reader.stats.ignored) == {"file-history-snapshot": 1}
+
+
+def test_an_opaque_summary_is_marked_and_a_pure_eviction_makes_no_node():
+    events = library_events("openhands", OH / "opaque-summary")
+    summaries = [e for e in events if e["type"] == "checkpoint" and e["level"] != "root"]
+    assert len(summaries) == 1
+    assert summaries[0]["text"] is None and summaries[0]["x_opaque"] is True
+    assert summaries[0]["x_opaque_reason"] == "summary not recorded"
+
+
+def test_a_boundary_without_its_summary_becomes_an_opaque_node(tmp_path):
+    lines = (CC / "cc-dropped-prohibition.jsonl").read_text().splitlines()
+    kept = [line for line in lines if '"isCompactSummary"' not in line]
+    (tmp_path / "s.jsonl").write_text("\n".join(kept) + "\n")
+    events = library_events("claude-code", tmp_path / "s.jsonl")
+    node = next(e for e in events if e.get("node_id") == "b-1")
+    assert node["x_opaque"] is True and node["text"] is None
+    assert node["x_opaque_reason"] == "no summary record after the compact boundary"
+
+
+def test_unknown_record_types_are_counted_in_the_summary_line_and_never_fatal():
+    proc = ingest("openhands", str(OH / "opaque-summary"))
+    assert proc.returncode == 0
+    last = proc.stderr.decode().splitlines()[-1]
+    assert "2 of unknown type skipped: FancyNewEvent=1, HookExecutionEvent=1" in last
+    assert "1 opaque" in last
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def test_bad_event_files_are_reported_one_line_each_and_the_rest_is_ingested(tmp_path):
+    conv = tmp_path / "conv"
+    shutil.copytree(OH / "orphaned-file", conv)
+    (conv / "events" / "event-00003-broken.json").write_text('{"kind": "MessageEvent", ')
+    (conv / "events" / "event-00004-list.json").write_text("[1, 2]")
+    (conv / "events" / "event-00005-nokind.json").write_text('{"id": "x"}')
+    proc = ingest("openhands", "conv", cwd=tmp_path)
+    assert proc.returncode == 1
+    err = proc.stderr.decode().splitlines()
+    assert err[:3] == [
+        "checkpoint-guard: ingest: conv/events/event-00003-broken.json: not valid JSON: Expecting property name enclosed in double quotes at line 1 column 26",
+        "checkpoint-guard: ingest: conv/events/event-00004-list.json: an event must be a JSON object, got list",
+        "checkpoint-guard: ingest: conv/events/event-00005-nokind.json: event has no 'kind'",
+    ]
+    assert "3 bad" in err[-1] and "0 input(s) failed" in err[-1]
+    alerts = replay_lines(proc.stdout.splitlines()).alerts
+    assert brief(alerts) == EXPECTED["orphaned-file"][2]
+
+
+def test_bad_transcript_lines_are_reported_with_their_line_number(tmp_path):
+    lines = (CC / "cc-dropped-prohibition.jsonl").read_bytes().splitlines(keepends=True)
+    (tmp_path / "s.jsonl").write_bytes(b"".join(lines[:2] + [b"not json\n", b"\xff\xfe\n", b"42\n"] + lines[2:]))
+    proc = ingest("claude-code", "s.jsonl", "missing.jsonl", cwd=tmp_path)
+    assert proc.returncode == 1
+    err = proc.stderr.decode().splitlines()
+    assert err[0] == "checkpoint-guard: ingest: missing.jsonl: no such file or directory"
+    assert err[1:4] == [
+        "checkpoint-guard: ingest: s.jsonl:3: not valid JSON: Expecting value at column 1",
+        "checkpoint-guard: ingest: s.jsonl:4: not UTF-8 (byte 0)",
+        "checkpoint-guard: ingest: s.jsonl:5: a record must be a JSON object, got int",
+    ]
+    assert "1 input(s) failed" in err[-1]
+    assert len(replay_lines(proc.stdout.splitlines()).alerts) == 2
+
+
+def test_a_path_that_is_no_log_fails_with_one_line(tmp_path):
+    proc = ingest("openhands", str(tmp_path))
+    assert proc.returncode == 1
+    err = proc.stderr.decode().splitlines()
+    assert err[0].endswith("not an OpenHands conversation directory (no events/ inside, nor in its sub-directories)")
+    assert err[-1].startswith("checkpoint-guard: error: nothing to read in ")
+
+
+def test_follow_is_refused_for_the_trajectory_form_and_help_explains_both_forms():
+    proc = ingest("--follow")
+    assert proc.returncode == 2
+    assert b"--follow and --idle-timeout work with the log forms only" in proc.stderr
+    helptext = ingest("--help").stdout.decode()
+    for needle in ("ingest [PATH...]", "ingest openhands DIR...", "ingest claude-code FILE...", "--follow", "--match-threshold"):
+        assert needle in helptext
+
+
+# --------------------------------------------------------------------------- following a live log
+
+
+def test_following_a_transcript_reads_only_complete_lines_and_a_deletion_is_a_durable_eviction(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    data = (CC / "cc-dropped-prohibition.jsonl").read_bytes()
+    cut = data.index(b"\n", len(data) // 2) + 20  # mid-line
+    path = project / "cc-dropped-prohibition.jsonl"
+    path.write_bytes(data[:cut])
+    reader = ClaudeCodeTranscript(path)
+    events = reader.poll(final=False)
+    assert reader.stats.errors == []
+    path.write_bytes(data)
+    events += reader.poll(final=False)
+    assert lines_of(events) == lines_of(library_events("claude-code", CC / "cc-dropped-prohibition.jsonl"))
+    shutil.rmtree(project)  # the transcript directory is gone (cleanupPeriodDays)
+    gone = reader.poll(final=False)
+    assert gone and {(e["op"], e["tier"]) for e in gone} == {("evicted", "durable")}
+    alerts = replay_lines(lines_of(events + gone)).alerts
+    assert brief(alerts)[-1] == (ORPHAN, "open", "s-1", ["file:/home/dev/web/src/Settings.tsx"])
+
+
+def test_following_a_conversation_waits_for_a_half_written_event_file(tmp_path):
+    conv = tmp_path / "folded-summary"
+    shutil.copytree(OH / "folded-summary", conv)
+    files = sorted((conv / "events").iterdir())
+    held = {f: f.read_bytes() for f in files[4:]}
+    for f in files[4:]:
+        f.unlink()
+    reader = OpenHandsConversation(conv)
+    events = reader.poll(final=False)
+    files[4].write_bytes(held[files[4]][:30])  # being written
+    events += reader.poll(final=False)
+    for f, content in held.items():
+        f.write_bytes(content)
+    events += reader.poll(final=False)
+    assert reader.stats.errors == []
+    assert lines_of(events) == lines_of(library_events("openhands", OH / "folded-summary"))
+
+
+def test_a_save_dir_that_disappears_while_followed_evicts_the_durable_copy(tmp_path):
+    conv = tmp_path / "conv"
+    shutil.copytree(OH / "orphaned-file", conv)
+    (conv / "saved" / "toolu_b1").mkdir(parents=True)
+    reader = OpenHandsConversation(conv)
+    events = reader.poll(final=False)
+    assert replay_lines(lines_of(events)).alerts == []  # the full output is still saved
+    shutil.rmtree(conv / "saved")
+    events += reader.poll(final=False)
+    assert brief(replay_lines(lines_of(events)).alerts) == EXPECTED["orphaned-file"][2]
+
+
+def test_follow_cli_writes_appended_records_and_stops_after_the_idle_timeout(tmp_path):
+    data = (CC / "cc-dropped-prohibition.jsonl").read_bytes().splitlines(keepends=True)
+    path = tmp_path / "cc-dropped-prohibition.jsonl"
+    path.write_bytes(b"".join(data[:3]))
+    out = tmp_path / "events.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "stream", "ingest", "claude-code", str(path), "--follow", "--poll-interval", "0.1",
+         "--idle-timeout", "3", "--out", str(out)], cwd=REPO, env=cli_env(), stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (out.exists() and out.read_bytes()):
+            time.sleep(0.1)
+        with open(path, "ab") as fh:
+            for line in data[3:]:
+                fh.write(line)
+                fh.flush()
+                time.sleep(0.05)
+        assert proc.wait(60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    summary = proc.stderr.read().decode().splitlines()[-1]
+    assert summary.startswith("ingest claude-code: 1 input(s), 1 contexts, 8 records read")
+    assert brief(replay_lines(out.read_bytes().splitlines()).alerts) == EXPECTED["dropped-prohibition"][2]
+
+
+def test_follow_cli_stops_cleanly_on_sigterm(tmp_path):
+    path = tmp_path / "s.jsonl"
+    shutil.copy(CC / "cc-broken-parent-link.jsonl", path)
+    out = tmp_path / "events.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "stream", "ingest", "claude-code", str(path), "--follow", "--poll-interval", "0.1",
+         "--out", str(out)], cwd=REPO, env=cli_env(), stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (out.exists() and out.read_bytes().count(b"\n") >= 36):
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.stderr.read().decode().splitlines()[-1].endswith("; stopped by signal")
+    assert out.read_bytes().count(b"\n") == 36
+
+
+# --------------------------------------------------------------------------- the matcher and referents
+
+
+def test_prohibitions_are_clauses_with_an_imperative_negation_cue():
+    m = ProhibitionMatcher()
+    found = [c.text for c in m.prohibitions(
+        "Fix the login bug, but never touch migrations/. I cannot reproduce it locally. "
+        "If the tests fail, do not retry more than twice."
+    )]
+    # the condition stays with its prohibition: it is part of what is forbidden
+    assert found == ["never touch migrations/.", "If the tests fail, do not retry more than twice."]
+
+
+def test_a_summary_carries_a_prohibition_verbatim_or_with_a_cue_and_enough_content_words():
+    m = ProhibitionMatcher()
+    p = make_constraint("Do not run the database migrations.", "prohibition")
+    assert m.carries("Notes: Do not run the database migrations.", p)
+    assert m.carries("The user asked us never to run database migrations.", p)
+    assert not m.carries("We ran the database migrations.", p)  # no negation cue
+    assert not m.carries("Never touch the database.", p)  # 1 of 3 content words
+
+
+def test_the_matcher_documented_false_alarm_and_miss():
+    m = ProhibitionMatcher()
+    p = make_constraint("Do not modify the generated client code.", "prohibition")
+    # false alarm: a faithful paraphrase with synonyms does not count as carried
+    assert not m.carries("The user said never to change the auto-generated API code.", p)
+    # miss: a different prohibition over the same words counts as carried
+    assert m.carries("Do not forget to modify the generated client code.", p)
+    assert ProhibitionMatcher(threshold=0.0).carries("There is no news.", p)  # any negated sentence
+    with pytest.raises(ValueError, match=r"match threshold must be in \[0, 1\]"):
+        ProhibitionMatcher(threshold=1.5)
+
+
+def test_content_words_ignore_cues_and_reporting_verbs_and_stem_lightly():
+    assert content_words("The user asked us not to edit files under src/gen/.") == {"edit", "file", "src/gen"}
+
+
+def test_referents_are_artifacts_whose_identifier_is_a_whole_token_of_the_summary():
+    ids = {n: "file:/w/app/settings.py" for n in path_names("/w/app/settings.py")}
+    ids["toolu_7"] = "call:toolu_7"
+    assert mentioned_artifacts("Edited app/settings.py. See toolu_7.", ids) == ["call:toolu_7", "file:/w/app/settings.py"]
+    assert mentioned_artifacts("Edited app/settings.pyc and myapp/settings.py, toolu_77", ids) == []
+    assert mentioned_artifacts("settings.py only", ids) == []  # a bare basename is too ambiguous
