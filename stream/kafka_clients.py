@@ -1,18 +1,28 @@
 """aiokafka clients built from :class:`~stream.settings.Settings` (the non-faust edge).
 
 Every command that talks to Kafka outside the faust worker (``topics create``,
-``ingest --to-kafka``, the startup topic check, tests) builds its producer, consumer or
-admin client here, so SSL/SASL settings apply everywhere and secrets are only read
-(``get_secret_value()``) at this one place.
+``ingest --to-kafka``, ``replay --from-kafka``, ``export``, ``explain``, ``tail``,
+``remediate``, the worker's startup topic check) builds its producer, consumer or admin
+client here, so SSL/SASL settings apply everywhere and secrets are only read
+(``get_secret_value()``) here and in :func:`stream.app.faust_broker_credentials` (the
+worker's own clients). A test (tests/unit/test_security_settings.py) fails if any other
+module builds an aiokafka client itself.
+
+A refused SASL login looks, to aiokafka, like an unreachable broker ("Unable to
+bootstrap"; the real reason is only logged). :func:`started` adds the likely cause to
+that error when SASL is configured.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ssl
-from typing import Any
+from collections.abc import AsyncIterator
+from typing import Any, TypeVar
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import KafkaConnectionError
 
 from stream.errors import ConfigurationError
 from stream.settings import Settings
@@ -44,6 +54,43 @@ def client_kwargs(settings: Settings) -> dict[str, Any]:
     return kw
 
 
+def login_hint(settings: Settings) -> str:
+    """What to check when a SASL broker refuses us ("" without SASL). Names the user
+    and mechanism, never the password."""
+    if not settings.security_protocol.startswith("SASL"):
+        return ""
+    return (
+        f"if the broker refused the {settings.sasl_mechanism} login of user {settings.sasl_username!r} "
+        "(aiokafka then logs 'SaslAuthenticationFailed'), check CG_SASL_USERNAME, CG_SASL_PASSWORD and "
+        "CG_SASL_MECHANISM"
+    )
+
+
+_Client = TypeVar("_Client", AIOKafkaAdminClient, AIOKafkaProducer, AIOKafkaConsumer)
+
+
+async def start_client(settings: Settings, client: _Client) -> _Client:
+    """``await client.start()``; a connection error gets :func:`login_hint` appended."""
+    try:
+        await client.start()
+    except KafkaConnectionError as exc:
+        hint = login_hint(settings)
+        if not hint:
+            raise
+        raise KafkaConnectionError(f"{str(exc).removeprefix('KafkaConnectionError: ')}; {hint}") from None
+    return client
+
+
+@contextlib.asynccontextmanager
+async def started(settings: Settings, client: _Client) -> AsyncIterator[_Client]:
+    """Start ``client`` (:func:`start_client`), close/stop it on exit."""
+    await start_client(settings, client)
+    try:
+        yield client
+    finally:
+        await (client.close() if isinstance(client, AIOKafkaAdminClient) else client.stop())
+
+
 def producer(settings: Settings, **extra: Any) -> AIOKafkaProducer:
     """A producer with acks=all (alerts and inputs must not be lost)."""
     return AIOKafkaProducer(**client_kwargs(settings), acks="all", **extra)
@@ -59,12 +106,8 @@ def admin(settings: Settings) -> AIOKafkaAdminClient:
 
 async def topic_partitions(settings: Settings, topics: list[str] | tuple[str, ...]) -> dict[str, int | None]:
     """topic -> partition count (None when the topic does not exist)."""
-    client = admin(settings)
-    await client.start()
-    try:
+    async with started(settings, admin(settings)) as client:
         described = await client.describe_topics(list(topics))
-    finally:
-        await client.close()
     out: dict[str, int | None] = {}
     for t in described:
         name = t["topic"]
@@ -94,9 +137,7 @@ async def create_topics(
     missing = [t for t in names if existing.get(t) is None]
     result = {t: "exists" for t in names if existing.get(t) is not None}
     if missing:
-        client = admin(settings)
-        await client.start()
-        try:
+        async with started(settings, admin(settings)) as client:
             resp = await client.create_topics(
                 [
                     NewTopic(
@@ -109,8 +150,6 @@ async def create_topics(
                     for t in missing
                 ]
             )
-        finally:
-            await client.close()
         for t, code, *_ in getattr(resp, "topic_errors", getattr(resp, "topic_error_codes", [])):
             if code not in (0, 36):  # 36 = TOPIC_ALREADY_EXISTS (a concurrent create)
                 raise ConfigurationError(f"could not create topic {t}: Kafka error code {code}")
@@ -123,10 +162,16 @@ async def check_copartitioned(settings: Settings) -> int:
     """Refuse to run on input topics that are missing or not co-partitioned.
 
     Returns the common partition count. Raises ConfigurationError with a message that
-    names the topics and their counts (DESIGN.md §2).
+    names the topics and their counts (DESIGN.md §2), or says the broker cannot be
+    reached (with :func:`login_hint` when SASL is configured).
     """
     topics = [*settings.input_topics, *settings.output_topics]
-    counts = await topic_partitions(settings, topics)
+    try:
+        counts = await topic_partitions(settings, topics)
+    except KafkaConnectionError as exc:
+        raise ConfigurationError(
+            f"cannot reach Kafka at {settings.bootstrap_servers}: {str(exc).removeprefix('KafkaConnectionError: ')}"
+        ) from None
     missing = [t for t in topics if counts.get(t) is None]
     if missing:
         raise ConfigurationError(

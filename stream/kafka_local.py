@@ -15,7 +15,17 @@ session must be able to run its own broker next to the others. So this module:
   calls it ready only when an aiokafka admin ``describe_cluster`` request succeeds
   (an open port is not enough: the controller may not have elected itself yet);
 * stops it from the PID file, after checking the PID really is *this home's* broker
-  (a recycled PID is never signalled).
+  (a recycled PID is never signalled);
+* optionally (``sasl_users``) listens with ``SASL_PLAINTEXT`` instead of ``PLAINTEXT``:
+  mechanisms ``PLAIN``, ``SCRAM-SHA-256`` and ``SCRAM-SHA-512`` for the given users, so
+  the clients' security settings (``CG_SECURITY_PROTOCOL``, ``CG_SASL_*``) can be tried
+  against a real broker. PLAIN users live in the listener's JAAS config
+  (``listener.name.sasl_plaintext.plain.sasl.jaas.config`` in ``server.properties``,
+  written mode 0600); SCRAM credentials are written into the metadata log when the data
+  dir is formatted (``kafka-storage format --add-scram``), so they are fixed for a data
+  dir's life. The broker talks to itself over the same listener as a generated internal
+  PLAIN user; the KRaft CONTROLLER listener stays PLAINTEXT on 127.0.0.1. No
+  authorizer: any authenticated user may do anything (a local broker, not a hardened one).
 
 Every failure is a :class:`KafkaLocalError` whose message is one line a person can
 act on (for a broker that died on start, that line is followed by the log's tail).
@@ -34,6 +44,7 @@ import json
 import logging
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -41,7 +52,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,6 +70,7 @@ __all__ = [
     "free_ports",
     "render_server_properties",
     "resolve_jars",
+    "sasl_users_from_settings",
     "start",
     "status",
     "stop",
@@ -79,6 +91,14 @@ LOCK_NAME = ".lock"
 _MARKER = ".complete"
 #: Lines of the broker log quoted after a failed start.
 LOG_TAIL_LINES = 30
+#: The client listener's name (and protocol) of a SASL broker.
+SASL_LISTENER = "SASL_PLAINTEXT"
+#: Every mechanism a SASL broker offers; each user may use any of them.
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+#: The user the broker authenticates as to itself (its password is generated per start).
+INTERNAL_USER = "cg-broker"
+_SASL_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
+_SASL_PASSWORD = re.compile(r"[!#-\[\]-~]{1,256}")  # printable ASCII except space, " and \
 
 
 class KafkaLocalError(GuardError, RuntimeError):
@@ -113,6 +133,7 @@ class BrokerInfo:
     cluster_id: str
     resolve_seconds: float
     ready_seconds: float
+    security_protocol: str = "PLAINTEXT"
 
     @property
     def broker_url(self) -> str:
@@ -293,23 +314,85 @@ def resolve_jars(settings: Settings) -> tuple[Path, float]:
 # ------------------------------------------------------------------------ properties
 
 
-def render_server_properties(settings: Settings, data_dir: Path) -> str:
+def check_sasl_users(users: Mapping[str, str]) -> None:
+    """Refuse user names and passwords the JAAS / ``--add-scram`` syntax cannot carry.
+
+    Names: 1-64 of ``A-Za-z0-9._-``; passwords: 1-256 printable ASCII characters other
+    than space, ``"`` and ``\\``. The message names the user, never the password.
+    """
+    if not users:
+        raise KafkaLocalError("a SASL broker needs at least one user (name and password)")
+    for name, password in users.items():
+        if not _SASL_NAME.fullmatch(name or "") or name == INTERNAL_USER:
+            raise KafkaLocalError(
+                f"SASL user name {name!r} is not allowed: use 1-64 of A-Za-z0-9._- (and not {INTERNAL_USER!r})"
+            )
+        if not _SASL_PASSWORD.fullmatch(password or ""):
+            raise KafkaLocalError(
+                f"the password of SASL user {name!r} is not allowed: use 1-256 printable ASCII "
+                'characters other than space, " and \\'
+            )
+
+
+def sasl_users_from_settings(settings: Settings) -> dict[str, str]:
+    """``{CG_SASL_USERNAME: CG_SASL_PASSWORD}``: the user the clients log in as.
+
+    Raises :class:`KafkaLocalError` when either is unset.
+    """
+    if not settings.sasl_username or settings.sasl_password is None:
+        raise KafkaLocalError(
+            "a SASL broker needs CG_SASL_USERNAME and CG_SASL_PASSWORD (the user the clients log in as)"
+        )
+    return {settings.sasl_username: settings.sasl_password.get_secret_value()}
+
+
+def render_server_properties(
+    settings: Settings,
+    data_dir: Path,
+    *,
+    sasl_users: Mapping[str, str] | None = None,
+    internal_password: str | None = None,
+) -> str:
     """The broker's ``server.properties`` text for ``settings`` (one node, KRaft combined).
 
     A static ``controller.quorum.voters`` is used (no ``--standalone`` format) so the
-    controller port may change between runs that keep their data.
+    controller port may change between runs that keep their data. With ``sasl_users``
+    (name -> password) the client listener is ``SASL_PLAINTEXT`` (PLAIN and SCRAM) and
+    the text holds passwords: write it where only the owner can read it.
     """
     port, cport = settings.kafka_port, settings.kafka_controller_port
+    if sasl_users:
+        check_sasl_users(sasl_users)
+        internal = internal_password or secrets.token_hex(16)
+        users = {INTERNAL_USER: internal, **sasl_users}
+        plain_users = " ".join(f'user_{name}="{pw}"' for name, pw in users.items())
+        listener = SASL_LISTENER
+        security = [
+            f"sasl.enabled.mechanisms={','.join(SASL_MECHANISMS)}",
+            "sasl.mechanism.inter.broker.protocol=PLAIN",
+            # Property type PASSWORD: the broker logs these as [hidden].
+            f"listener.name.{listener.lower()}.plain.sasl.jaas.config="
+            "org.apache.kafka.common.security.plain.PlainLoginModule required "
+            f'username="{INTERNAL_USER}" password="{internal}" {plain_users};',
+            *(
+                f"listener.name.{listener.lower()}.{m.lower()}.sasl.jaas.config="
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+                for m in SASL_MECHANISMS[1:]
+            ),
+        ]
+    else:
+        listener, security = "PLAINTEXT", []
     lines = [
         "# Written by stream/kafka_local.py; rewritten on every start.",
         "process.roles=broker,controller",
         "node.id=1",
         f"controller.quorum.voters=1@{HOST}:{cport}",
-        f"listeners=PLAINTEXT://{HOST}:{port},CONTROLLER://{HOST}:{cport}",
-        f"advertised.listeners=PLAINTEXT://{HOST}:{port}",
-        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        f"listeners={listener}://{HOST}:{port},CONTROLLER://{HOST}:{cport}",
+        f"advertised.listeners={listener}://{HOST}:{port}",
+        f"listener.security.protocol.map={listener}:{listener},CONTROLLER:PLAINTEXT",
         "controller.listener.names=CONTROLLER",
-        "inter.broker.listener.name=PLAINTEXT",
+        f"inter.broker.listener.name={listener}",
+        *security,
         f"log.dirs={data_dir}",
         "num.partitions=1",
         "auto.create.topics.enable=false",
@@ -409,9 +492,14 @@ def _read_info(home: Path) -> dict:
         return {}
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def _write_atomic(path: Path, text: str, *, private: bool = False) -> None:
+    """Write via a temp file and rename; ``private``: mode 0600 (it may hold passwords)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if private else 0o666)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
     tmp.replace(path)
 
 
@@ -504,10 +592,10 @@ def _terminate(pid: int, timeout: float) -> bool:
 # ------------------------------------------------------------------------ readiness
 
 
-async def _describe_cluster_async(bootstrap: str, request_timeout_ms: int) -> dict:
+async def _describe_cluster_async(bootstrap: str, request_timeout_ms: int, auth: Mapping[str, str]) -> dict:
     from aiokafka.admin import AIOKafkaAdminClient
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=request_timeout_ms)
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=request_timeout_ms, **auth)
     await admin.start()
     try:
         return await admin.describe_cluster()
@@ -553,17 +641,27 @@ def _quiet_aiokafka() -> Iterator[None]:
         logger.setLevel(old)
 
 
-def describe_cluster(bootstrap: str, timeout: float = 5.0) -> dict:
+def describe_cluster(bootstrap: str, timeout: float = 5.0, *, auth: Mapping[str, str] | None = None) -> dict:
     """One aiokafka ``describe_cluster`` against ``bootstrap`` (``host:port``).
 
+    ``auth``: aiokafka security kwargs (``security_protocol``, ``sasl_mechanism``,
+    ``sasl_plain_username``, ``sasl_plain_password``) for a SASL broker.
     Returns aiokafka's dict (``cluster_id``, ``controller_id``, ``brokers`` ...).
     Raises whatever aiokafka raises (e.g. ``KafkaConnectionError``) when the broker is
     not answering within ``timeout`` seconds.
     """
     with _quiet_aiokafka():
         return _run_coro_blocking(
-            asyncio.wait_for(_describe_cluster_async(bootstrap, int(timeout * 1000)), timeout)
+            asyncio.wait_for(_describe_cluster_async(bootstrap, int(timeout * 1000), auth or {}), timeout)
         )
+
+
+def _plain_auth(users: Mapping[str, str]) -> dict[str, str]:
+    name, password = next(iter(users.items()))
+    return {
+        "security_protocol": SASL_LISTENER, "sasl_mechanism": "PLAIN",
+        "sasl_plain_username": name, "sasl_plain_password": password,
+    }
 
 
 def _died_error(summary: str, log_file: Path) -> KafkaLocalError:
@@ -575,11 +673,15 @@ def _died_error(summary: str, log_file: Path) -> KafkaLocalError:
 # ------------------------------------------------------------------------ lifecycle
 
 
-def _run_tool(java: str, jvm_flags: list[str], libs: Path, args: list[str], what: str) -> str:
+def _run_tool(
+    java: str, jvm_flags: list[str], libs: Path, args: list[str], what: str, *, secrets_: tuple[str, ...] = ()
+) -> str:
     cmd = [java, *jvm_flags, "-cp", f"{libs}/*", "kafka.tools.StorageTool", *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if proc.returncode != 0:
         out = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()[-1]
+        for secret in secrets_:  # the tool may echo an --add-scram argument back
+            out = out.replace(secret, "***")
         raise KafkaLocalError(f"kafka StorageTool {what} failed (exit {proc.returncode}): {_one_line(out)[:300]}")
     return proc.stdout
 
@@ -605,6 +707,7 @@ def start(
     *,
     timeout: float = 90.0,
     die_with_parent: bool = False,
+    sasl_users: Mapping[str, str] | None = None,
 ) -> BrokerInfo:
     """Start the local broker described by ``settings`` and wait until it is ready.
 
@@ -617,12 +720,19 @@ def start(
     ``start`` ends (PR_SET_PDEATHSIG: call it from the main thread; used by the test
     fixture so even ``kill -9`` of pytest leaves no JVM); the CLI leaves it False so
     the broker outlives the command.
+    ``sasl_users`` (name -> password): listen with ``SASL_PLAINTEXT`` (PLAIN,
+    SCRAM-SHA-256, SCRAM-SHA-512) for these users instead of ``PLAINTEXT`` (module
+    docstring); readiness is then probed as the first user with PLAIN. SCRAM users are
+    created when the data dir is formatted: with ``fresh=False`` on an existing data dir
+    they stay those of the first start.
 
     Returns :class:`BrokerInfo`. Raises :class:`PortInUseError` when a port is taken,
     :class:`KafkaLocalError` when java/mvn is missing, a broker is already running
     from this home, formatting fails, the JVM dies before ready (message includes the
     log tail) or it is not ready within ``timeout``.
     """
+    if sasl_users is not None:
+        check_sasl_users(sasl_users)
     home = Path(settings.kafka_home).resolve()
     home.mkdir(parents=True, exist_ok=True)
     p = _paths(home)
@@ -647,7 +757,7 @@ def start(
             with contextlib.suppress(FileNotFoundError):
                 p["log"].unlink()
         p["data"].mkdir(parents=True, exist_ok=True)
-        _write_atomic(p["props"], render_server_properties(settings, p["data"]))
+        _write_atomic(p["props"], render_server_properties(settings, p["data"], sasl_users=sasl_users), private=True)
 
         log_flags = [
             f"-Dlog4j2.configurationFile={LOG4J2_FILE}",
@@ -664,7 +774,16 @@ def start(
         else:
             out = _run_tool(java, tool_flags, libs, ["random-uuid"], "random-uuid")
             cluster_id = out.strip().splitlines()[-1].strip()
-            _run_tool(java, tool_flags, libs, ["format", "-t", cluster_id, "-c", str(p["props"])], "format")
+            scram = [
+                arg
+                for name, password in (sasl_users or {}).items()
+                for mechanism in SASL_MECHANISMS[1:]
+                for arg in ("--add-scram", f'{mechanism}=[name="{name}",password="{password}"]')
+            ]
+            _run_tool(
+                java, tool_flags, libs, ["format", "-t", cluster_id, "-c", str(p["props"]), *scram], "format",
+                secrets_=tuple((sasl_users or {}).values()),
+            )
 
         heap = settings.kafka_heap
         cmd = [
@@ -675,6 +794,7 @@ def start(
             "-cp", f"{libs}/*", "kafka.Kafka", str(p["props"]),
         ]  # fmt: skip
         bootstrap = f"{HOST}:{settings.kafka_port}"
+        protocol = SASL_LISTENER if sasl_users else "PLAINTEXT"
         with open(p["log"], "ab") as log_fh:
             t0 = time.monotonic()
             proc = subprocess.Popen(
@@ -699,6 +819,8 @@ def start(
                         "controller_port": settings.kafka_controller_port,
                         "version": settings.kafka_version,
                         "cluster_id": cluster_id,
+                        "security_protocol": protocol,
+                        "sasl_users": sorted(sasl_users or {}),
                         "log_file": str(p["log"]),
                         "started_at": time.time(),
                     },
@@ -706,7 +828,8 @@ def start(
                 )
                 + "\n",
             )
-            ready_seconds = _wait_ready(proc, bootstrap, p["log"], timeout, t0)
+            auth = _plain_auth(sasl_users) if sasl_users else None
+            ready_seconds = _wait_ready(proc, bootstrap, p["log"], timeout, t0, auth)
         except BaseException:
             # Not ready (or Ctrl-C while waiting): never leave a half-started JVM behind.
             if proc.poll() is None:
@@ -726,10 +849,14 @@ def start(
         cluster_id=cluster_id,
         resolve_seconds=resolve_seconds,
         ready_seconds=ready_seconds,
+        security_protocol=protocol,
     )
 
 
-def _wait_ready(proc: subprocess.Popen, bootstrap: str, log_file: Path, timeout: float, t0: float) -> float:
+def _wait_ready(
+    proc: subprocess.Popen, bootstrap: str, log_file: Path, timeout: float, t0: float,
+    auth: Mapping[str, str] | None = None,
+) -> float:
     deadline = t0 + timeout
     last_error = "no answer yet"
     while True:
@@ -743,7 +870,7 @@ def _wait_ready(proc: subprocess.Popen, bootstrap: str, log_file: Path, timeout:
                 f"killed it; last lines of {log_file}:\n{_log_tail(log_file)}"
             )
         try:
-            info = describe_cluster(bootstrap, timeout=min(3.0, max(0.5, remaining)))
+            info = describe_cluster(bootstrap, timeout=min(3.0, max(0.5, remaining)), auth=auth)
             if info.get("brokers"):
                 return time.monotonic() - t0
             last_error = "describe_cluster returned no brokers"
@@ -800,9 +927,22 @@ def status(settings: Settings, *, probe_timeout: float = 3.0) -> BrokerStatus:
         return BrokerStatus(
             False, False, None, None, home, log_file, f"not running (stale pid file naming pid {pid} in {home})"
         )
-    bootstrap = _read_info(home).get("bootstrap") or f"{HOST}:{settings.kafka_port}"
+    meta = _read_info(home)
+    bootstrap = meta.get("bootstrap") or f"{HOST}:{settings.kafka_port}"
+    auth = None
+    if meta.get("security_protocol", "PLAINTEXT") != "PLAINTEXT":
+        if not settings.security_protocol.startswith("SASL") or not settings.sasl_username:
+            return BrokerStatus(
+                True, False, pid, bootstrap, home, log_file,
+                f"running (pid {pid}, {bootstrap}, {meta['security_protocol']} listener); set "
+                "CG_SECURITY_PROTOCOL=SASL_PLAINTEXT, CG_SASL_USERNAME and CG_SASL_PASSWORD to probe it",
+            )
+        from stream.kafka_clients import client_kwargs
+
+        kw = client_kwargs(settings)
+        auth = {k: v for k, v in kw.items() if k.startswith(("security_", "sasl_"))}
     try:
-        info = describe_cluster(bootstrap, timeout=probe_timeout)
+        info = describe_cluster(bootstrap, timeout=probe_timeout, auth=auth)
         ready = bool(info.get("brokers"))
         detail = f"running, ready (pid {pid}, {bootstrap}, cluster {info.get('cluster_id')})"
     except Exception as exc:  # noqa: BLE001 - status reports, it does not fail

@@ -51,6 +51,16 @@ class Settings(BaseSettings):
     )
 
     producer_linger_ms: int = Field(0, ge=0, description="Producer linger (ms) of the worker.")
+    batch_max: int = Field(
+        500, ge=1,
+        description="Most events the worker takes from the stream at once (stream.take_events): one "
+        "round trip for their alerts, one journal record per context, one write per touched key.",
+    )
+    batch_within: float = Field(
+        0.005, gt=0, le=10,
+        description="Seconds the worker waits for a batch to fill before processing what it has "
+        "(bounds the latency batching adds).",
+    )
 
     # --- security (SSL / SASL) ---------------------------------------------------
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
@@ -84,8 +94,38 @@ class Settings(BaseSettings):
     )
 
     # --- rules and limits (DESIGN.md §3, §4) --------------------------------------------
-    seq_gap_limit: int = Field(1000, ge=0, description="Waiting events per context before a sequence_gap.")
+    # Input limits are enforced where bytes become events (stream.wire.decode_event), so
+    # the worker, `replay` and `replay --from-kafka` dead-letter exactly the same messages;
+    # the reason names the setting (e.g. "referents: 10001 items, limit is 10000
+    # (CG_MAX_REFERENTS)"). The real trajectories (`python -m stream ingest`) stay far
+    # below every default: at most 8.6 kB per event, 18 referents, 4 children,
+    # 14 constraints, 91-character ids, 24-character constraints.
+    seq_gap_limit: int = Field(
+        1000, ge=0, le=100_000,
+        description="Waiting events per context before a sequence_gap. It also bounds the seq buffer: "
+        "after every event at most this many events of a context wait (the engine declares the gap and "
+        "drains as soon as one more would wait), so a context buffers at most seq_gap_limit x "
+        "max_message_bytes. At most 100,000: the waiting seqs are one table record, which must stay "
+        "well under max_output_bytes.",
+    )
     max_message_bytes: int = Field(1 << 20, ge=1, description="Bigger messages/lines are dead-lettered.")
+    max_id_chars: int = Field(
+        1024, ge=1, le=1 << 20,
+        description="Longest id in characters: event_id, context_id, node_id, artifact_id, each child "
+        "and referent. Longer: dead letter.",
+    )
+    max_referents: int = Field(10_000, ge=0, description="Most referents one checkpoint may list; more: dead letter.")
+    max_children: int = Field(10_000, ge=0, description="Most children one checkpoint may list; more: dead letter.")
+    max_constraints: int = Field(
+        10_000, ge=0,
+        description="Most entries in each constraint list (negative_constraints, raw_negative_constraints); "
+        "more: dead letter. An informational list (instructions, raw_instructions) over it is treated as absent.",
+    )
+    max_constraint_chars: int = Field(
+        4096, ge=1, le=1 << 20,
+        description="Longest constraint in characters: a string constraint, an object's id, and the key "
+        "either becomes (NFKC can lengthen a text). Longer: dead letter (informational lists: absent).",
+    )
     max_output_bytes: int = Field(
         16 << 20, ge=1 << 20,
         description="Largest record the worker writes (alerts, dead letters, table changelogs); the topics "

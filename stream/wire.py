@@ -5,14 +5,45 @@ a domain event, or raises :class:`~stream.errors.InvalidEvent` with a one-line r
 the caller dead-letters it (DESIGN.md §3 "Validation boundary"):
 
 * only the fields the rules use are validated, with strict JSON types (no coercion:
-  ``"3"``, ``3.0`` and ``true`` are not integers); ids are non-empty strings of at most
-  1,024 characters; lists hold at most 10,000 entries; an explicit ``null`` for an
-  optional field means absent;
+  ``"3"``, ``3.0`` and ``true`` are not integers); an explicit ``null`` for an optional
+  field means absent;
 * informational fields (``occurred_at``, ``cycle``, ``text``, ``parent_id``, ``kind``,
   ``instructions``, ``raw_instructions``, anything unknown) never cause a dead letter;
   ill-typed, they are treated as absent;
-* NaN and Infinity are not JSON; neither are invalid UTF-8 nor nesting deeper than the
-  parser's recursion limit.
+* NaN and Infinity are not JSON; neither is invalid UTF-8.
+
+**Limits** (:class:`Limits`, from the ``CG_MAX_*`` settings) are checked here, where
+bytes become events, so the worker, ``replay`` and ``replay --from-kafka`` dead-letter
+exactly the same messages and nothing downstream ever holds more than a limit allows:
+message bytes, characters per id, entries per list (referents, children, each constraint
+list), characters per constraint. The reason names the limit and its setting, e.g.
+``referents: 10001 items, limit is 10000 (CG_MAX_REFERENTS)``. Limits are size limits:
+like the byte limit they apply to the message as a whole; an informational constraint
+list (``instructions``) over a limit is treated as absent, as any ill-typed
+informational field.
+
+**JSON the fast parser refuses** (DESIGN.md §3: informational fields never dead-letter).
+pydantic-core's parser (jiter) rejects three things RFC 8259 calls JSON; each is decided
+here, the same way for every field of the message:
+
+* *lone surrogate escapes* (``"\\ud800"``): grammatical JSON (RFC 8259 §8.2 only warns
+  that such strings are unpredictable) — the message is re-read with Python's ``json``;
+  a string holding one is not valid Unicode, so an informational field holding one is
+  treated as absent, while a rule field holding one is a dead letter (``node_id: not
+  valid Unicode (lone surrogate escape)``): it could never be written to a table or an
+  alert (UTF-8).
+* *integers over 4,300 digits*: grammatical JSON — re-read as above, with such an
+  integer standing in as "beyond 64 bits": an informational ``cycle`` is treated as
+  absent, a ``seq`` or ``schema_version`` is out of range (dead letter), as it already
+  is from 2**63 on.
+* *nesting deeper than* :data:`MAX_JSON_DEPTH` *levels*: a dead letter, ``not JSON:
+  nested deeper than 201 levels``, whatever the field. RFC 8259 §9 lets a parser limit
+  nesting depth exactly as it limits text size; a fixed, documented depth is a size limit
+  like ``CG_MAX_MESSAGE_BYTES`` (which dead-letters a message whose ``text`` is 2 MiB),
+  and no rule field is ever deeper than 3. Accepting deeper informational data would take
+  a second, recursion-free parser for input no producer sends; the fixed number keeps
+  worker and replay identical (Python's own parser would stop at a depth that varies
+  with the stack).
 
 Outbound, :func:`encode_alert` / :func:`encode_verdict` / :func:`encode_dead_letter`
 produce deterministic JSON bytes (fixed key order, compact, UTF-8): the same alert is
@@ -26,8 +57,10 @@ from __future__ import annotations
 import base64
 import json
 import re
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any, Literal, Optional, Union
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional, Union
 
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
@@ -35,72 +68,162 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapte
 from stream.domain.events import ArtifactEvent, CheckpointEvent, Event, constraint_key
 from stream.errors import InvalidEvent
 
+if TYPE_CHECKING:  # pragma: no cover
+    from stream.settings import Settings
+
 MAX_ID_CHARS = 1024
 MAX_LIST_ENTRIES = 10_000
 MAX_MESSAGE_BYTES = 1 << 20
+MAX_CONSTRAINT_CHARS = 4096
 #: Table values are stored as JSON by faust's orjson codec, which stops at 64 bits.
 MAX_INT64 = (1 << 63) - 1
-
-Id = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS)]
-IdList = Annotated[list[Id], Field(max_length=MAX_LIST_ENTRIES)]
-
-
-class ConstraintObject(BaseModel):
-    """A constraint given as an object: keyed by its ``id`` verbatim."""
-
-    model_config = ConfigDict(strict=True, extra="allow")
-    id: Annotated[str, StringConstraints(min_length=1)]
-    text: Any = None
+#: Deepest nesting accepted (objects and arrays, the message itself included): the
+#: depth pydantic-core's parser accepts (a unit test pins it), a size limit of its own.
+MAX_JSON_DEPTH = 201
+#: Digits of the longest integer Python's ``int()`` reads by default (sys.int_info).
+_MAX_INT_DIGITS = 4300
 
 
-Constraint = Union[str, ConstraintObject]
-ConstraintList = Annotated[list[Constraint], Field(max_length=MAX_LIST_ENTRIES)]
+@dataclass(frozen=True)
+class Limits:
+    """Input limits checked while decoding (the ``CG_MAX_*`` settings; README "Settings").
+
+    A message over any of them is dead-lettered with a reason naming the limit and its
+    setting. The defaults are DESIGN.md §3's (1 MiB, 1,024-character ids, 10,000
+    entries per list) plus 4,096 characters per constraint.
+    """
+
+    max_message_bytes: int = MAX_MESSAGE_BYTES
+    max_id_chars: int = MAX_ID_CHARS
+    max_referents: int = MAX_LIST_ENTRIES
+    max_children: int = MAX_LIST_ENTRIES
+    max_constraints: int = MAX_LIST_ENTRIES
+    max_constraint_chars: int = MAX_CONSTRAINT_CHARS
+
+    @classmethod
+    def from_settings(cls, settings: "Settings") -> "Limits":
+        return cls(
+            max_message_bytes=settings.max_message_bytes,
+            max_id_chars=settings.max_id_chars,
+            max_referents=settings.max_referents,
+            max_children=settings.max_children,
+            max_constraints=settings.max_constraints,
+            max_constraint_chars=settings.max_constraint_chars,
+        )
 
 
-class _InputEvent(BaseModel):
-    model_config = ConfigDict(strict=True, extra="ignore")
+DEFAULT_LIMITS = Limits()
+_configured: list[Any] = [None, DEFAULT_LIMITS]  # [settings object, its limits]
 
-    schema_version: Optional[int] = Field(None, description="Must be 1 when present.")
-    event_id: Id
-    context_id: Id = Field(description="The agent working context; the partition key.")
-    seq: Optional[Annotated[int, Field(ge=0, le=MAX_INT64)]] = Field(
-        None, description="Per-context counter shared by both event kinds, first event 0."
+
+def configured_limits() -> Limits:
+    """The limits of the process-wide settings (``stream.settings.get_settings()``).
+
+    The default of every decode function, so the worker (whose ``settings`` *is*
+    ``get_settings()``) and the offline commands apply the same ``CG_MAX_*`` values
+    without each caller passing them.
+    """
+    settings = _get_settings()
+    if _configured[0] is not settings:
+        _configured[:] = [settings, Limits.from_settings(settings)]
+    return _configured[1]
+
+
+def _get_settings() -> "Settings":
+    global _get_settings
+    from stream.settings import get_settings  # imported late: settings is not a codec concern
+
+    _get_settings = get_settings
+    return get_settings()
+
+
+def _build_models(limits: Limits) -> SimpleNamespace:
+    """The input models with ``limits`` built in (pydantic checks them in Rust)."""
+    Id = Annotated[str, StringConstraints(min_length=1, max_length=limits.max_id_chars)]
+    ConstraintText = Annotated[str, StringConstraints(max_length=limits.max_constraint_chars)]
+
+    class ConstraintObject(BaseModel):
+        """A constraint given as an object: keyed by its ``id`` verbatim."""
+
+        model_config = ConfigDict(strict=True, extra="allow")
+        id: Annotated[str, StringConstraints(min_length=1, max_length=limits.max_constraint_chars)]
+        text: Any = None
+
+    Constraint = Union[ConstraintText, ConstraintObject]
+    ConstraintList = Annotated[list[Constraint], Field(max_length=limits.max_constraints)]
+
+    class _InputEvent(BaseModel):
+        model_config = ConfigDict(strict=True, extra="ignore")
+
+        schema_version: Optional[int] = Field(None, description="Must be 1 when present.")
+        event_id: Id
+        context_id: Id = Field(description="The agent working context; the partition key.")
+        seq: Optional[Annotated[int, Field(ge=0, le=MAX_INT64)]] = Field(
+            None, description="Per-context counter shared by both event kinds, first event 0."
+        )
+        occurred_at: Any = Field(None, description="RFC 3339 time, informational.")
+
+    class CheckpointIn(_InputEvent):
+        """A summary node persisted as a checkpoint (``compaction-events``)."""
+
+        type: Literal["checkpoint"]
+        node_id: Id
+        level: Literal["leaf", "section", "root"]
+        children: Optional[Annotated[list[Id], Field(max_length=limits.max_children)]] = None
+        referents: Optional[Annotated[list[Id], Field(max_length=limits.max_referents)]] = Field(
+            None, description="Artifact ids the summary depends on but elides."
+        )
+        negative_constraints: Optional[ConstraintList] = Field(None, description="Constraints the node carries.")
+        raw_negative_constraints: Optional[ConstraintList] = Field(
+            None, description="Prohibitions in the raw context this node directly covers."
+        )
+        parent_id: Any = None
+        cycle: Any = None
+        text: Any = None
+        instructions: Any = Field(None, description="Metrics only: positive instructions carried.")
+        raw_instructions: Any = Field(None, description="Metrics only: positive instructions in the raw context.")
+
+    class ArtifactIn(_InputEvent):
+        """An artifact entering or leaving a tier (``artifact-events``)."""
+
+        type: Literal["artifact"]
+        artifact_id: Id
+        op: Literal["admitted", "evicted"]
+        tier: Optional[Literal["live", "durable"]] = None
+        kind: Any = Field(None, description="raw_span | tool_output | file | durable_record (informational).")
+
+    InputEvent = Annotated[Union[CheckpointIn, ArtifactIn], Field(discriminator="type")]
+    return SimpleNamespace(
+        ConstraintObject=ConstraintObject,
+        CheckpointIn=CheckpointIn,
+        ArtifactIn=ArtifactIn,
+        input_adapter=TypeAdapter(InputEvent),
+        constraints_adapter=TypeAdapter(ConstraintList),
     )
-    occurred_at: Any = Field(None, description="RFC 3339 time, informational.")
 
 
-class CheckpointIn(_InputEvent):
-    """A summary node persisted as a checkpoint (``compaction-events``)."""
-
-    type: Literal["checkpoint"]
-    node_id: Id
-    level: Literal["leaf", "section", "root"]
-    children: Optional[IdList] = None
-    referents: Optional[IdList] = Field(None, description="Artifact ids the summary depends on but elides.")
-    negative_constraints: Optional[ConstraintList] = Field(None, description="Constraints the node carries.")
-    raw_negative_constraints: Optional[ConstraintList] = Field(
-        None, description="Prohibitions in the raw context this node directly covers."
-    )
-    parent_id: Any = None
-    cycle: Any = None
-    text: Any = None
-    instructions: Any = Field(None, description="Metrics only: positive instructions carried.")
-    raw_instructions: Any = Field(None, description="Metrics only: positive instructions in the raw context.")
+_built: dict[Limits, SimpleNamespace] = {}
+_last_models: list[Any] = [None, None]  # [limits object, its models]: the per-message fast path
 
 
-class ArtifactIn(_InputEvent):
-    """An artifact entering or leaving a tier (``artifact-events``)."""
+def _models(limits: Limits) -> SimpleNamespace:
+    if _last_models[0] is limits:
+        return _last_models[1]
+    models = _built.get(limits)
+    if models is None:
+        if len(_built) >= 16:  # a handful of Limits per process; never grows unbounded
+            _built.clear()
+        models = _built[limits] = _build_models(limits)
+    _last_models[:] = [limits, models]
+    return models
 
-    type: Literal["artifact"]
-    artifact_id: Id
-    op: Literal["admitted", "evicted"]
-    tier: Optional[Literal["live", "durable"]] = None
-    kind: Any = Field(None, description="raw_span | tool_output | file | durable_record (informational).")
 
-
-InputEvent = Annotated[Union[CheckpointIn, ArtifactIn], Field(discriminator="type")]
-_input_adapter: TypeAdapter = TypeAdapter(InputEvent)
-_constraints_adapter: TypeAdapter = TypeAdapter(ConstraintList)
+_DEFAULT_MODELS = _models(DEFAULT_LIMITS)
+#: The input models at the default limits (their JSON Schemas; typed access).
+ConstraintObject = _DEFAULT_MODELS.ConstraintObject
+CheckpointIn = _DEFAULT_MODELS.CheckpointIn
+ArtifactIn = _DEFAULT_MODELS.ArtifactIn
+_input_adapter: TypeAdapter = _DEFAULT_MODELS.input_adapter
 
 # ----------------------------------------------------------------------------- outputs
 
@@ -181,24 +304,55 @@ def json_schemas() -> dict[str, dict[str, Any]]:
         out[name] = model.json_schema() if isinstance(model, TypeAdapter) else model.model_json_schema()
     return out
 
-
 # ----------------------------------------------------------------------------- decoding
 
 
 _CONSTRAINT_FIELDS = ("negative_constraints", "raw_negative_constraints")
+#: list field -> (Limits attribute, setting name)
+_LIST_LIMITS = {
+    "referents": ("max_referents", "CG_MAX_REFERENTS"),
+    "children": ("max_children", "CG_MAX_CHILDREN"),
+    "negative_constraints": ("max_constraints", "CG_MAX_CONSTRAINTS"),
+    "raw_negative_constraints": ("max_constraints", "CG_MAX_CONSTRAINTS"),
+}
+_ID_FIELDS = ("event_id", "context_id", "node_id", "artifact_id", "children", "referents")
 
 
-def _reason(err: ValidationError) -> str:
+def _chars_over(where: str, n: int, limit: int, setting: str) -> str:
+    return f"{where}: {n} characters, limit is {limit} ({setting})"
+
+
+def _constraint_reason(field: str, index: str, item: Any, limits: Limits) -> str:
+    where = f"{field}.{index}"
+    if isinstance(item, str) and len(item) > limits.max_constraint_chars:
+        return _chars_over(where, len(item), limits.max_constraint_chars, "CG_MAX_CONSTRAINT_CHARS")
+    if isinstance(item, dict) and isinstance(item.get("id"), str) and len(item["id"]) > limits.max_constraint_chars:
+        return _chars_over(f"{where}.id", len(item["id"]), limits.max_constraint_chars, "CG_MAX_CONSTRAINT_CHARS")
+    return f"{where}: a constraint must be a string or an object with a non-empty string 'id'"
+
+
+def _reason(err: ValidationError, obj: dict[str, Any], limits: Limits) -> str:
     errors = err.errors(include_url=False)
     first = errors[0]
     loc = [str(p) for p in first["loc"]]
     if loc and loc[0] in ("checkpoint", "artifact"):
         loc = loc[1:]
+    # a constraint that fits neither union branch is one error, not two
+    sites = {e["loc"][:3] if e["loc"][1:2] and e["loc"][1] in _CONSTRAINT_FIELDS else e["loc"] for e in errors}
+    more = f" (+{len(sites) - 1} more)" if len(sites) > 1 else ""
     if len(loc) >= 2 and loc[0] in _CONSTRAINT_FIELDS and loc[1].isdigit():
-        where = ".".join(loc[:2])
-        return f"{where}: a constraint must be a string or an object with a non-empty string 'id'"
+        items = obj.get(loc[0])
+        item = items[int(loc[1])] if isinstance(items, list) and int(loc[1]) < len(items) else None
+        return _constraint_reason(loc[0], loc[1], item, limits) + more
     where = ".".join(loc) or "message"
     msg = first["msg"]
+    if first["type"] == "too_long" and loc and loc[0] in _LIST_LIMITS:
+        attr, setting = _LIST_LIMITS[loc[0]]
+        n = first.get("ctx", {}).get("actual_length")
+        n = len(first["input"]) if n is None and isinstance(first.get("input"), list) else n
+        return f"{where}: {n} items, limit is {getattr(limits, attr)} ({setting}){more}"
+    if first["type"] == "string_too_long" and loc and loc[0] in _ID_FIELDS and isinstance(first.get("input"), str):
+        return _chars_over(where, len(first["input"]), limits.max_id_chars, "CG_MAX_ID_CHARS") + more
     if first.get("input", "") is None and first["type"] not in ("missing",):
         msg = "must not be null (required field)"
     elif first["type"] == "missing":
@@ -207,14 +361,20 @@ def _reason(err: ValidationError) -> str:
         where, msg = "type", f"must be 'checkpoint' or 'artifact', got {first['input'].get('type')!r}"[:200]
     elif first["type"] == "union_tag_not_found":
         where, msg = "type", "required field is missing"
-    more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
     return f"{where}: {msg}{more}".replace("\n", " ")
 
 
-def _keys(items: list[Any] | None) -> tuple[str, ...]:
+def _keys(items: list[Any] | None, field: str, limits: Limits) -> tuple[str, ...]:
     if not items:
         return ()
-    return tuple(sorted({constraint_key(c if isinstance(c, str) else {"id": c.id}) for c in items}))
+    keys = {constraint_key(c if isinstance(c, str) else {"id": c.id}) for c in items}
+    longest = max(map(len, keys))
+    if longest > limits.max_constraint_chars:  # NFKC can lengthen a text up to 18 times
+        raise InvalidEvent(
+            f"{field}: a constraint key of {longest} characters, limit is {limits.max_constraint_chars} "
+            "(CG_MAX_CONSTRAINT_CHARS)"
+        )
+    return tuple(sorted(keys))
 
 
 def _ids(items: list[str] | None) -> tuple[str, ...]:
@@ -235,50 +395,150 @@ def _informational_time(v: Any) -> str | None:
     return v
 
 
-def _informational_constraints(v: Any) -> tuple[str, ...]:
+def _informational_constraints(v: Any, field: str, models: SimpleNamespace, limits: Limits) -> tuple[str, ...]:
     if v is None:
         return ()
     try:
-        return _keys(_constraints_adapter.validate_python(v, strict=True))
-    except ValidationError:
+        return _keys(models.constraints_adapter.validate_python(v, strict=True), field, limits)
+    except (ValidationError, InvalidEvent):
         return ()
 
 
-def parse_json(data: bytes | str, *, max_bytes: int = MAX_MESSAGE_BYTES) -> Any:
-    """Parse strict JSON (UTF-8, no NaN/Infinity); raise InvalidEvent on anything else."""
+# --- JSON the fast parser refuses (module docstring) --------------------------------------
+
+#: jiter error texts that may be grammatical JSON (re-read with Python's json).
+_FALLBACK_ERRORS = ("surrogate", "hex escape", "number out of range")
+#: Stands in for an integer of more than 4,300 digits: beyond 64 bits, sign kept.
+_HUGE = MAX_INT64 + 1
+
+
+def _int_or_huge(digits: str) -> int:
+    if len(digits) <= _MAX_INT_DIGITS:
+        return int(digits)
+    return -_HUGE if digits.startswith("-") else _HUGE
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _too_deep(obj: Any, limit: int) -> bool:
+    """True when ``obj`` nests containers more than ``limit`` levels (iterative)."""
+    stack = [(obj, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, (dict, list)):
+            if depth > limit:
+                return True
+            stack.extend((x, depth + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return False
+
+
+def _parse_grammatical(text: bytes, jiter_error: str) -> Any:
+    """Re-read what jiter refused with Python's json; InvalidEvent if that fails too."""
+    try:
+        obj = json.loads(
+            text.decode("utf-8"), parse_int=_int_or_huge, parse_constant=_no_constant
+        )
+    except RecursionError:
+        raise InvalidEvent(f"not JSON: nested deeper than {MAX_JSON_DEPTH} levels") from None
+    except ValueError:  # UnicodeDecodeError included
+        raise InvalidEvent(f"not JSON: {jiter_error}"[:300]) from None
+    if _too_deep(obj, MAX_JSON_DEPTH):
+        raise InvalidEvent(f"not JSON: nested deeper than {MAX_JSON_DEPTH} levels")
+    return obj
+
+
+def _is_unicode(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _not_unicode(where: str) -> InvalidEvent:
+    return InvalidEvent(f"{where}: not valid Unicode (lone surrogate escape)")
+
+
+def _check_unicode(obj: dict[str, Any]) -> None:
+    """After a Python-json re-read: dead-letter a lone surrogate in a rule field's
+    strings, drop an informational field that holds one (treated as absent)."""
+    for k, v in list(obj.items()):
+        if isinstance(v, str):
+            if not _is_unicode(v):
+                if k in ("type", "event_id", "context_id", "node_id", "level", "artifact_id", "op", "tier"):
+                    raise _not_unicode(k)
+                obj[k] = None
+        elif isinstance(v, list) and k in ("children", "referents", *_CONSTRAINT_FIELDS):
+            for i, item in enumerate(v):
+                s = item.get("id") if isinstance(item, dict) else item
+                if isinstance(s, str) and not _is_unicode(s):
+                    raise _not_unicode(f"{k}.{i}" + (".id" if isinstance(item, dict) else ""))
+        elif k in ("instructions", "raw_instructions") and isinstance(v, list):
+            for item in v:
+                s = item.get("id") if isinstance(item, dict) else item
+                if isinstance(s, str) and not _is_unicode(s):
+                    obj[k] = None
+                    break
+
+
+def parse_json(data: bytes | str, *, max_bytes: int | None = None) -> Any:
+    """Parse strict JSON (UTF-8, no NaN/Infinity, at most :data:`MAX_JSON_DEPTH` deep);
+    raise InvalidEvent on anything else. ``max_bytes``: default the configured limit."""
+    if max_bytes is None:
+        max_bytes = configured_limits().max_message_bytes
+    obj, _ = _parse(data, max_bytes)
+    return obj
+
+
+def _parse(data: bytes | str, max_bytes: int) -> tuple[Any, bool]:
+    """(parsed value, whether Python's json had to re-read it)."""
     if isinstance(data, str):
         data = data.encode("utf-8", "surrogatepass")
     if len(data) > max_bytes:
         raise InvalidEvent(f"message is {len(data)} bytes, over the {max_bytes}-byte limit")
     try:
-        return pydantic_core.from_json(data, allow_inf_nan=False)
+        return pydantic_core.from_json(data, allow_inf_nan=False), False
     except ValueError as exc:
         text = str(exc).splitlines()[0] if str(exc) else "not JSON"
-        raise InvalidEvent(f"not JSON: {text}"[:300]) from None
+    if text.startswith("recursion limit exceeded"):
+        raise InvalidEvent(f"not JSON: nested deeper than {MAX_JSON_DEPTH} levels ({text})"[:300])
+    if any(marker in text for marker in _FALLBACK_ERRORS):
+        return _parse_grammatical(data, text), True
+    raise InvalidEvent(f"not JSON: {text}"[:300])
 
 
-def decode_event(data: bytes | str, *, max_bytes: int = MAX_MESSAGE_BYTES) -> Event:
+def decode_event(data: bytes | str, *, max_bytes: int | None = None, limits: Limits | None = None) -> Event:
     """Validate one input message (JSON bytes) into a domain event.
 
     Args:
-        data: the message value (or one JSONL line), UTF-8 JSON, at most ``max_bytes``.
+        data: the message value (or one JSONL line), UTF-8 JSON.
+        max_bytes: largest accepted message; default ``limits.max_message_bytes``.
+        limits: the input limits; default :func:`configured_limits` (the ``CG_MAX_*``
+            settings of this process).
     Returns:
         :class:`~stream.domain.events.CheckpointEvent` or ``ArtifactEvent`` with ids
         deduplicated and sorted, constraints reduced to their keys.
     Raises:
         InvalidEvent: with a one-line reason (the caller dead-letters the message).
     """
-    obj = parse_json(data, max_bytes=max_bytes)
+    limits = limits or configured_limits()
+    obj, reread = _parse(data, limits.max_message_bytes if max_bytes is None else max_bytes)
     if not isinstance(obj, dict):
         raise InvalidEvent(f"message: must be a JSON object, got {type(obj).__name__}")
+    if reread:
+        _check_unicode(obj)
+    models = _models(limits)
     try:
-        m = _input_adapter.validate_python(obj, strict=True)
+        m = models.input_adapter.validate_python(obj, strict=True)
     except ValidationError as exc:
-        raise InvalidEvent(_reason(exc)) from None
+        raise InvalidEvent(_reason(exc, obj, limits)) from None
     if m.schema_version is not None and m.schema_version != 1:
-        raise InvalidEvent(f"schema_version: unsupported version {m.schema_version!r} (this worker reads 1)")
+        version = repr(m.schema_version) if abs(m.schema_version) <= MAX_INT64 else "beyond 64 bits"
+        raise InvalidEvent(f"schema_version: unsupported version {version} (this worker reads 1)")
     occurred_at = _informational_time(m.occurred_at)
-    if isinstance(m, ArtifactIn):
+    if m.type == "artifact":
         kind = m.kind if m.kind in ("raw_span", "tool_output", "file", "durable_record") else None
         return ArtifactEvent(
             event_id=m.event_id,
@@ -299,18 +559,20 @@ def decode_event(data: bytes | str, *, max_bytes: int = MAX_MESSAGE_BYTES) -> Ev
         level=m.level,
         children=_ids(m.children),
         referents=_ids(m.referents),
-        negative_constraints=_keys(m.negative_constraints),
-        raw_negative_constraints=_keys(m.raw_negative_constraints),
+        negative_constraints=_keys(m.negative_constraints, "negative_constraints", limits),
+        raw_negative_constraints=_keys(m.raw_negative_constraints, "raw_negative_constraints", limits),
         seq=m.seq,
         occurred_at=occurred_at,
         parent_id=parent_id,
         cycle=cycle,
-        instructions=_informational_constraints(m.instructions),
-        raw_instructions=_informational_constraints(m.raw_instructions),
+        instructions=_informational_constraints(m.instructions, "instructions", models, limits),
+        raw_instructions=_informational_constraints(m.raw_instructions, "raw_instructions", models, limits),
     )
 
 
-def decode_message(key: bytes | None, value: bytes | None, *, max_bytes: int = MAX_MESSAGE_BYTES) -> Event:
+def decode_message(
+    key: bytes | None, value: bytes | None, *, max_bytes: int | None = None, limits: Limits | None = None
+) -> Event:
     """Decode one Kafka input message: :func:`decode_event` plus the key check.
 
     The key must be the UTF-8 ``context_id`` of the payload: a message under another
@@ -319,7 +581,7 @@ def decode_message(key: bytes | None, value: bytes | None, *, max_bytes: int = M
     """
     if value is None:
         raise InvalidEvent("message has no value (tombstone)")
-    event = decode_event(value, max_bytes=max_bytes)
+    event = decode_event(value, max_bytes=max_bytes, limits=limits)
     if key is None:
         raise InvalidEvent("message key is missing; it must be the UTF-8 context_id")
     try:

@@ -41,6 +41,21 @@ from stream.settings import get_settings
         help="Broker run dir (config, data, broker.log, pid) [default: CG_KAFKA_HOME, <repo>/var/kafka].",
     ),
     option(
+        "--sasl",
+        is_flag=True,
+        default=False,
+        help="start: listen with SASL_PLAINTEXT (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) instead of "
+        "PLAINTEXT, for the user CG_SASL_USERNAME / CG_SASL_PASSWORD (the one the clients log in as).",
+    ),
+    option(
+        "--sasl-user",
+        "sasl_user",
+        multiple=True,
+        metavar="NAME:PASSWORD",
+        help="start: one more SASL user (repeatable; implies --sasl). The password is visible to "
+        "local users in the process list: prefer --sasl with CG_SASL_PASSWORD for real secrets.",
+    ),
+    option(
         "--timeout",
         type=float,
         default=None,
@@ -56,6 +71,8 @@ def kafka(
     port: int | None,
     controller_port: int | None,
     home: Path | None,
+    sasl: bool,
+    sasl_user: tuple[str, ...],
     timeout: float | None,
 ) -> int:
     """Start, stop or inspect the local single-node Kafka broker (KRaft).
@@ -74,6 +91,13 @@ def kafka(
     Several brokers can run at once: give each its own --home and ports, e.g.
       python -m stream kafka start --home var/kafka2 --port 19092 --controller-port 19093
     and point the worker at it with CG_BROKER=kafka://127.0.0.1:19092.
+
+    \b
+    A broker that asks for a password (SASL_PLAINTEXT; PLAIN and SCRAM):
+      CG_SASL_USERNAME=alice CG_SASL_PASSWORD=... python -m stream kafka start --sasl
+    then run every command with CG_SECURITY_PROTOCOL=SASL_PLAINTEXT and the same
+    CG_SASL_USERNAME / CG_SASL_PASSWORD (CG_SASL_MECHANISM: PLAIN, SCRAM-SHA-256 or
+    SCRAM-SHA-512). The KRaft controller port stays PLAINTEXT on 127.0.0.1.
     Needs `java` (17+) on PATH, and `mvn` for the first start.
     """
     from stream import kafka_local
@@ -83,7 +107,14 @@ def kafka(
     if home is not None:
         update["kafka_home"] = home
     if action != "start":
-        given = [n for n, v in (("--keep-data", keep_data), ("--port", port), ("--controller-port", controller_port)) if v]
+        given = [
+            n
+            for n, v in (
+                ("--keep-data", keep_data), ("--port", port), ("--controller-port", controller_port),
+                ("--sasl", sasl), ("--sasl-user", sasl_user),
+            )
+            if v
+        ]
         if given:
             fail(f"{', '.join(given)} only applies to `kafka start`")
     if port is not None:
@@ -95,15 +126,24 @@ def kafka(
 
     if action == "start":
         try:
-            info = kafka_local.start(settings, fresh=not keep_data, timeout=timeout or 90.0)
+            users: dict[str, str] = {}
+            if sasl:
+                users.update(kafka_local.sasl_users_from_settings(settings))
+            for spec in sasl_user:
+                name, sep, password = spec.partition(":")
+                if not sep:
+                    fail("--sasl-user wants NAME:PASSWORD (no ':' in the value)")
+                users[name] = password
+            info = kafka_local.start(settings, fresh=not keep_data, timeout=timeout or 90.0, sasl_users=users or None)
         except kafka_local.KafkaLocalError as exc:
             summary, _, tail = str(exc).partition("\n")
             if tail:
                 print(tail, file=click.get_text_stream("stderr"))
             fail(summary)
         resolved = f"jars resolved in {info.resolve_seconds:.1f} s, " if info.resolve_seconds else ""
+        listener = f"{info.security_protocol} " if info.security_protocol != "PLAINTEXT" else ""
         print(
-            f"kafka {info.version} ready at {info.bootstrap} (pid {info.pid}; {resolved}"
+            f"kafka {info.version} ready at {listener}{info.bootstrap} (pid {info.pid}; {resolved}"
             f"ready {info.ready_seconds:.1f} s after launch; home {info.kafka_home}; log {info.log_file})"
         )
         if settings.bootstrap_servers != info.bootstrap:
