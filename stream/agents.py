@@ -1,34 +1,46 @@
 """The one agent: decode at the edge -> engine -> send alerts and verdicts -> write state.
 
-``validate`` consumes both input topics as one stream. For each message:
+``validate`` consumes both input topics as one stream, in batches
+(``stream.take_events``: up to ``CG_BATCH_MAX`` events, waiting at most
+``CG_BATCH_WITHIN`` s). For each batch (:func:`handle_batch`):
 
-1. **decode** (:func:`stream.wire.decode_event`) and check that the message key is the
-   payload's ``context_id``; a bad message is sent to the dead-letter topic with its
-   original bytes, source topic/partition/offset and a one-line reason, and the agent
-   moves on (an exception escaping a faust agent would ack the event *and* crash the
-   agent — DESIGN.md §7.5 — so nothing escapes).
-2. **engine**: :meth:`Engine.process` over an :class:`~stream.tables.OverlayState`, so
-   the event's state changes wait in memory.
-3. **send** the alerts and verdicts and wait until the broker acknowledged them.
-4. **write state**: record the event's whole write set as one ``journal`` record, wait
-   for its acknowledgement, then flush the overlay into the tables (changelog records);
-   the first event of a context after a start or rebalance rolls that journal record
-   forward, so a crash between two table writes never leaves a context half-updated.
+1. **decode** (:func:`stream.wire.decode_message`) and check that the message key is the
+   payload's ``context_id``; a bad message becomes a dead letter with its original
+   bytes, source topic/partition/offset and a one-line reason, and the agent moves on
+   (an exception escaping a faust agent would ack the event *and* crash the agent —
+   DESIGN.md §7.5 — so nothing escapes).
+2. **engine**: :meth:`Engine.process` per event, in offset order, over an
+   :class:`~stream.tables.OverlayState` per context, so the batch's state changes wait
+   in memory and a context's later events see its earlier ones.
+3. **send** every alert, verdict and dead letter and wait until the broker acknowledged
+   them (one round trip per batch).
+4. **write state**: record each context's write set for the batch as one ``journal``
+   record, wait for the acknowledgements, then write each touched key once (changelog
+   records); the first event of a context after a start or rebalance rolls that
+   journal record forward, so a crash between two table writes never leaves a context
+   half-updated.
 
-Steps 3-before-4 are the at-least-once contract (DESIGN.md §7.6): a crash can only make
-the worker re-process an event and re-send identical alerts (same ``alert_id``); it can
-never record an event whose alerts were lost.
+faust acks the batch's offsets only after step 4. Steps 3-before-4 are the
+at-least-once contract (DESIGN.md §7.6): a crash can only make the worker re-process
+events and re-send identical alerts (same ``alert_id``); it can never record an event
+whose alerts were lost. If step 4 fails the process exits at once (status 70) without
+acking, and a restart re-processes the batch.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 import time
-from typing import Any
+import weakref
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import faust
+from aiokafka.errors import MessageSizeTooLargeError, TopicAuthorizationFailedError
+from faust.streams import _current_event
 
 from stream import topology
 from stream.app import app, settings
@@ -36,13 +48,15 @@ from stream.domain.engine import Engine
 from stream.domain.events import Source
 from stream.errors import InvalidEvent
 from stream.metrics import METRICS, NO_METRICS
-from stream.tables import OverlayState, TableState
+from stream.tables import ChangelogWriter, OverlayState, TableState
 from stream.wire import dead_letter, decode_message, encode_alert, encode_dead_letter, encode_verdict
 
 log = logging.getLogger("checkpoint_guard.agent")
 
 engine = Engine(settings.seq_gap_limit)
-state = TableState(topology.tables, topology.journal)
+#: Table writes go straight to RocksDB; their changelog records are sent per batch.
+writer = ChangelogWriter()
+state = TableState(topology.tables, topology.journal, writer)
 #: Contexts whose last journal record this process has rolled forward (reset on rebalance).
 _rolled: set[str] = set()
 #: Prometheus metrics (stream.metrics), derived from the engine's Output; CG_METRICS_ENABLED.
@@ -61,97 +75,243 @@ counters: dict[str, int] = {
 }
 
 SEND_RETRY_MAX_DELAY = 5.0
+#: Exit status when the tables cannot be written (EX_SOFTWARE); a supervisor restarts.
+STATE_WRITE_EXIT = 70
 
 
 class StateWriteError(RuntimeError):
     """Writing an event's state to the tables failed (after its alerts were sent)."""
 
 
-async def _send_acked(sends: list[tuple[Any, bytes | None, bytes]]) -> None:
-    """Send (topic, key, value) records and wait for the broker's acks; retry forever.
+class OutputRecord(NamedTuple):
+    """An alert, verdict or dead letter to send (partition: the key's default partitioner)."""
 
-    Retrying may duplicate records that were delivered before a failure: harmless, an
-    alert's id is deterministic and consumers deduplicate by it.
+    topic: str
+    key: bytes | None
+    value: bytes
+    partition: None = None
+    table: None = None
+
+
+#: Errors that no retry can fix: the record is over the broker's or producer's limit, or
+#: the worker may not write the topic. Sending stops the worker instead of spinning.
+_PERMANENT = (MessageSizeTooLargeError, TopicAuthorizationFailedError)
+
+
+class OutputRejected(RuntimeError):
+    """The broker or producer rejected a record for good (size limit, authorization)."""
+
+
+def _permanent(exc: BaseException) -> bool:
+    return isinstance(exc, _PERMANENT) or isinstance(exc.__cause__, _PERMANENT)
+
+
+async def _send_acked(records: Sequence[Any]) -> None:
+    """Send records back to back, then wait until the broker acknowledged every one.
+
+    In: :class:`OutputRecord` and :class:`~stream.tables.ChangelogRecord` items (topic,
+    key, value, partition; value None = tombstone). A changelog record's acknowledged
+    offset becomes its table's persisted offset (what faust's own changelog callback
+    does), so a restart that keeps RocksDB replays only the rest of the changelog.
+    Transient failures (broker unavailable, timeouts) are retried forever with backoff
+    up to ``SEND_RETRY_MAX_DELAY`` s — only the failed records; a resend can duplicate a
+    record that was delivered, which is harmless (same ``alert_id``, same table value).
+    Raises :class:`OutputRejected` for a permanent rejection (a record over
+    ``CG_MAX_OUTPUT_BYTES`` or the topic's ``max.message.bytes``, no write permission).
     """
+    pending = list(records)
     delay = 0.2
-    while True:
+    while pending:
+        producer = app.producer
+        futures: list[Any] = []
+        failure: BaseException | None = None
         try:
-            futures = [await topic.send(key=key, value=value) for topic, key, value in sends]
-            await asyncio.gather(*futures)
-            return
+            for r in pending:
+                futures.append(await producer.send(r.topic, r.key, r.value, r.partition, None, None))
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # broker unavailable, timeouts: keep the event, retry
-            log.warning("sending outputs failed (%r, cause %r); retrying in %.1fs", exc, exc.__cause__, delay)
+        except Exception as exc:  # could not even enqueue: retry the rest below
+            failure = exc
+        results = await asyncio.gather(*futures, return_exceptions=True)
+        failed = pending[len(futures):]
+        persisted: dict[tuple[Any, Any], int] = {}
+        for r, res in zip(pending, results):
+            if isinstance(res, asyncio.CancelledError):
+                raise res
+            if isinstance(res, BaseException):
+                failed.append(r)
+                failure = failure or res
+            elif r.table is not None:
+                k = (r.table, res.topic_partition)
+                if res.offset > persisted.get(k, -1):
+                    persisted[k] = res.offset
+        for (table, tp), offset in persisted.items():
+            table.data.set_persisted_offset(tp, offset)
+        pending = failed
+        if pending:
+            assert failure is not None
+            if _permanent(failure):
+                raise OutputRejected(
+                    f"the broker rejected a record for {pending[0].topic!r} for good "
+                    f"({type(failure).__name__}: {failure}); see CG_MAX_OUTPUT_BYTES"
+                ) from failure
+            log.warning("sending %d record(s) failed (%r, cause %r); retrying in %.1fs",
+                        len(pending), failure, failure.__cause__, delay)
             await asyncio.sleep(delay)
             delay = min(delay * 2, SEND_RETRY_MAX_DELAY)
 
 
-async def _flush_all() -> None:
-    """Wait until every record handed to the producer so far is acknowledged.
+async def _send_changelog() -> None:
+    """Send the table writes made so far (see :class:`~stream.tables.ChangelogWriter`)."""
+    records = writer.take()
+    if records:
+        await _send_acked(records)
 
-    faust's ``Producer.flush()`` alone is not enough: its buffer flush gives up after
-    0.1 s without a send (``flush_atmost``), which under load left the journal record
-    in faust's buffer — a kill -9 then lost it while the event's offset was committed.
+
+class _Context:
+    """One context's share of a batch: its overlay, and an event of its partition."""
+
+    __slots__ = ("overlay", "event", "last_event_id")
+
+    def __init__(self, event: Any) -> None:
+        self.overlay = OverlayState(state)
+        self.event = event  # any of the batch's events of this context (same partition)
+        self.last_event_id = ""
+
+
+def _as_current(event: Any) -> None:
+    """Make ``event`` faust's current event, so table reads and writes use its partition.
+
+    A table write goes to the changelog partition of the current event, and a RocksDB
+    read looks only in the current event's partition (DESIGN.md §7.1). Inside a batch
+    faust's current event is the last one buffered, so before reading or writing a
+    context's keys we point faust at an event of that context (same partition).
     """
-    buffer = app.producer.buffer
-    while buffer.size:
-        await buffer.flush()
-    await app.producer.flush()
+    _current_event.set(weakref.ref(event))
 
 
-async def handle(message: Any) -> list[dict[str, Any]]:
-    """Process one Kafka message end to end; returns the alerts it produced."""
+def _dead_letter_send(message: Any, reason: str) -> OutputRecord:
+    record = dead_letter(
+        message.value, reason, key=message.key,
+        topic=message.topic, partition=message.partition, offset=message.offset,
+    )
+    return OutputRecord(settings.deadletter_topic, message.key, encode_dead_letter(record))
+
+
+async def handle_batch(events: Sequence[Any]) -> list[dict[str, Any]]:
+    """Process a batch of Kafka events (``stream.take_events``) end to end.
+
+    In: faust events in offset order per partition (any mix of partitions and contexts).
+    Out: the alerts they produced, in processing order. Steps (module docstring):
+    decode (bad ones -> dead letters), roll forward the journal of contexts this process
+    touches for the first time, run the engine over one overlay per context (each event
+    over its own overlay on top, merged on success, so an event that fails inside the
+    engine leaves no trace), send every alert, verdict and dead letter and wait for the
+    acks, record one journal record per context and wait for the acks, then write each
+    touched key once. Raises :class:`StateWriteError` if the journal or the tables
+    cannot be written (the caller stops the process without acking the batch).
+    """
     received = time.perf_counter()
-    source = Source(message.topic, message.partition, message.offset)
-    counters["events"] += 1
-    try:
-        event = decode_message(message.key, message.value, max_bytes=settings.max_message_bytes)
-    except InvalidEvent as exc:
-        counters["dead_letters"] += 1
-        record = dead_letter(
-            message.value, str(exc), key=message.key,
-            topic=message.topic, partition=message.partition, offset=message.offset,
-        )
-        log.info("dead letter %s[%s]@%s: %s", message.topic, message.partition, message.offset, exc)
-        await _send_acked([(topology.dead_letters, message.key, encode_dead_letter(record))])
-        metrics.dead_letter(_TOPIC_TYPE.get(message.topic, "unknown"), str(exc),
-                            message.topic, message.partition, message.offset)
-        return []
+    sends: list[OutputRecord] = []
+    dead: list[tuple[Any, str]] = []
+    decoded: list[tuple[Any, Any]] = []
+    contexts: dict[str, _Context] = {}
+    for ev in events:
+        message = ev.message
+        counters["events"] += 1
+        try:
+            event = decode_message(message.key, message.value, max_bytes=settings.max_message_bytes)
+        except InvalidEvent as exc:
+            log.info("dead letter %s[%s]@%s: %s", message.topic, message.partition, message.offset, exc)
+            dead.append((message, str(exc)))
+            continue
+        decoded.append((ev, event))
+        if event.context_id not in contexts:
+            contexts[event.context_id] = _Context(ev)
 
-    if event.context_id not in _rolled:
-        # First touch since start/rebalance: finish a write set a crash may have cut.
-        # The journal record is re-sent and acknowledged first: the local store may hold
-        # one the broker never got, and an older one must never be rolled forward later.
-        rec = state.rewrite_journal(event.context_id)
-        if rec is not None:
-            await _flush_all()
-            state.apply_journal(rec)
-        _rolled.add(event.context_id)
-    overlay = OverlayState(state)
-    out = engine.process(overlay, event, source)
-    observed = metrics.measure(event, out, state)  # the touched nodes as they were (not flushed yet)
-    key = event.context_id.encode("utf-8")
-    sends = [(topology.checkpoint_alerts, key, encode_alert(a)) for a in out.alerts]
-    sends += [(topology.checkpoint_verdicts, key, encode_verdict(v)) for v in out.verdicts]
+    # First touch since start/rebalance: finish a write set a crash may have cut. The
+    # journal record is re-sent and acknowledged first: the local store may hold one
+    # the broker never got, and an older one must never be rolled forward later.
+    fresh = [(ctx, c.event) for ctx, c in contexts.items() if ctx not in _rolled]
+    if fresh:
+        try:
+            records = []
+            for ctx, ev in fresh:
+                _as_current(ev)
+                rec = state.rewrite_journal(ctx)
+                if rec is not None:
+                    records.append((ev, rec))
+            if records:
+                await _send_changelog()
+                for ev, rec in records:
+                    _as_current(ev)
+                    state.apply_journal(rec)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            raise StateWriteError("could not roll the journal forward") from exc
+        _rolled.update(ctx for ctx, _ in fresh)
+
+    observed = []
+    for ev, event in decoded:
+        message = ev.message
+        ctx = contexts[event.context_id]
+        overlay = OverlayState(ctx.overlay)  # this event's writes only
+        _as_current(ev)  # table reads, too, see only the current event's partition
+        try:
+            out = engine.process(overlay, event, Source(message.topic, message.partition, message.offset))
+            obs = metrics.measure(event, out, ctx.overlay)  # touched nodes as they were
+        except Exception:  # a bug, not bad input: log loudly, dead-letter, go on
+            log.exception("unexpected error on %s[%s]@%s", message.topic, message.partition, message.offset)
+            dead.append((message, f"internal error: {sys.exc_info()[0].__name__}"))
+            continue
+        overlay.merge_into(ctx.overlay)
+        ctx.last_event_id = event.event_id
+        key = event.context_id.encode("utf-8")
+        sends.extend(OutputRecord(settings.alerts_topic, key, encode_alert(a)) for a in out.alerts)
+        sends.extend(OutputRecord(settings.verdicts_topic, key, encode_verdict(v)) for v in out.verdicts)
+        observed.append((obs, message, out))
+    sends.extend(_dead_letter_send(message, reason) for message, reason in dead)
     if sends:
         await _send_acked(sends)
     acked = time.perf_counter()
+
     try:
-        write_set = overlay.write_set()
-        if write_set:
-            state.record_journal(event.context_id, event.event_id, write_set)
-            await _flush_all()  # the journal record is acknowledged before any key
-        overlay.flush()
+        # The journal records are acknowledged before any key is written; the flush
+        # also waits for the previous batch's keys, so a journal record never reaches
+        # the changelog ahead of keys it does not itself carry.
+        journaled = False
+        for ctx_id, ctx in contexts.items():
+            write_set = ctx.overlay.write_set()
+            if write_set:
+                _as_current(ctx.event)
+                state.record_journal(ctx_id, ctx.last_event_id, write_set)
+                journaled = True
+        if journaled:
+            await _send_changelog()
+        for ctx in contexts.values():
+            _as_current(ctx.event)
+            ctx.overlay.flush()
+        await _send_changelog()
+    except asyncio.CancelledError:
+        raise
     except Exception as exc:
-        raise StateWriteError(f"could not record event {event.event_id!r} in the tables") from exc
-    counters["alerts"] += len(out.alerts)
-    counters["verdicts"] += len(out.verdicts)
-    counters["duplicates"] += out.duplicates
-    counters["dropped"] += out.dropped
-    metrics.record(observed, topic=message.topic, partition=message.partition, offset=message.offset,
-                   received=received, acked=acked)
-    return out.alerts
+        raise StateWriteError(f"could not record a batch of {len(events)} events in the tables") from exc
+
+    alerts: list[dict[str, Any]] = []
+    for obs, message, out in observed:
+        counters["alerts"] += len(out.alerts)
+        counters["verdicts"] += len(out.verdicts)
+        counters["duplicates"] += out.duplicates
+        counters["dropped"] += out.dropped
+        alerts.extend(out.alerts)
+        metrics.record(obs, topic=message.topic, partition=message.partition, offset=message.offset,
+                       received=received, acked=acked)
+    for message, reason in dead:
+        counters["dead_letters"] += 1
+        metrics.dead_letter(_TOPIC_TYPE.get(message.topic, "unknown"), reason,
+                            message.topic, message.partition, message.offset)
+    return alerts
 
 
 @app.on_partitions_assigned.connect
@@ -160,33 +320,36 @@ async def _forget_rolled(app: Any, assigned: Any = None, **kwargs: Any) -> None:
     _rolled.clear()
 
 
+def _stop_now(exc: BaseException) -> None:
+    """Exit the process at once, without acking or committing anything.
+
+    ``take_events`` acks a batch when its generator is closed — also when the agent is
+    cancelled during a shutdown — so a graceful stop could commit the offsets of a
+    batch whose state was never written. Exiting hard leaves them uncommitted: the
+    restarted worker re-processes the batch and re-sends identical alerts.
+    """
+    log.critical("%s: %r; stopping the worker (exit %d)", exc, exc.__cause__, STATE_WRITE_EXIT)
+    logging.shutdown()
+    sys.stderr.flush()
+    os._exit(STATE_WRITE_EXIT)
+
+
 @app.agent(topology.input_events, name="validate")
 async def validate(stream: faust.StreamT) -> None:
-    """Validate every checkpoint on arrival and whenever the store changes under it."""
-    async for event in stream.events():
+    """Validate every checkpoint on arrival and whenever the store changes under it.
+
+    Takes up to ``CG_BATCH_MAX`` events at a time, waiting at most ``CG_BATCH_WITHIN``
+    seconds for a batch to fill; faust acks the batch after :func:`handle_batch`.
+    """
+    async for events in stream.take_events(settings.batch_max, within=settings.batch_within):
         try:
-            await handle(event.message)
+            await handle_batch(events)
         except asyncio.CancelledError:
             raise
-        except StateWriteError as exc:
-            # Infrastructure, not input: stop the worker *without* acking this event, so
-            # a restart re-processes it (its alerts were sent; they repeat, same ids).
-            # Returning from the agent would ack it; wait here to be cancelled instead.
-            log.critical("%s: %r; stopping the worker", exc, exc.__cause__)
-            await app.crash(exc)
-            await asyncio.Event().wait()
-        except Exception:  # a bug, not bad input: log loudly, never crash the agent
-            counters["dead_letters"] += 1
-            log.exception("unexpected error on %s[%s]@%s", event.message.topic,
-                          event.message.partition, event.message.offset)
-            record = dead_letter(
-                event.message.value, f"internal error: {sys.exc_info()[0].__name__}",
-                key=event.message.key, topic=event.message.topic,
-                partition=event.message.partition, offset=event.message.offset,
-            )
-            await _send_acked([(topology.dead_letters, event.message.key, encode_dead_letter(record))])
-            metrics.dead_letter(_TOPIC_TYPE.get(event.message.topic, "unknown"), record["reason"],
-                                event.message.topic, event.message.partition, event.message.offset)
+        except (StateWriteError, OutputRejected) as exc:
+            # Infrastructure, not input: the batch's alerts were sent (they repeat,
+            # same ids, after a restart); its offsets must not be committed.
+            _stop_now(exc)
 
 
-__all__ = ["handle", "validate"]
+__all__ = ["handle_batch", "validate"]

@@ -21,13 +21,20 @@ rebalance) it re-sends that context's last journal record, waits for its ack and
 re-applies it (:meth:`TableState.rewrite_journal`, :meth:`TableState.apply_journal`).
 Re-applying is idempotent (it sets keys to recorded values), so a write set is either
 fully applied or re-applied whole.
+
+Why a :class:`ChangelogWriter`: the worker writes the store directly and sends the
+changelog records itself, a batch at a time (``stream.agents._send_acked``), instead
+of faust's one-record-at-a-time path; the records are byte-identical to faust's (same
+key and value serializers), so faust's recovery and standbys read them as their own.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator, MutableMapping
-from typing import Any
+from typing import Any, NamedTuple
+
+from faust.streams import current_event
 
 from stream.domain.state import TABLES
 
@@ -40,13 +47,49 @@ def encode_key(key: tuple) -> str:
     return json.dumps(list(key), ensure_ascii=False, separators=(",", ":"))
 
 
+class ChangelogRecord(NamedTuple):
+    """One table write, to be sent to the table's changelog topic by the agent."""
+
+    table: Any  # the faust Table (its store gets the persisted offset once acked)
+    topic: str  # its changelog topic
+    key: bytes  # the store's key bytes (JSON of the encoded key)
+    value: bytes | None  # the store's value bytes; None = deleted (a tombstone)
+    partition: int  # the current event's partition (DESIGN.md §7.1)
+
+
+class ChangelogWriter:
+    """Collects the changelog records of direct table writes (see :class:`TableMap`).
+
+    faust sends a changelog record per key write through its producer buffer, one at a
+    time, each with its own callback — in a profile that per-record path was most of
+    the worker's time. Writing the store directly and handing the records here lets
+    the agent send a whole batch's records back to back and wait for them once.
+    """
+
+    __slots__ = ("records",)
+
+    def __init__(self) -> None:
+        self.records: list[ChangelogRecord] = []
+
+    def take(self) -> list[ChangelogRecord]:
+        """The records collected so far (and forget them)."""
+        out, self.records = self.records, []
+        return out
+
+
 class TableMap(MutableMapping):
-    """A faust ``Table`` seen through tuple keys. Reads return stored JSON values."""
+    """A faust ``Table`` seen through tuple keys. Reads return stored JSON values.
 
-    __slots__ = ("table",)
+    With a ``writer``, writes go straight to the table's store (the partition of
+    faust's current event) and their changelog records to ``writer``, for the caller to
+    send; without one, through faust's table API (one changelog send per write).
+    """
 
-    def __init__(self, table: Any) -> None:
+    __slots__ = ("table", "writer")
+
+    def __init__(self, table: Any, writer: ChangelogWriter | None = None) -> None:
         self.table = table
+        self.writer = writer
 
     def __getitem__(self, key: tuple) -> Any:
         value = self.table.get(encode_key(key))
@@ -61,11 +104,46 @@ class TableMap(MutableMapping):
     def __contains__(self, key: object) -> bool:
         return self.table.get(encode_key(key)) is not None  # type: ignore[arg-type]
 
+    def _write(self, key: tuple, value: Any) -> None:
+        store = self.table.data
+        kb = store._encode_key(encode_key(key))
+        vb = None if value is None else store._encode_value(value)
+        event = current_event()
+        if event is None:
+            raise RuntimeError("table write outside of stream processing (no current event)")
+        if vb is None:
+            store._del(kb)
+        else:
+            store._set(kb, vb)
+        self.writer.records.append(  # type: ignore[union-attr]
+            ChangelogRecord(self.table, self.table.changelog_topic.get_topic_name(), kb, vb,
+                            event.message.partition)
+        )
+
     def __setitem__(self, key: tuple, value: Any) -> None:
-        self.table[encode_key(key)] = value
+        if self.writer is not None:
+            self._write(key, value)
+        else:
+            self.table[encode_key(key)] = value
 
     def __delitem__(self, key: tuple) -> None:
-        del self.table[encode_key(key)]
+        if self.writer is not None:
+            if key not in self:
+                raise KeyError(key)
+            self._write(key, None)
+        else:
+            del self.table[encode_key(key)]
+
+    def pop(self, key: tuple, *default: Any) -> Any:
+        if self.writer is None:
+            return super().pop(key, *default)
+        value = self.get(key, _MISSING)
+        if value is _MISSING:
+            if default:
+                return default[0]
+            raise KeyError(key)
+        self._write(key, None)
+        return value
 
     def __iter__(self) -> Iterator[tuple]:
         return (tuple(json.loads(k)) for k in self.table.keys())
@@ -156,6 +234,19 @@ class OverlayState:
         """Apply the buffered writes to the base state; returns how many keys were written."""
         return sum(getattr(self, name).flush() for name in TABLES)
 
+    def merge_into(self, other: "OverlayState") -> None:
+        """Move these buffered writes into ``other`` (an overlay this one reads through).
+
+        Used to stack one event's overlay on its context's batch overlay: on success the
+        event's writes join the batch's (last write per key wins), so a batch writes
+        each touched key once.
+        """
+        for name in TABLES:
+            mine = getattr(self, name).writes
+            if mine:
+                getattr(other, name).writes.update(mine)
+                mine.clear()
+
     def write_set(self) -> dict[str, list[list]]:
         """table name -> pending writes (only tables with writes): a journal record's body."""
         out = {}
@@ -173,12 +264,14 @@ class OverlayState:
 class TableState:
     """The engine's State backed by faust tables (one per name in ``TABLES``)."""
 
-    __slots__ = (*TABLES, "journal")
+    __slots__ = (*TABLES, "journal", "writer")
 
-    def __init__(self, tables: dict[str, Any], journal: Any = None) -> None:
+    def __init__(self, tables: dict[str, Any], journal: Any = None,
+                 writer: ChangelogWriter | None = None) -> None:
+        self.writer = writer
         for name in TABLES:
-            setattr(self, name, TableMap(tables[name]))
-        self.journal = TableMap(journal) if journal is not None else None
+            setattr(self, name, TableMap(tables[name], writer))
+        self.journal = TableMap(journal, writer) if journal is not None else None
 
     def record_journal(self, context_id: str, event_id: str, write_set: dict[str, list[list]]) -> None:
         """Write one event's whole write set as a single journal record."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 
 import faust
@@ -29,3 +30,14 @@ class GuardWorker(faust.Worker):
             print(f"checkpoint-guard: error: {exc}", file=sys.stderr, flush=True)
             raise
         await super().on_first_start()
+
+    def on_setup_root_logger(self, logger: logging.Logger, level: int) -> None:
+        """Keep the root logger at the chosen level (``-l``), without faust's spinner.
+
+        At ``-l warn`` and above faust adds a terminal spinner handler and lowers the
+        root logger to DEBUG, so every debug call of faust and aiokafka builds a log
+        record that the handler then discards: 8% of the worker's CPU in a py-spy
+        profile (docs/BENCHMARKS.md). Without the spinner the level filters early.
+        """
+        self.spinner = None
+        super().on_setup_root_logger(logger, level)
