@@ -33,9 +33,15 @@ integration: install
 demo: install
 	$(BIN)/python -m stream demo $(ARGS)
 
-bench: install
-	$(BIN)/python bench/bench_engine.py
-	$(BIN)/python bench/bench_worker.py
+# make bench: every benchmark part, full size (~50 min; starts and stops its own Kafka),
+# writes docs/BENCHMARKS.md. `make bench ARGS=--quick` (~6 min) writes var/bench/BENCHMARKS.quick.md;
+# ARGS="--parts 1,6" picks parts. See bench/README.md.
+$(VENV)/.bench-stamp: $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	@touch $@
+
+bench: install $(VENV)/.bench-stamp
+	$(BIN)/python bench/run_all.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .hypothesis

@@ -58,8 +58,10 @@ Settings: ``CG_*`` variables in the environment are passed to the workers (e.g.
 ``CG_PRODUCER_LINGER_MS=5 python bench/bench_worker.py``) and listed in the report;
 the bench overrides only broker, app id, topics, data dir, web port and store.
 
-``--quick``: 1 run, 1,500 synthetic events, 8 s per latency rate (~3-4 min).
-``--broker HOST:PORT``: use a running broker instead of starting one (development).
+``--quick``: 1 run, 3 of the trajectories for the real stream, 600 synthetic events,
+4 s per latency rate + 4 s drain (about a minute per phase on a quiet machine).
+``--bootstrap HOST:PORT`` (alias ``--broker``): use a running broker instead of starting one.
+``bench/run_all.py`` runs this script twice (throughput, then latency) as parts 2 and 3.
 """
 
 from __future__ import annotations
@@ -72,7 +74,6 @@ import datetime as dt
 import json
 import logging
 import os
-import platform
 import random
 import re
 import shutil
@@ -96,6 +97,7 @@ sys.path.insert(0, str(REPO))
 
 from aiokafka.errors import KafkaError  # noqa: E402
 
+from bench.common import command_line, find_py_spy, git_rev, loadavg, machine_info, versions, write_out  # noqa: E402
 from stream import kafka_local  # noqa: E402
 from stream.adapters import SimulationParams, encode_event, load_trajectories, simulate  # noqa: E402
 from stream.kafka_clients import admin, consumer, create_topics, producer  # noqa: E402
@@ -228,13 +230,20 @@ def synthetic_events(n: int, *, contexts: int = 32, seed: int = 0) -> list[dict[
     return out
 
 
-def real_events(paths: list[str]) -> list[dict[str, Any]]:
-    """The demo's stream: trajectories through the compaction simulator (seed 0)."""
+def real_events(paths: list[str], limit: int | None = None) -> list[dict[str, Any]]:
+    """The demo's stream: trajectories through the compaction simulator (seed 0).
+
+    ``limit``: only that many trajectories, picked evenly over the loaded ones (a quick run).
+    """
     loaded = load_trajectories(paths)
     if not loaded.trajectories:
         raise SystemExit(f"bench_worker: no trajectories in {', '.join(paths)}")
+    trajectories = list(loaded.trajectories)
+    if limit and limit < len(trajectories):
+        step = len(trajectories) / limit
+        trajectories = [trajectories[int(i * step)] for i in range(limit)]
     params = SimulationParams()
-    return [e for t in loaded.trajectories for e in simulate(t, params)]
+    return [e for t in trajectories for e in simulate(t, params)]
 
 
 @dataclass
@@ -289,10 +298,6 @@ def main_sched(pid: int) -> tuple[int, int]:
         return int(on), int(wait)
     except (OSError, ValueError):
         return 0, 0
-
-
-def loadavg() -> str:
-    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 class Worker:
@@ -754,11 +759,12 @@ class Bench:
         if self.args.broker:
             bootstrap = self.args.broker.split("://")[-1]
             self.settings = self.settings.model_copy(update={"broker": f"kafka://{bootstrap}"})
-            self.kafka_version = f"{self.settings.kafka_version}? (external broker {bootstrap})"
+            self.kafka_version = f"{self.settings.kafka_version} (running broker at {bootstrap})"
             say(f"using the running broker at {bootstrap}")
             return
         for attempt in range(3):
-            port, cport = kafka_local.free_ports(2)
+            port, cport = ((self.args.kafka_port, self.args.kafka_port + 1) if self.args.kafka_port
+                           else kafka_local.free_ports(2))
             self.settings = self.settings.model_copy(update={
                 "kafka_home": self.tmp / "kafka", "kafka_port": port, "kafka_controller_port": cport,
                 "broker": f"kafka://127.0.0.1:{port}",
@@ -850,7 +856,7 @@ class Bench:
         def first_progress() -> None:
             if profile:
                 spy.append(subprocess.Popen(
-                    ["py-spy", "record", "--pid", str(w.pid), "--format", "raw", "--nonblocking",
+                    [find_py_spy() or "py-spy", "record", "--pid", str(w.pid), "--format", "raw", "--nonblocking",
                      "--duration", str(int(profile)), "--rate", "100", "-o", str(spy_file)],
                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=_pdeathsig))
 
@@ -975,16 +981,24 @@ class Bench:
 
     # ------------------------------------------------------------------ profile
     def profile(self, st: Stream) -> None:
-        if not shutil.which("py-spy"):
-            say("py-spy not found; skipping the profile")
-            return
+        if not find_py_spy():
+            raise RuntimeError("py-spy not found (pip install -e '.[bench]'); no profile")
         res = self.worker_run(st, 0, profile=self.args.profile)
         f = res.get("profile_file")
         if f is None:
             say("py-spy produced no output; skipping the profile")
             return
         if self.args.keep_profile:
+            Path(self.args.keep_profile).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(f, self.args.keep_profile)
+            say(f"py-spy folded stacks written to {self.args.keep_profile}")
+        if self.args.flamegraph:
+            from bench.flamegraph import folded_to_svg
+
+            Path(self.args.flamegraph).parent.mkdir(parents=True, exist_ok=True)
+            folded_to_svg(Path(f), Path(self.args.flamegraph),
+                          f"checkpoint-guard worker, {st.name} stream, py-spy {self.args.profile:.0f} s")
+            say(f"flame graph written to {self.args.flamegraph}")
         self.results["profile"] = {"run": res, "summary": summarize_profile(Path(f)), "stream": st.name}
 
 
@@ -1070,56 +1084,14 @@ def fmt_lat(lat: Lat) -> str:
     return f"≥ {text}" if censored else text
 
 
-def machine_info() -> dict[str, str]:
-    model = "?"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    mem = "?"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal"):
-                mem = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
-    return {"nproc": str(os.cpu_count() if not shutil.which("nproc")
-                         else subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()),
-            "cpu": model, "ram": mem}
-
-
-def versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {"python": platform.python_version()}
-    for pkg in ("faust-streaming", "aiokafka", "rocksdict", "pydantic"):
-        try:
-            out[pkg] = version(pkg)
-        except PackageNotFoundError:
-            out[pkg] = "?"
-    return out
-
-
-def git_rev() -> str:
-    try:
-        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                             text=True, timeout=10).stdout.strip()
-        if not rev:
-            return "? (not a git checkout)"
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=REPO, capture_output=True,
-                               text=True, timeout=10).stdout.strip()
-        return f"{rev}{' (with uncommitted changes)' if dirty else ''}"
-    except Exception:
-        return "?"
-
-
 def render(bench: Bench, argv: list[str], runtime: float) -> str:
     a = bench.args
     m, v = machine_info(), versions()
     cg = {k: val for k, val in sorted(os.environ.items()) if k.startswith("CG_")}
     lines = [
-        f"## Worker benchmark ({dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC)",
+        f"## {a.title or 'Worker benchmark'} ({dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC)",
         "",
-        f"Command: `python bench/bench_worker.py{' ' + ' '.join(argv) if argv else ''}` — "
+        f"Command: `{command_line('bench/bench_worker.py', list(argv))}` — "
         f"total runtime {runtime / 60:.1f} min; git {git_rev()}.",
         "",
         f"- Machine: {m['nproc']} CPUs (nproc), {m['cpu']}, {m['ram']} RAM; load average "
@@ -1127,8 +1099,9 @@ def render(bench: Bench, argv: list[str], runtime: float) -> str:
         "the machine — see *machine busy* below).",
         f"- Software: Python {v['python']}, faust-streaming {v['faust-streaming']}, aiokafka "
         f"{v['aiokafka']}, rocksdict {v['rocksdict']}, pydantic {v['pydantic']}; Apache Kafka "
-        f"{bench.kafka_version} (local single-node KRaft broker started by the bench, heap "
-        f"{bench.settings.kafka_heap}).",
+        f"{bench.kafka_version}"
+        + (f" (local single-node KRaft broker started by the bench, heap {bench.settings.kafka_heap})."
+           if not a.broker else "."),
         f"- Worker: `python -m stream worker -l {a.worker_loglevel}`, store `rocksdb://`, {PARTITIONS} partitions, "
         f"settings from the environment: {', '.join(f'`{k}={val}`' for k, val in cg.items()) or 'none (defaults)'}.",
         "",
@@ -1214,7 +1187,8 @@ def render(bench: Bench, argv: list[str], runtime: float) -> str:
             f"### Latency (event -> alert; {LATENCY_CONTEXTS} contexts, each event flips an artifact that a "
             "leaf references, so each opens or resolves one alert)",
             "",
-            "| offered rate | sent | achieved send rate | alerts received (while sending) | alert rate | "
+            "| offered rate | sent | achieved send rate | alerts received (while sending) | processed rate "
+            "(alerts/s = events/s) | "
             "p50 | p99 | max | p50 first 2 s | p50 last 2 s | worker CPU use | main thread: on CPU / "
             "waiting for a CPU | kept up? |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
@@ -1229,7 +1203,7 @@ def render(bench: Bench, argv: list[str], runtime: float) -> str:
             "",
             f"Alerts are awaited {a.latency_drain:.0f} s after the last send. An alert not received by then "
             "has the latency *send → end of waiting*, a lower bound, shown `≥`; a percentile shown `≥` "
-            "falls on such an alert. *alert rate*: alerts received ÷ (last alert − first send) = the "
+            "falls on such an alert. *processed rate*: alerts received ÷ (last alert − first send) = the "
             "worker's sustained rate when it falls behind. *kept up*: every alert received and p99 < 1 s. "
             "CPU figures cover sending plus waiting.",
             "",
@@ -1283,19 +1257,28 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                     help="stream of the profiled run (default real)")
     ap.add_argument("--keep-profile", metavar="FILE", help="also copy py-spy's raw output there")
     ap.add_argument("--quick", action="store_true",
-                    help="1 run, 1500 synthetic events, 8 s per latency rate + 8 s drain")
+                    help="1 run, 3 trajectories for the real stream, 600 synthetic events, "
+                         "4 s per latency rate + 4 s drain")
+    ap.add_argument("--traces-limit", type=int, default=None,
+                    help="use only this many trajectories for the real stream (default all; quick 3)")
+    ap.add_argument("--flamegraph", metavar="FILE.svg", help="with --profile: also write an SVG flame graph")
+    ap.add_argument("--title", default=None, help="heading of the report section")
+    ap.add_argument("--kafka-port", type=int, default=None,
+                    help="port of the broker the bench starts (controller: the next one); default: free ports")
     ap.add_argument("--worker-loglevel", default="warn",
                     help="worker -l (default warn; note faust leaves its root logger at DEBUG for warn and "
                          "above, see bench/README.md)")
     ap.add_argument("--out", metavar="FILE", help="also write the Markdown report there")
     ap.add_argument("--timeout", type=float, default=900, help="per worker run: start -> drained limit (s)")
-    ap.add_argument("--broker", metavar="HOST:PORT", help="use this running broker instead of starting one")
+    ap.add_argument("--bootstrap", "--broker", dest="broker", metavar="HOST:PORT",
+                    help="use this running broker instead of starting one")
     args = ap.parse_args(argv)
     q = args.quick
-    args.events = args.events if args.events is not None else (1500 if q else 3000)
+    args.events = args.events if args.events is not None else (600 if q else 3000)
+    args.traces_limit = args.traces_limit if args.traces_limit is not None else (3 if q else None)
     args.runs = args.runs if args.runs is not None else (1 if q else 3)
-    args.latency_seconds = args.latency_seconds if args.latency_seconds is not None else (8 if q else 12)
-    args.latency_drain = args.latency_drain if args.latency_drain is not None else (8 if q else 10)
+    args.latency_seconds = args.latency_seconds if args.latency_seconds is not None else (4 if q else 12)
+    args.latency_drain = args.latency_drain if args.latency_drain is not None else (4 if q else 10)
     args.rate_list = [int(x) for x in args.rates.split(",") if x.strip()]
     args.phase_set = {p.strip() for p in args.phases.split(",") if p.strip()}
     unknown = args.phase_set - {"real", "synthetic", "latency"}
@@ -1321,7 +1304,7 @@ def main(argv: list[str] | None = None) -> int:
         bench.start_broker()
         real = synth = None
         if "real" in args.phase_set or (args.profile and args.profile_stream == "real"):
-            real = bench.prepare("real", real_events(args.traces))
+            real = bench.prepare("real", real_events(args.traces, args.traces_limit))
         if "synthetic" in args.phase_set or (args.profile and args.profile_stream == "synthetic"):
             synth = bench.prepare("synthetic", synthetic_events(args.events))
         # One failing measurement (e.g. a worker that exits) must not lose the others.
@@ -1349,11 +1332,29 @@ def main(argv: list[str] | None = None) -> int:
         bench.stop_all()
         shutil.rmtree(bench.tmp, ignore_errors=True)
     report = render(bench, argv, time.monotonic() - bench.t_start)
-    print(report)
+    write_out(args.out, report, summarize(bench))
     if args.out:
-        Path(args.out).write_text(report + "\n")
         say(f"report written to {args.out}")
     return 1 if bench.results["errors"] else 0
+
+
+def summarize(bench: Bench) -> str:
+    """One line for the top of docs/BENCHMARKS.md (bench/run_all.py)."""
+    parts = []
+    for t in bench.results["throughput"]:
+        w = statistics.median(r["drain"].rate for r in t["worker_runs"])
+        raw = statistics.median(x[0] for x in t["raw_runs"])
+        parts.append(f"{t['stream'].name} stream: worker {w:,.0f} events/s vs raw aiokafka {raw:,.0f} "
+                     f"(1/{raw / w:,.0f})")
+    for r in bench.results["latency"]:
+        parts.append(f"at {r.rate:,}/s offered: p50 {fmt_lat(r.p50)}, p99 {fmt_lat(r.p99)}, processed "
+                     f"{r.alert_rate:,.0f}/s, kept up: {'yes' if r.kept_up else 'no'}")
+    prof = bench.results.get("profile")
+    if prof:
+        top = ", ".join(f"{name.split(' (')[0]} {v / max(prof['summary']['samples'], 1):.0%}"
+                        for name, v in prof["summary"]["components"][:3])
+        parts.append(f"profile: {top}")
+    return "; ".join(parts) or "no result"
 
 
 if __name__ == "__main__":

@@ -1,0 +1,282 @@
+"""Scale-out: one worker vs two workers (one consumer group) on 4 partitions.
+
+    python bench/bench_scaleout.py [--stream real|synthetic] [--runs 3] [--workers 1,2] [--quick] [--out FILE]
+
+Per run and worker count n (fresh topics, a fresh app id = consumer group and changelog
+topics, one data dir and web port per worker, RocksDB store):
+
+1. start the n ``python -m stream worker`` processes (same app id: one group) on the
+   *empty* input topics and wait until every one answers 200 on ``/readyz`` and their
+   partition sets are disjoint, non-empty and cover all 4 partitions (the group is
+   balanced and stable before the clock starts: no rebalance inside the measurement);
+2. **t0** = the first event produced; the whole stream is then produced as fast as the
+   producer goes (a backlog: production takes a second or two, processing far longer);
+3. **done** = the consumer group's committed offsets reach the end offsets of both input
+   topics (polled every 0.1 s with the admin client). The worker commits only after an
+   event's alerts were acknowledged and its state written (at-least-once), so committed =
+   processed; faust commits every 2.8 s, so this end point is late by up to ~2.8 s — the
+   same bound for 1 and 2 workers. Also reported: the moment every expected output is out
+   (alerts and verdicts topics hold at least the offline replay's counts: one verdict per
+   applied checkpoint, the alerts the rules produce), which has no commit delay but ignores
+   trailing events that emit nothing.
+
+events/s = events ÷ (done − t0). The ratio (n workers ÷ 1 worker) is taken over the
+medians; runs alternate 1, 2, 1, 2, ... so drift in the machine's load hits both alike.
+On a 2-core machine that also runs the broker and the bench, two workers cannot reach 2x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import (  # noqa: E402
+    PARTITIONS, Poller, WorkerProc, add_broker_args, broker, command_line, cpu_seconds,
+    create_topics_ready, loadavg, machine_line, part_footer, partition_counts, produce_events, say,
+    software_line, topic_set, write_out,
+)
+from stream.adapters import encode_event  # noqa: E402
+from stream.replay import replay_lines  # noqa: E402
+
+
+def machine_jiffies() -> tuple[int, int]:
+    with open("/proc/stat") as f:
+        vals = [int(x) for x in f.readline().split()[1:]]
+    idle = vals[3] + (vals[4] if len(vals) > 4 else 0)
+    return sum(vals) - idle, sum(vals)
+
+
+async def wait_balanced(workers: list[WorkerProc], timeout: float) -> dict[int, list[int]]:
+    """Until every worker is ready and their partitions partition {0..P-1}; twice in a row."""
+    deadline = time.monotonic() + timeout
+    stable = 0
+    while time.monotonic() < deadline:
+        for w in workers:
+            w.check_alive()
+        bodies = await asyncio.gather(*(asyncio.to_thread(w.readyz, 0.5) for w in workers))
+        if all(b is not None for b in bodies):
+            parts = [sorted(b.get("partitions", [])) for b in bodies]
+            flat = [p for ps in parts for p in ps]
+            if all(parts) and sorted(flat) == list(range(PARTITIONS)):
+                stable += 1
+                if stable >= 3:
+                    return {w.web_port: p for w, p in zip(workers, parts)}
+            else:
+                stable = 0
+        else:
+            stable = 0
+        await asyncio.sleep(0.3)
+    raise RuntimeError("workers not ready and balanced in time:\n" + "\n---\n".join(w.log_tail(10) for w in workers))
+
+
+async def one_run(args: argparse.Namespace, settings: Any, tmp: Path, events: list[dict[str, Any]],
+                  lines: list[bytes], expected: tuple[int, int], n: int, run: int) -> dict[str, Any]:
+    tag = f"so{n}-{run}-{uuid.uuid4().hex[:6]}"
+    inputs, outputs = topic_set(tag)
+    await create_topics_ready(settings, [*inputs, *outputs])
+    app_id = f"bs-{tag}"
+    workers = [WorkerProc(settings, app_id, inputs, outputs, tmp / f"data-{tag}-{i}", tmp / f"{tag}-{i}.log",
+                          loglevel=args.worker_loglevel) for i in range(n)]
+    t_launch = time.monotonic()
+    for w in workers:
+        w.start()
+    try:
+        assignment = await wait_balanced(workers, args.timeout)
+        ready_s = time.monotonic() - t_launch
+        cpu0 = [cpu_seconds(w.pid) for w in workers]
+        m0 = machine_jiffies()
+        t0 = time.monotonic()
+        produce_s = await produce_events(settings, inputs, events, lines)
+        total = len(events)
+        async with Poller(settings) as poll:
+            ends = await poll.end_map(inputs)
+            assert sum(ends.values()) == total, (sum(ends.values()), total)
+            want_out = expected[0] + expected[1]
+            t_out = None
+            while True:
+                now = time.monotonic()
+                if t_out is None and await poll.ends(outputs[:2]) >= want_out:
+                    t_out = now
+                if await poll.committed(app_id, ends) >= total:
+                    t_done = now
+                    break
+                for w in workers:
+                    w.check_alive()
+                if now - t0 > args.timeout:
+                    raise RuntimeError(f"{n} worker(s) did not finish {total} events in {args.timeout:.0f}s")
+                await asyncio.sleep(0.1)
+            if t_out is None:
+                t_out = t_done
+            cpu1 = [cpu_seconds(w.pid) for w in workers]
+            m1 = machine_jiffies()
+            out_ends = await poll.end_map(outputs)
+    finally:
+        for w in workers:
+            w.stop()
+            shutil.rmtree(w.data_dir, ignore_errors=True)
+    alerts = sum(v for tp, v in out_ends.items() if tp.topic == outputs[0])
+    verdicts = sum(v for tp, v in out_ends.items() if tp.topic == outputs[1])
+    dead = sum(v for tp, v in out_ends.items() if tp.topic == outputs[2])
+    wall = t_done - t0
+    res = {
+        "n": n, "run": run, "rate": total / wall, "wall": wall, "out_wall": t_out - t0,
+        "out_rate": total / max(t_out - t0, 1e-9), "produce_s": produce_s, "ready_s": ready_s,
+        "cpu": [b - a for a, b in zip(cpu0, cpu1)],
+        "machine_busy": (m1[0] - m0[0]) / max(m1[1] - m0[1], 1),
+        "assignment": sorted(assignment.values()), "alerts": alerts, "verdicts": verdicts, "dead": dead,
+        "ok": alerts >= expected[0] and verdicts >= expected[1] and dead == 0,
+    }
+    say(f"{n} worker(s) run {run}: {res['rate']:,.0f} events/s ({total} events, committed after {wall:.1f}s, "
+        f"outputs complete after {res['out_wall']:.1f}s; produced in {produce_s:.1f}s; ready+balanced "
+        f"{ready_s:.1f}s after launch; partitions {res['assignment']}; worker CPU "
+        f"{', '.join(f'{c / wall:.0%}' for c in res['cpu'])}; machine busy {res['machine_busy']:.0%}; "
+        f"alerts {alerts}/{expected[0]} verdicts {verdicts}/{expected[1]} dead {dead})"
+        f"{'' if res['ok'] else '  <-- MISMATCH'}")
+    return res
+
+
+def render(argv: list[str], args: argparse.Namespace, kafka: str, stream_desc: str, counts: list[int],
+           results: dict[int, list[dict[str, Any]]], errors: list[str], t_start: float, load_start: str) -> str:
+    lines = [
+        f"## {args.title}",
+        "",
+        f"Command: `{command_line('bench/bench_scaleout.py', argv)}`. Machine: {machine_line()}; "
+        f"{software_line(kafka)}. Workers: `python -m stream worker -l {args.worker_loglevel}`, RocksDB, "
+        f"same app id (one consumer group), own data dir and web port each.",
+        "",
+        f"Stream: {stream_desc}; events per partition {counts} (Kafka's default partitioner on the "
+        f"context id) — the busiest partition bounds what {PARTITIONS} partitions over 2 workers can gain "
+        f"(ideal 2-worker speed-up with these partitions: {ideal_speedup(counts):.2f}x).",
+        "",
+        "| workers | events/s (median; runs) | first event produced → committed offsets at the end (s) "
+        "| → all outputs out (s) | events/s by outputs-out | ratio vs 1 worker (committed / outputs) "
+        "| worker CPU use (each) | machine busy | partitions per worker | outputs ok |",
+        "|---:|---|---:|---:|---:|---|---|---:|---|---|",
+    ]
+    base = results.get(1)
+    base_rate = statistics.median(r["rate"] for r in base) if base else None
+    base_out = statistics.median(r["out_rate"] for r in base) if base else None
+    for n in sorted(results):
+        rs = results[n]
+        if not rs:
+            continue
+        rate = statistics.median(r["rate"] for r in rs)
+        out_rate = statistics.median(r["out_rate"] for r in rs)
+        ratio = (f"{rate / base_rate:.2f}x / {out_rate / base_out:.2f}x" if base_rate else "n/a")
+        cpu = " + ".join(f"{statistics.median(r['cpu'][i] / r['wall'] for r in rs):.0%}" for i in range(n))
+        each = ", ".join(f"{r['rate']:,.0f}" for r in rs)
+        lines.append(
+            f"| {n} | **{rate:,.0f}** ({each}) | "
+            f"{statistics.median(r['wall'] for r in rs):.1f} | {statistics.median(r['out_wall'] for r in rs):.1f} | "
+            f"{out_rate:,.0f} | {ratio} | {cpu} | {statistics.median(r['machine_busy'] for r in rs):.0%} | "
+            f"{rs[0]['assignment']} | {'yes' if all(r['ok'] for r in rs) else '**no**'} |")
+    lines += [
+        "",
+        "t0 = the first event produced, after every worker was ready (`/readyz` 200) and the group balanced; "
+        "the stream is then produced at full speed (production took "
+        f"{statistics.median(r['produce_s'] for rs in results.values() for r in rs):.1f} s, median) — a backlog. "
+        "*committed*: the group's committed offsets reach the input topics' end offsets (faust commits every "
+        "2.8 s: up to ~2.8 s late). *outputs out*: the alerts and verdicts topics hold at least the offline "
+        "replay's counts (one verdict per applied checkpoint, plus the alerts). *worker CPU use*: CPU time of "
+        "each worker process over the window ÷ the window (100 % = one core). *outputs ok*: outputs ≥ the "
+        "offline replay's and no dead letters.",
+        "",
+    ]
+    if errors:
+        lines += ["Failed measurements:", ""] + [f"- {e}" for e in errors] + [""]
+    lines.append(part_footer(t_start, load_start))
+    return "\n".join(lines) + "\n"
+
+
+def ideal_speedup(counts: list[int]) -> float:
+    """Best 2-worker split of the partitions: total ÷ the larger half."""
+    best = None
+    total = sum(counts)
+    p = len(counts)
+    for mask in range(1, 2 ** p - 1):
+        a = sum(c for i, c in enumerate(counts) if mask >> i & 1)
+        if bin(mask).count("1") != p // 2:
+            continue
+        worst = max(a, total - a)
+        best = worst if best is None else min(best, worst)
+    return total / best if best else 1.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ap = argparse.ArgumentParser(prog="bench/bench_scaleout.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--stream", choices=("real", "synthetic"), default=None,
+                    help="real: the shipped trajectories (make demo's stream); synthetic: checkpoint-heavy "
+                         "(default real; quick: synthetic)")
+    ap.add_argument("--events", type=int, default=None, help="synthetic stream size (default 3000; quick 600)")
+    ap.add_argument("--traces", nargs="*", default=None, help="trajectory files/dirs (default samples/traces)")
+    ap.add_argument("--runs", type=int, default=None, help="runs per worker count (default 3; quick 1)")
+    ap.add_argument("--workers", default="1,2", help="worker counts (default 1,2)")
+    ap.add_argument("--worker-loglevel", default="warn")
+    ap.add_argument("--timeout", type=float, default=900, help="per run: seconds to ready, then to done")
+    ap.add_argument("--quick", action="store_true", help="1 run each, a 600-event synthetic stream")
+    ap.add_argument("--title", default="4. Scale-out: 1 vs 2 workers on 4 partitions")
+    ap.add_argument("--out", metavar="FILE")
+    add_broker_args(ap)
+    args = ap.parse_args(argv)
+    q = args.quick
+    args.stream = args.stream or ("synthetic" if q else "real")
+    args.events = args.events or (600 if q else 3000)
+    args.runs = args.runs or (1 if q else 3)
+    counts_n = [int(x) for x in args.workers.split(",") if x]
+
+    from bench.bench_worker import real_events, synthetic_events
+
+    t_start, load_start = time.monotonic(), loadavg()
+    if args.stream == "real":
+        events = real_events(args.traces or [str(Path(__file__).resolve().parent.parent / "samples" / "traces")])
+        desc = f"real (the shipped trajectories through the compaction simulator), {len(events):,} events"
+    else:
+        events = synthetic_events(args.events)
+        desc = f"synthetic checkpoint-heavy (`bench_worker.synthetic_events`), {len(events):,} events"
+    lines = [encode_event(e).encode() for e in events]
+    off = replay_lines(lines)
+    expected = (len(off.alerts), len(off.verdicts))
+    counts = partition_counts(events)
+    say(f"{desc}: {expected[0]} alerts, {expected[1]} verdicts offline; per partition {counts}")
+    results: dict[int, list[dict[str, Any]]] = {n: [] for n in counts_n}
+    errors: list[str] = []
+    tmp = Path(tempfile.mkdtemp(prefix="cg-bench-scaleout-"))
+    kafka = "?"
+    try:
+        with broker(args.bootstrap, kafka_port=args.kafka_port) as (settings, kafka):
+            for run in range(1, args.runs + 1):
+                for n in counts_n:
+                    try:
+                        results[n].append(asyncio.run(one_run(args, settings, tmp, events, lines, expected, n, run)))
+                    except Exception as exc:
+                        say(f"{n} worker(s) run {run} FAILED: {exc}")
+                        errors.append(f"{n} worker(s) run {run}: {str(exc).splitlines()[0] if str(exc) else exc!r}")
+                        WorkerProc.stop_all()
+    finally:
+        WorkerProc.stop_all()
+        if errors or not all(r["ok"] for rs in results.values() for r in rs):
+            say(f"worker logs kept in {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    med = {n: statistics.median(r["rate"] for r in rs) for n, rs in results.items() if rs}
+    summary = ", ".join(f"{n} worker{'s' if n > 1 else ''} {v:,.0f} events/s" for n, v in sorted(med.items()))
+    if 1 in med and len(med) > 1:
+        summary += " (" + ", ".join(f"{n}/1 = {v / med[1]:.2f}x" for n, v in sorted(med.items()) if n != 1) + ")"
+    write_out(args.out, render(argv, args, kafka, desc, counts, results, errors, t_start, load_start),
+              f"{args.stream} stream: {summary or 'no result'}")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

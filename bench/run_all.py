@@ -1,0 +1,190 @@
+"""Run every benchmark part and write docs/BENCHMARKS.md — what ``make bench`` runs.
+
+    python bench/run_all.py                      # everything, full size (~50 min): docs/BENCHMARKS.md
+    python bench/run_all.py --quick              # smoke-sized (~6 min): var/bench/BENCHMARKS.quick.md
+    python bench/run_all.py --parts 1,6          # some parts only (1-6, see below)
+    python bench/run_all.py --bootstrap HOST:PORT   # use a running broker instead of starting one
+
+Parts (each is a script that also runs alone, with ``--quick`` for a smoke-sized run):
+
+1. ``bench/bench_engine.py``   engine vs the seed-style naive validator, 1k/10k/100k artifacts per context
+2. ``bench/bench_worker.py``   worker end to end vs a raw aiokafka consume-only loop (real + synthetic streams)
+3. ``bench/bench_worker.py --phases latency``   event->alert latency at fixed producer rates 1k and 5k/s
+4. ``bench/bench_scaleout.py`` 1 vs 2 workers (one consumer group) on 4 partitions
+5. ``bench/bench_state.py``    state at scale: RSS, RocksDB on disk, restart-to-ready (kept / rebuilt)
+6. ``bench/bench_scaling.py``  per-event cost vs fan-in (1/100/10k dependents) and vs artifact count
+
+One local Kafka broker is started (``stream.kafka_local``, fresh, free ports, temporary
+home) for parts 2-5 and always stopped; each part runs as a subprocess with
+``--bootstrap`` pointing at it and writes its Markdown section, which this script puts
+together with the machine, software versions, date, git revision and the exact command
+of every part. A part that fails is reported as failed; the others still run (exit 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import (  # noqa: E402
+    REPO, broker, git_rev, loadavg, machine_info, say, software_line, utc_now,
+)
+
+KAFKA_PARTS = {2, 3, 4, 5}
+
+TITLES = {
+    1: "1. Engine vs the seed-style naive validator",
+    2: "2. Worker end to end vs a raw aiokafka consume-only loop",
+    3: "3. Event -> alert latency at fixed producer rates",
+    4: "4. Scale-out: 1 vs 2 workers on 4 partitions",
+    5: "5. State at scale: memory, disk, restart-to-ready",
+    6: "6. How cost grows (engine)",
+}
+
+
+def part_argv(part: int, args: argparse.Namespace) -> tuple[str, list[str]]:
+    """(script, arguments) of one part, without --out/--bootstrap."""
+    q = ["--quick"] if args.quick else []
+    runs = ["--runs", str(args.runs)] if args.runs else []
+    if part == 1:
+        return "bench/bench_engine.py", [*q]
+    if part == 2:
+        return "bench/bench_worker.py", [*q, *runs, "--phases", "real,synthetic"]
+    if part == 3:
+        return "bench/bench_worker.py", [*q, "--phases", "latency", "--rates", args.rates]
+    if part == 4:
+        return "bench/bench_scaleout.py", [*q, *runs]
+    if part == 5:
+        n = ["--artifacts", str(args.artifacts)] if args.artifacts else []
+        b = ["--fill-budget", str(args.fill_budget)] if args.fill_budget else []
+        return "bench/bench_state.py", [*q, *n, *b]
+    if part == 6:
+        return "bench/bench_scaling.py", [*q]
+    raise ValueError(part)
+
+
+def shown(script: str, argv: list[str]) -> str:
+    return shlex.join(["python", script, *argv])
+
+
+def run_part(part: int, args: argparse.Namespace, bootstrap: str | None, tmp: Path,
+             broker_data: Path | None = None) -> dict:
+    script, argv = part_argv(part, args)
+    out = tmp / f"part{part}.md"
+    cmd = [sys.executable, str(REPO / script), *argv, "--title", TITLES[part], "--out", str(out)]
+    if part in KAFKA_PARTS and bootstrap:
+        cmd += ["--bootstrap", bootstrap]
+    if part == 5 and broker_data is not None:
+        cmd += ["--broker-data", str(broker_data)]
+    say(f"part {part}: {shown(script, argv)}")
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run(cmd, cwd=REPO, stdout=subprocess.DEVNULL, timeout=args.part_timeout)
+        code = proc.returncode
+    except subprocess.TimeoutExpired:
+        code = "timeout"
+    secs = time.monotonic() - t0
+    text = out.read_text() if out.exists() else ""
+    summary_file = Path(f"{out}.summary")
+    summary = summary_file.read_text().strip() if summary_file.exists() else ""
+    say(f"part {part}: {'ok' if code == 0 else f'FAILED ({code})'} in {secs / 60:.1f} min"
+        f"{': ' + summary if summary else ''}")
+    return {"part": part, "command": shown(script, argv), "code": code, "seconds": secs, "text": text,
+            "summary": summary}
+
+
+def render(args: argparse.Namespace, argv: list[str], results: list[dict], kafka: str, load_start: str,
+           started: str, total: float) -> str:
+    m = machine_info()
+    cmd = "make bench" if not argv else f"python bench/run_all.py {' '.join(argv)}"
+    lines = [
+        "# Benchmarks",
+        "",
+        f"Generated by `{cmd}` (`bench/run_all.py`; how to run each part: `bench/README.md`) — "
+        f"{'**quick (smoke-sized) run: not for comparison**' if args.quick else 'full run'}.",
+        "",
+        f"- Date: {started} (total {total / 60:.1f} min); git {git_rev()}.",
+        f"- Machine: {m['nproc']} CPUs ({m['cpu']}), {m['ram']} RAM; load average {load_start} at start, "
+        f"{loadavg()} at end (1/5/15 min).",
+        f"- Software: {software_line()}; Kafka {kafka}.",
+        "- The broker, the workers and the bench share the machine's cores (and, on a shared machine, so do "
+        "other processes): compare figures measured side by side in one run — the ratios — rather than "
+        "absolute rates across runs; each part gives its own load average and CPU figures.",
+        "",
+        "| part | result | command | time | status |",
+        "|---|---|---|---:|---|",
+    ]
+    for r in results:
+        status = "ok" if r["code"] == 0 else f"**failed** ({r['code']})"
+        lines.append(f"| {TITLES[r['part']]} | {r['summary'] or '—'} | `{r['command']}` | "
+                     f"{r['seconds'] / 60:.1f} min | {status} |")
+    lines += ["", "Earlier measurements (the baseline before the worker's optimization pass, the engine's full "
+              "10k run without a time budget): `bench/README.md`, *History*.", ""]
+    for r in results:
+        if r["text"]:
+            lines += [r["text"].rstrip("\n"), ""]
+        else:
+            lines += [f"## {TITLES[r['part']]}", "", f"Failed ({r['code']}) without a report; command: "
+                      f"`{r['command']}`.", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ap = argparse.ArgumentParser(prog="bench/run_all.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="every part smoke-sized (about a minute each)")
+    ap.add_argument("--parts", default="1,2,3,4,5,6", help="comma list of parts 1-6 (default all)")
+    ap.add_argument("--out", default=None,
+                    help="report file (default docs/BENCHMARKS.md; with --quick var/bench/BENCHMARKS.quick.md)")
+    ap.add_argument("--runs", type=int, default=None, help="runs per measurement for parts 2 and 4 (default 3)")
+    ap.add_argument("--rates", default="1000,5000", help="producer rates of part 3 (default 1000,5000)")
+    ap.add_argument("--artifacts", type=int, default=None, help="part 5: artifacts to track (default 1,000,000)")
+    ap.add_argument("--fill-budget", type=float, default=None, help="part 5: seconds of filling (default 900)")
+    ap.add_argument("--part-timeout", type=float, default=3600, help="seconds before a part is killed")
+    ap.add_argument("--bootstrap", "--broker", dest="bootstrap", metavar="HOST:PORT",
+                    help="use this running broker instead of starting one")
+    ap.add_argument("--kafka-port", type=int, default=None,
+                    help="port of the broker to start (controller: the next one); default: free ports")
+    args = ap.parse_args(argv)
+    parts = sorted({int(p) for p in args.parts.split(",") if p.strip()})
+    if not parts or any(p not in TITLES for p in parts):
+        ap.error("--parts: numbers 1-6")
+    out = Path(args.out) if args.out else REPO / ("var/bench/BENCHMARKS.quick.md" if args.quick else "docs/BENCHMARKS.md")
+    started, load_start, t0 = utc_now(), loadavg(), time.monotonic()
+    results: list[dict] = []
+    kafka = "not used"
+    with tempfile.TemporaryDirectory(prefix="cg-bench-all-") as tmpdir:
+        tmp = Path(tmpdir)
+        # The pure parts first (no broker needed), then the broker for the others.
+        for part in [p for p in parts if p not in KAFKA_PARTS]:
+            results.append(run_part(part, args, None, tmp))
+        kafka_parts = [p for p in parts if p in KAFKA_PARTS]
+        if kafka_parts:
+            try:
+                with broker(args.bootstrap, kafka_port=args.kafka_port, tmp=tmp) as (settings, kafka):
+                    data = None if args.bootstrap else Path(settings.kafka_home) / "data"
+                    for part in kafka_parts:
+                        results.append(run_part(part, args, settings.bootstrap_servers, tmp, data))
+            except Exception as exc:  # the broker did not start
+                say(f"broker: {exc}")
+                for part in kafka_parts:
+                    if not any(r["part"] == part for r in results):
+                        results.append({"part": part, "command": shown(*part_argv(part, args)), "code": "no broker",
+                                        "seconds": 0.0, "text": "", "summary": f"broker failed: {exc}"})
+        results.sort(key=lambda r: r["part"])
+        report = render(args, argv, results, kafka, load_start, started, time.monotonic() - t0)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(report)
+    say(f"report written to {out}")
+    return 0 if all(r["code"] == 0 for r in results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
