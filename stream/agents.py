@@ -47,6 +47,7 @@ from stream.app import app, settings
 from stream.domain.engine import Engine
 from stream.domain.events import Source
 from stream.errors import InvalidEvent
+from stream.gaps import OffsetGuard
 from stream.metrics import METRICS, NO_METRICS
 from stream.tables import ChangelogWriter, OverlayState, TableState
 from stream.wire import dead_letter, decode_message, encode_alert, encode_dead_letter, encode_verdict
@@ -57,6 +58,8 @@ engine = Engine(settings.seq_gap_limit)
 #: Table writes go straight to RocksDB; their changelog records are sent per batch.
 writer = ChangelogWriter()
 state = TableState(topology.tables, topology.journal, writer)
+#: Input records faust skipped without delivering them are found and read (stream.gaps).
+offsets = OffsetGuard(settings)
 #: Contexts whose last journal record this process has rolled forward (reset on rebalance).
 _rolled: set[str] = set()
 #: Prometheus metrics (stream.metrics), derived from the engine's Output; CG_METRICS_ENABLED.
@@ -316,8 +319,24 @@ async def handle_batch(events: Sequence[Any]) -> list[dict[str, Any]]:
 
 @app.on_partitions_assigned.connect
 async def _forget_rolled(app: Any, assigned: Any = None, **kwargs: Any) -> None:
-    """After a rebalance another worker may have left a write set half-applied."""
+    """After a rebalance another worker may have left a write set half-applied, and the
+    next offset due per partition restarts from the group's committed offsets."""
     _rolled.clear()
+    offsets.reset()
+
+
+async def _with_skipped(events: Sequence[Any]) -> list[Any]:
+    """The batch with any input records faust skipped put back (:mod:`stream.gaps`)."""
+    delay = 0.5
+    while True:
+        try:
+            return await offsets.fill(events)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # broker unreachable: keep the batch, retry
+            log.warning("checking input offsets failed (%r); retrying in %.1fs", exc, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, SEND_RETRY_MAX_DELAY)
 
 
 def _stop_now(exc: BaseException) -> None:
@@ -343,7 +362,7 @@ async def validate(stream: faust.StreamT) -> None:
     """
     async for events in stream.take_events(settings.batch_max, within=settings.batch_within):
         try:
-            await handle_batch(events)
+            await handle_batch(await _with_skipped(events))
         except asyncio.CancelledError:
             raise
         except (StateWriteError, OutputRejected) as exc:
