@@ -47,6 +47,17 @@ def encode_key(key: tuple) -> str:
     return json.dumps(list(key), ensure_ascii=False, separators=(",", ":"))
 
 
+def store_key(key: tuple) -> bytes:
+    """The RocksDB / changelog key bytes faust uses for ``encode_key(key)`` (its ``json``
+    key serializer: the string as a JSON string, ASCII-escaped)."""
+    return json.dumps(encode_key(key)).encode()
+
+
+def store_value(value: Any) -> bytes:
+    """The value bytes faust's ``json`` value serializer writes (compact, ASCII-escaped)."""
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
 class ChangelogRecord(NamedTuple):
     """One table write, to be sent to the table's changelog topic by the agent."""
 
@@ -92,22 +103,24 @@ class TableMap(MutableMapping):
         self.writer = writer
 
     def __getitem__(self, key: tuple) -> Any:
-        value = self.table.get(encode_key(key))
-        if value is None:
+        value = self.get(key, _MISSING)
+        if value is _MISSING:
             raise KeyError(key)
         return value
 
     def get(self, key: tuple, default: Any = None) -> Any:
-        value = self.table.get(encode_key(key))
-        return default if value is None else value
+        # Straight from the store (what faust's Table.get does, minus its sensors and
+        # serializer registry): the partition of the current event, or all of them.
+        raw = self.table.data._get(store_key(key))
+        return default if raw is None else json.loads(raw)
 
     def __contains__(self, key: object) -> bool:
-        return self.table.get(encode_key(key)) is not None  # type: ignore[arg-type]
+        return self.table.data._get(store_key(key)) is not None  # type: ignore[arg-type]
 
     def _write(self, key: tuple, value: Any) -> None:
         store = self.table.data
-        kb = store._encode_key(encode_key(key))
-        vb = None if value is None else store._encode_value(value)
+        kb = store_key(key)
+        vb = None if value is None else store_value(value)
         event = current_event()
         if event is None:
             raise RuntimeError("table write outside of stream processing (no current event)")
