@@ -52,6 +52,12 @@ def create_app(settings: Settings | None = None) -> faust.App:
     advertised = {"canonical_url": s.web_canonical_url} if s.web_canonical_url else {}
     return faust.App(
         s.app_id,
+        # faust would also read its own environment variables (PROCESSING_GUARANTEE,
+        # BROKER_URL, WEB_PORT, ...) and silently override these settings; only CG_*
+        # configures the worker.
+        env={},
+        broker_session_timeout=s.session_timeout,
+        broker_heartbeat_interval=min(3.0, s.session_timeout / 3),
         broker=s.broker,
         broker_credentials=faust_broker_credentials(s),
         store=s.store,

@@ -51,6 +51,11 @@ class Settings(BaseSettings):
     )
 
     producer_linger_ms: int = Field(0, ge=0, description="Producer linger (ms) of the worker.")
+    session_timeout: float = Field(
+        60.0, ge=6, le=3600,
+        description="Seconds a worker that stopped heart-beating (kill -9, network split) stays in the "
+        "consumer group before its partitions move to the others (faust broker_session_timeout).",
+    )
     batch_max: int = Field(
         500, ge=1,
         description="Most events the worker takes from the stream at once (stream.take_events): one "

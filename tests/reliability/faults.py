@@ -32,14 +32,14 @@ from tests.integration.harness import context_of, per_context, run, run_cli, top
 Record = tuple[str, bytes | None, bytes]
 
 #: Seconds a killed worker stays a group member before the coordinator evicts it.
-#: faust reads its own ``BROKER_SESSION_TIMEOUT`` environment variable (default 60 s);
-#: the tests shorten it so a takeover after ``kill -9`` does not wait a minute.
+#: ``CG_SESSION_TIMEOUT`` (default 60 s); the tests shorten it so a takeover after
+#: ``kill -9`` does not wait a minute.
 SESSION_TIMEOUT = 10
 
 
 def fault_env(env: dict[str, str]) -> dict[str, str]:
     """A worker environment with the shorter group session timeout (see SESSION_TIMEOUT)."""
-    return {**env, "BROKER_SESSION_TIMEOUT": str(SESSION_TIMEOUT)}
+    return {**env, "CG_SESSION_TIMEOUT": str(SESSION_TIMEOUT)}
 
 
 # --------------------------------------------------------------------------- input
