@@ -19,8 +19,29 @@ def _offline_since(argv: list[str]) -> list[str]:
     return argv
 
 
+def settings_errors(exc: Exception) -> list[str]:
+    """One line per invalid ``CG_*`` setting of a pydantic ``ValidationError``."""
+    lines = []
+    for err in exc.errors():  # type: ignore[attr-defined]
+        name = "CG_" + "_".join(str(p) for p in err.get("loc", ())).upper()
+        value = err.get("input")
+        shown = f"={value!r}" if isinstance(value, (str, int, float)) and "PASSWORD" not in name else ""
+        lines.append(f"checkpoint-guard: error: {name}{shown}: {err.get('msg', 'invalid')}")
+    return lines
+
+
 def main() -> None:
     import sys
+
+    from pydantic import ValidationError
+
+    try:
+        from stream.settings import get_settings
+
+        get_settings()
+    except ValidationError as exc:  # a bad CG_* variable: one line each, no traceback
+        print("\n".join(settings_errors(exc)), file=sys.stderr)
+        raise SystemExit(2) from None
 
     from stream.app import app
     import stream.commands  # noqa: F401  (registers the commands on the app)

@@ -23,3 +23,16 @@ def test_fausts_environment_variables_do_not_override_our_settings() -> None:
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["at_least_once", "['kafka://127.0.0.1:9']", "7001", "127.0.0.1",
                                   "12.0", "3.0"]
+
+
+def test_a_bad_setting_is_one_clear_line_per_variable_even_for_help() -> None:
+    env = dict(os.environ, CG_PARTITIONS="abc", CG_BATCH_MAX="0", CG_SASL_PASSWORD="s3cr3t-xyz")
+    out = subprocess.run([sys.executable, "-m", "stream", "--help"], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 2
+    assert out.stderr.splitlines() == [
+        "checkpoint-guard: error: CG_PARTITIONS='abc': Input should be a valid integer, unable to parse string "
+        "as an integer",
+        "checkpoint-guard: error: CG_BATCH_MAX='0': Input should be greater than or equal to 1",
+    ]
+    assert "s3cr3t-xyz" not in out.stdout + out.stderr
