@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import faust
+from faust.types import TP
 from aiokafka.errors import MessageSizeTooLargeError, TopicAuthorizationFailedError
 from faust.streams import _current_event
 
@@ -362,13 +363,42 @@ async def validate(stream: faust.StreamT) -> None:
     """
     async for events in stream.take_events(settings.batch_max, within=settings.batch_within):
         try:
-            await handle_batch(await _with_skipped(events))
+            batch = await _with_skipped(events)
+            await handle_batch(batch)
+            offsets.processed(batch)
         except asyncio.CancelledError:
             raise
         except (StateWriteError, OutputRejected) as exc:
             # Infrastructure, not input: the batch's alerts were sent (they repeat,
             # same ids, after a restart); its offsets must not be committed.
             _stop_now(exc)
+
+
+#: Seconds between the agent's own offset commits (see stream.gaps).
+COMMIT_INTERVAL = 0.5
+
+
+@app.timer(interval=COMMIT_INTERVAL)
+async def _commit_processed() -> None:
+    """Commit the offsets below which every input record is processed and recorded.
+
+    faust commits too, from its own acked-offset bookkeeping, which can stall after
+    records it skipped (stream.gaps); these commits keep the group's progress moving.
+    A commit for a partition no longer assigned is discarded by faust; a failed one is
+    retried at the next tick (at-least-once either way).
+    """
+    pending = offsets.to_commit()
+    if not pending or app.rebalancing:
+        return
+    tps = {TP(topic, partition): offset for (topic, partition), offset in pending.items()}
+    try:
+        await app.consumer._commit_offsets(tps, start_new_transaction=False)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # rebalance in progress, coordinator moving: next tick
+        log.info("committing processed offsets failed (%r); retrying", exc)
+        return
+    offsets.committed(pending)
 
 
 __all__ = ["handle_batch", "validate"]

@@ -15,6 +15,11 @@ missing records itself (a group-less read of exactly that range, nothing committ
 and puts them in the batch ahead of the record that revealed the gap. A record that
 faust does deliver later after all is a duplicate delivery, which the engine ignores
 (DESIGN.md §4: a repeated ``event_id`` changes nothing).
+
+The same bookkeeping also commits: faust's own commit can stall for minutes after such
+a gap (its acked-offset list no longer starts at its committed offset), so the agent
+commits, twice a second, the offsets below which it has processed and recorded every
+record (:meth:`OffsetGuard.to_commit`).
 """
 
 from __future__ import annotations
@@ -67,11 +72,36 @@ class OffsetGuard:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._next: dict[tuple[str, int], int] = {}
+        #: per partition, the offset below which every record is processed and recorded
+        self._done: dict[tuple[str, int], int] = {}
+        self._committed: dict[tuple[str, int], int] = {}
         self._client: Any = None
         self.repaired = 0
 
     def reset(self) -> None:
         self._next.clear()
+        self._done.clear()
+        self._committed.clear()
+
+    def processed(self, events: Sequence[Any]) -> None:
+        """Call after a batch's state is written: its records are safe to commit."""
+        done = self._done
+        for ev in events:
+            m = ev.message
+            key = (m.topic, m.partition)
+            if m.offset + 1 > done.get(key, -1):
+                done[key] = m.offset + 1
+
+    def to_commit(self) -> dict[tuple[str, int], int]:
+        """Offsets (next to read) processed since the last :meth:`committed` and not yet committed.
+
+        Every record below such an offset went through the agent — delivered by faust or
+        read back here — so committing it is at-least-once safe.
+        """
+        return {k: v for k, v in self._done.items() if self._committed.get(k, -1) < v}
+
+    def committed(self, offsets: dict[tuple[str, int], int]) -> None:
+        self._committed.update(offsets)
 
     async def close(self) -> None:
         if self._client is not None:
