@@ -246,10 +246,11 @@ async def handle_batch(events: Sequence[Any]) -> list[dict[str, Any]]:
                 if rec is not None:
                     records.append((ev, rec))
             if records:
-                await _send_changelog()
+                await _send_changelog()  # the re-sent journal records
                 for ev, rec in records:
                     _as_current(ev)
                     state.apply_journal(rec)
+                await _send_changelog()  # their keys, before a newer journal record replaces them
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -281,18 +282,16 @@ async def handle_batch(events: Sequence[Any]) -> list[dict[str, Any]]:
     acked = time.perf_counter()
 
     try:
-        # The journal records are acknowledged before any key is written; the flush
-        # also waits for the previous batch's keys, so a journal record never reaches
-        # the changelog ahead of keys it does not itself carry.
-        journaled = False
+        # The journal records are acknowledged before any key is written, and every
+        # earlier key write was acknowledged before them (each batch and each roll-
+        # forward waits for its keys), so a journal record never reaches the changelog
+        # ahead of keys it does not itself carry.
         for ctx_id, ctx in contexts.items():
             write_set = ctx.overlay.write_set()
             if write_set:
                 _as_current(ctx.event)
                 state.record_journal(ctx_id, ctx.last_event_id, write_set)
-                journaled = True
-        if journaled:
-            await _send_changelog()
+        await _send_changelog()
         for ctx in contexts.values():
             _as_current(ctx.event)
             ctx.overlay.flush()
