@@ -93,7 +93,7 @@ class TableMap(MutableMapping):
 
     With a ``writer``, writes go straight to the table's store (the partition of
     faust's current event) and their changelog records to ``writer``, for the caller to
-    send; without one, through faust's table API (one changelog send per write).
+    send; without one the map is read-only (the web views) and a write raises TypeError.
     """
 
     __slots__ = ("table", "writer")
@@ -118,6 +118,8 @@ class TableMap(MutableMapping):
         return self.table.data._get(store_key(key)) is not None  # type: ignore[arg-type]
 
     def _write(self, key: tuple, value: Any) -> None:
+        if self.writer is None:
+            raise TypeError(f"table {self.table.name!r} is read-only here (no changelog writer)")
         store = self.table.data
         kb = store_key(key)
         vb = None if value is None else store_value(value)
@@ -128,28 +130,20 @@ class TableMap(MutableMapping):
             store._del(kb)
         else:
             store._set(kb, vb)
-        self.writer.records.append(  # type: ignore[union-attr]
+        self.writer.records.append(
             ChangelogRecord(self.table, self.table.changelog_topic.get_topic_name(), kb, vb,
                             event.message.partition)
         )
 
     def __setitem__(self, key: tuple, value: Any) -> None:
-        if self.writer is not None:
-            self._write(key, value)
-        else:
-            self.table[encode_key(key)] = value
+        self._write(key, value)
 
     def __delitem__(self, key: tuple) -> None:
-        if self.writer is not None:
-            if key not in self:
-                raise KeyError(key)
-            self._write(key, None)
-        else:
-            del self.table[encode_key(key)]
+        if key not in self:
+            raise KeyError(key)
+        self._write(key, None)
 
     def pop(self, key: tuple, *default: Any) -> Any:
-        if self.writer is None:
-            return super().pop(key, *default)
         value = self.get(key, _MISSING)
         if value is _MISSING:
             if default:
