@@ -269,9 +269,15 @@ async def _produce(events: Iterable[dict[str, Any]]) -> int:
     return len(pending)
 
 
-def _summary(counts: Counter[str], failed: int, where: str, seconds: float) -> str:
+def _by_kind(counts: Counter[str]) -> tuple[str, str]:
+    """("admitted live N, ...", "leaf N, section N, root N") of an event count."""
     artifacts = ", ".join(f"{k} {counts[k]}" for k in ("admitted live", "evicted live", "admitted durable", "evicted durable"))
     levels = ", ".join(f"{k} {counts[k]}" for k in ("leaf", "section", "root"))
+    return artifacts, levels
+
+
+def _summary(counts: Counter[str], failed: int, where: str, seconds: float) -> str:
+    artifacts, levels = _by_kind(counts)
     return (
         f"ingest: {counts['contexts']} contexts, {counts['artifact'] + counts['checkpoint']} events "
         f"(artifact {counts['artifact']}: {artifacts}; checkpoint {counts['checkpoint']}: {levels}, "
@@ -515,8 +521,7 @@ def _log_summary(
     unknown_text = ", ".join(f"{k}={unknown[k]}" for k in sorted(unknown)) or "none"
     bad = sum(len(s.errors) for s in stats)
     links = sum(s.broken_links for s in stats)
-    artifacts = ", ".join(f"{k} {counts[k]}" for k in ("admitted live", "evicted live", "admitted durable", "evicted durable"))
-    levels = ", ".join(f"{k} {counts[k]}" for k in ("leaf", "section", "root"))
+    artifacts, levels = _by_kind(counts)
     return (
         f"ingest {fmt}: {len(stats)} input(s), {counts['contexts']} contexts, {records} records read "
         f"({sum(unknown.values())} of unknown type skipped: {unknown_text}; {ignored} ignored; {bad} bad; "
