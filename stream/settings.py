@@ -44,6 +44,10 @@ class Settings(BaseSettings):
     artifact_topic: str = "artifact-events"
     alerts_topic: str = "checkpoint-alerts"
     verdicts_topic: str = "checkpoint-verdicts"
+    status_topic: str = Field(
+        "checkpoint-status",
+        description="Node status (compacted; key [context_id, node_id]): may an agent recover from a node?",
+    )
     deadletter_topic: str = "guard-deadletter"
     processing_guarantee: Literal["at_least_once"] = Field(
         "at_least_once",

@@ -180,6 +180,11 @@ def _build_models(limits: Limits) -> SimpleNamespace:
         parent_id: Any = None
         cycle: Any = None
         text: Any = None
+        opaque: Optional[bool] = Field(
+            None,
+            description="The summary's content cannot be inspected (encrypted, not recorded, no referents "
+            "reported): unverifiable_checkpoint. Strictly boolean; null means false.",
+        )
         instructions: Any = Field(None, description="Metrics only: positive instructions carried.")
         raw_instructions: Any = Field(None, description="Metrics only: positive instructions in the raw context.")
 
@@ -243,20 +248,54 @@ class Alert(BaseModel):
     type: Literal["alert"] = "alert"
     alert_id: str
     status: Literal["open", "resolved"]
-    rule: Literal["orphaned_referent", "negative_constraint_dropped", "non_idempotent", "sequence_gap"]
+    rule: Literal[
+        "orphaned_referent", "negative_constraint_dropped", "non_idempotent", "sequence_gap",
+        "unverifiable_checkpoint",
+    ]
     action: Literal["escalate", "reject_subtree", "freeze", "resync"]
     severity: Literal["critical", "high", "warning"]
     context_id: str
     node_id: Optional[str]
     level: Optional[str]
-    orphans: list[str]
+    orphans: Optional[list[str]] = Field(description="Null for unverifiable_checkpoint.")
     previous_orphans: Optional[list[str]]
-    missing_constraints: list[str]
-    subtree: Optional[list[str]]
+    missing_constraints: Optional[list[str]] = Field(description="Null for unverifiable_checkpoint.")
+    subtree: Optional[list[str]] = Field(description="negative_constraint_dropped: the first 1,000 node ids "
+                                         "under the node, sorted.")
+    subtree_size: Optional[int] = Field(description="How many node ids are under the node (subtree may be cut).")
     gap: Optional[tuple[int, int]]
     trigger: Trigger
     detected_at: Optional[str]
+    truncated: Optional[bool] = Field(
+        None, description="Present (true) only when orphans / missing_constraints were cut to fit "
+        "CG_MAX_OUTPUT_BYTES; the alert_id is still that of the full set.",
+    )
+    set_size: Optional[int] = Field(None, description="With truncated: the full size of the set.")
     emitted_at: Optional[str] = Field(None, description="Wall clock; ignored by forensic comparison.")
+
+
+class Status(BaseModel):
+    """A node's current status on the compacted ``checkpoint-status`` topic (DESIGN.md §4).
+
+    Key: the compact JSON array ``["<context_id>","<node_id>"]``. Emitted after the alerts
+    of an applied event, for every node whose status changed.
+    """
+
+    schema_version: Literal[1] = 1
+    type: Literal["status"] = "status"
+    context_id: str
+    node_id: str
+    level: str
+    authoritative: bool = Field(description="No open alert, not frozen, not degraded: safe to recover from.")
+    frozen: bool
+    open_rules: list[str] = Field(description="Rules with an open alert on this node, sorted.")
+    degraded_by: list[str] = Field(
+        description="The first 1,000 (sorted) nodes under this one with an open orphaned_referent or "
+        "unverifiable_checkpoint alert."
+    )
+    degraded_count: int = Field(description="How many nodes degrade this one (degraded_by may be cut).")
+    trigger: Trigger
+    detected_at: Optional[str]
 
 
 class Verdict(BaseModel):
@@ -293,6 +332,7 @@ SCHEMAS: dict[str, type[BaseModel] | TypeAdapter] = {
     "input-event": _input_adapter,
     "alert": Alert,
     "verdict": Verdict,
+    "status": Status,
     "dead-letter": DeadLetter,
 }
 
@@ -567,6 +607,7 @@ def decode_event(data: bytes | str, *, max_bytes: int | None = None, limits: Lim
         cycle=cycle,
         instructions=_informational_constraints(m.instructions, "instructions", models, limits),
         raw_instructions=_informational_constraints(m.raw_instructions, "raw_instructions", models, limits),
+        opaque=bool(m.opaque),
     )
 
 
@@ -608,6 +649,16 @@ def encode_alert(alert: dict[str, Any]) -> bytes:
 def encode_verdict(verdict: dict[str, Any]) -> bytes:
     """Deterministic JSON bytes of one verdict dict."""
     return _dumps(verdict)
+
+
+def encode_status(status: dict[str, Any]) -> bytes:
+    """Deterministic JSON bytes of one node-status record."""
+    return _dumps(status)
+
+
+def status_key(context_id: str, node_id: str) -> bytes:
+    """The message key of a status record: compact JSON ``["<context_id>","<node_id>"]``."""
+    return _dumps([context_id, node_id])  # type: ignore[arg-type]
 
 
 def dead_letter(

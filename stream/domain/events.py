@@ -88,6 +88,7 @@ class CheckpointEvent:
 
     Every collection is a sorted tuple without duplicates; constraint collections hold
     keys (:func:`constraint_key`). ``instructions``/``raw_instructions`` are metrics-only.
+    ``opaque``: the summary's content cannot be inspected (``unverifiable_checkpoint``).
     """
 
     event_id: str
@@ -104,6 +105,7 @@ class CheckpointEvent:
     cycle: int | None = None
     instructions: tuple[str, ...] = ()
     raw_instructions: tuple[str, ...] = ()
+    opaque: bool = False  # DESIGN.md §3 [v2]: content cannot be inspected
 
     type = "checkpoint"
 
@@ -124,6 +126,7 @@ class CheckpointEvent:
             "cycle": self.cycle,
             "instructions": list(self.instructions),
             "raw_instructions": list(self.raw_instructions),
+            "opaque": self.opaque,
         }
 
 

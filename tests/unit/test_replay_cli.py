@@ -225,13 +225,13 @@ def test_replay_since_starts_at_the_first_seq_and_without_it_events_wait(workdir
     assert stderr_lines(without)[-1].endswith(", 1 waiting")
 
 
-def test_schema_writes_the_five_schema_files_as_json(workdir):
+def test_schema_writes_the_six_schema_files_as_json(workdir):
     proc = run_cli("schema", "schemas", cwd=workdir)
     assert proc.returncode == 0
     names = sorted(p.name for p in (workdir / "schemas").iterdir())
     assert names == [
         "alert.schema.json", "dead-letter.schema.json", "input-event.schema.json",
-        "remediation-request.schema.json", "verdict.schema.json",
+        "remediation-request.schema.json", "status.schema.json", "verdict.schema.json",
     ]
     for name in names:
         schema = json.loads((workdir / "schemas" / name).read_text("utf-8"))
