@@ -373,8 +373,11 @@ _REFERENTS_RADICES, _referents = _picks(ARTIFACTS, 3)
 _CONSTRAINT_RADICES, _constraints = _picks(CONSTRAINTS, 3)
 
 
+_OPAQUE = ({}, {"opaque": None}, {"opaque": False}, {"opaque": True})  # digit 0: absent
+
+
 def _checkpoint_body(parts: Sequence[Sequence[int]]) -> dict[str, Any]:
-    (node, level), children, referents, carried, raw = parts
+    (node, level, opaque), children, referents, carried, raw = parts
     return {
         "type": "checkpoint",
         "node_id": NODES[node],
@@ -383,12 +386,13 @@ def _checkpoint_body(parts: Sequence[Sequence[int]]) -> dict[str, Any]:
         **_referents("referents", referents),
         **_constraints("negative_constraints", carried),
         **_constraints("raw_negative_constraints", raw),
+        **_OPAQUE[opaque],
     }
 
 
 artifact_bodies = _ints(_ARTIFACT_RADICES).map(_artifact_body)
 checkpoint_bodies = st.tuples(
-    _ints([len(NODES), len(LEVELS)]),
+    _ints([len(NODES), len(LEVELS), len(_OPAQUE)]),
     _ints(_CHILDREN_RADICES),
     _ints(_REFERENTS_RADICES),
     _ints(_CONSTRAINT_RADICES),
