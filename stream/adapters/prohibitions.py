@@ -125,6 +125,9 @@ _PASTED = re.compile(
     r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d|at \S+\(|File \"|create mode|delete mode|modified:|new file:|On branch|"
     r"Your branch|Changes (?:not )?(?:staged|to be)|commit [0-9a-f]{7,}|Author:|Date:|\|)",
 )
+#: A review comment pasted from a bot (title, "High Severity", body, "Fix in ..."): someone else's words.
+_REVIEW_SEVERITY = re.compile(r"^(?:low|medium|high|critical)\s+severity$", re.IGNORECASE)
+_REVIEW_END = re.compile(r"^(?:fix in (?:cursor|web)|<!--|---+$)", re.IGNORECASE)
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|[a-zA-Z][.)])\s+")
 _HEADING = re.compile(r"^\s*#{1,6}\s+(.*)$")
 #: Plan sections that describe rather than direct: there, only explicit imperatives count.
@@ -181,6 +184,8 @@ def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, 
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     buf: list[str] = []  # a paragraph of hard-wrapped lines
     buf_item = False
+    quoting = False
+    reviewing = False
 
     def flush() -> Iterator[tuple[str, str, bool, bool]]:
         nonlocal buf
@@ -199,6 +204,15 @@ def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, 
         stripped = line.strip()
         if not stripped:
             yield from flush()
+            quoting = False
+            continue
+        if reviewing:
+            if _REVIEW_END.match(stripped):
+                reviewing = False
+            continue
+        if _REVIEW_SEVERITY.match(stripped):  # a pasted review comment: its title was the paragraph before
+            buf = []
+            reviewing = True
             continue
         m = _HEADING.match(line)
         if m:
@@ -207,7 +221,12 @@ def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, 
             descriptive = source == "plan" and (bool(_TEST_SECTION.search(section)) or (
                 bool(_DESCRIPTIVE_SECTION.search(section)) and not _DIRECTIVE_SECTION.search(section)))
             continue
-        if stripped.startswith(">") or _PASTED.match(stripped) or _looks_like_code(line):
+        if stripped.startswith(">") or (quoting and raw[:1].isspace()):
+            yield from flush()  # a quote, and the indented lines that continue it
+            quoting = True
+            continue
+        quoting = False
+        if _PASTED.match(stripped) or _looks_like_code(line):
             yield from flush()
             continue
         if "read the full transcript at:" in stripped or stripped.startswith("If you need specific details"):
@@ -405,7 +424,9 @@ _ING_NOT_GERUND = (
     r"existing|missing|matching|pending|remaining|following|corresponding|outstanding|failing|passing|working|running|"
     r"incoming|outgoing|upcoming|ongoing|underlying|leading|trailing|interesting|surprising|nothing|anything|"
     r"something|everything|thing|king|ring|string|spring|morning|evening|warning|padding|heading|setting|ceiling|"
-    r"meaning|timing|pricing|listing|during|blessing|offering|bring|sing|swing|wing|being"
+    r"meaning|timing|pricing|listing|during|blessing|offering|bring|sing|swing|wing|being|breaking|blocking|"
+    r"dangling|hanging|floating|loading|lasting|changing|growing|rising|interesting|confusing|misleading|"
+    r"competing|conflicting|overlapping|duplicating|repeating|recurring|upcoming|surrounding|containing|using"
 )
 #: After "never": a participle or a third-person verb makes it a description ("never seen", "never fires").
 _NOT_BASE_FORM = (
@@ -577,8 +598,8 @@ def classify(unit: Unit, clause: str, parenthetical: bool, *, source: str) -> st
     """The form of the prohibition ``clause`` states, or None (see the module docstring)."""
     raw = _plain(clause).strip()
     sent = _plain(unit.sentence or unit.text)
-    if len(raw) < 4:
-        return None
+    if len(raw) < 4 or raw[0] in "\"“'" and not raw.lower().startswith(("'s ", "'ll ")):
+        return None  # too short, or a quotation of someone else's words
     if is_question(sent) or _IMPLICIT.match(_plain(sent)):  # (sentence_forms reads those whole)
         return None
     c = _strip_markers(raw)

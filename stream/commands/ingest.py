@@ -105,9 +105,9 @@ def _fmt(rates: tuple[float, ...]) -> str:
     option("--poll-interval", type=float, default=1.0, show_default=True,
            help="--follow: seconds between two looks at the inputs."),
     option("--match-threshold", type=float, default=DEFAULT_MATCH_THRESHOLD, show_default=True,
-           help="openhands/claude-code: share of a prohibition's content words a summary sentence "
-                "with a negation cue must contain to count as carrying it (0..1; lower = fewer "
-                "false alarms, more misses)."),
+           help="openhands/claude-code: share of a prohibition's key words a summary sentence "
+                "with a cue of the same polarity must contain to count as carrying it (0..1; lower = "
+                "fewer false alarms, more misses; measured in docs/REAL_LOGS.md)."),
     base=SyncCommand,
 )
 def ingest(

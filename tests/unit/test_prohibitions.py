@@ -145,6 +145,15 @@ def test_quoted_review_comments_and_diffs_are_not_read():
     assert found(text) == []
 
 
+def test_a_pasted_bot_review_and_a_quote_with_its_indented_continuation_are_not_read():
+    review = ("Cache is never invalidated\n\nMedium Severity\n\nThe entry should not be reused after a write. "
+              "Avoid reading it twice.\n\nFix in Cursor\n\nplease fix it, but don't change the cache API")
+    assert found(review) == ["don't change the cache API"]
+    echoed = "> v main [3 items]\n   v * don't rename the table - keep all the column names\nwhy is this shown twice?"
+    assert found(echoed) == []
+    assert found('the reviewer wrote: "Don\'t shadow err here"') == []
+
+
 def test_wrapper_tags_are_dropped_and_slash_command_arguments_are_read():
     text = ("<command-message>review</command-message>\n<command-name>/review</command-name>\n"
             "<command-args>focus on the parser, never rewrite the lexer</command-args>")
