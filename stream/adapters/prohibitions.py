@@ -573,13 +573,8 @@ def _strip_discourse(clause: str) -> str:
     prev, s = None, clause.strip()
     while s != prev:
         prev = s
-        m = _MARKERS.match(_plain(s))
-        if m and m.end() and not _PRESERVE.match(_plain(s)):
-            s = s[len(m.group(0)):] if _plain(s)[: m.end()] == s[: m.end()] else s
-        m = _NO_MARKER.match(s)
-        if m and m.end():
-            s = s[m.end():]
-        s = s.strip(" ,.:!-")
+        s = _MARKERS.sub("", s, count=1)
+        s = _NO_MARKER.sub("", s, count=1).strip(" ,.:!-")
     return s or clause
 
 
@@ -647,20 +642,14 @@ def sentence_forms(unit: Unit) -> list[tuple[str, str]]:
 
 
 def contrastive(unit: Unit) -> list[str]:
-    """The "not Y" parts of a directive sentence "do X, not Y" / "not X-ing but do Y"."""
-    s = _plain(_PAREN.sub(" ", unit.text)).strip()
-    if is_question(s):
-        return []
-    core = _strip_markers(s)
-    if _OPINION.match(core):
+    """The contrast a directive sentence draws: "do X, not Y" (the whole), "not X-ing but do Y" (the "not" part)."""
+    core = _strip_markers(_plain(_PAREN.sub(" ", unit.text)).strip())
+    if is_question(core) or _OPINION.match(core) or _POSSIBILITY.search(core):
         return []
     m = _NOT_ING_BUT.match(core)
     if m:
-        return [s[: s.lower().find(" but ", max(0, s.lower().find("not")))].strip() if " but " in s.lower() else s]
-    if not _DIRECTIVE.match(core):
-        return []
-    m = _CONTRAST.search(core)
-    if m and not _POSSIBILITY.search(core):
+        return [f"not {m.group(1)}"]
+    if _DIRECTIVE.match(core) and _CONTRAST.search(core):
         return [core]
     return []
 

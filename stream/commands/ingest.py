@@ -517,7 +517,7 @@ def _log_summary(
     return (
         f"ingest {fmt}: {len(stats)} input(s), {counts['contexts']} contexts, {records} records read "
         f"({sum(unknown.values())} of unknown type skipped: {unknown_text}; {ignored} ignored; {bad} bad; "
-        f"{links} broken links; {repeated} already read from another copy"
+        f"{links} broken links; {repeated} repeated (already read) skipped"
         + (f"; {naive} timestamps without a zone read as UTC" if naive else "")
         + f"), {counts['artifact'] + counts['checkpoint']} events "
         f"(artifact {counts['artifact']}: {artifacts}; checkpoint {counts['checkpoint']}: {levels}, "

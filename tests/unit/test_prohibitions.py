@@ -10,6 +10,8 @@ expected — exactly, so a test fails on a prohibition too many as on one too fe
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from stream.adapters.prohibitions import (
     FORMS,
@@ -268,3 +270,23 @@ def test_the_threshold_decides_how_loose_a_paraphrase_may_be():
 def test_content_words_drop_cues_and_reporting_verbs_and_stem_with_snowball():
     assert content_words("The user asked us not to edit files under src/gen/.") == {"edit", "file", "src/gen"}
     assert content_words("firing") == content_words("fire") == {"fire"}
+
+
+# --------------------------------------------------------------------------- any text
+
+
+_PIECES = list("abcdefgno tk'\".,;:!?()-*_`>#|\n") + [
+    "don't ", "not ", "no ", "never ", "keep ", "```\n", "\n- ", "let's ", "but ", "(no ", "it ", "we should "]
+_ANY_TEXT = st.lists(st.sampled_from(_PIECES), max_size=80).map("".join) | st.text(max_size=200)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_ANY_TEXT, st.sampled_from(["user", "plan", "rule_file", "system"]))
+def test_any_text_gives_deterministic_prohibitions_whose_ids_hash_their_text(text, source):
+    first = M.prohibitions(text, source=source)
+    assert first == M.prohibitions(text, source=source)
+    for p in first:
+        assert p.text.strip() and p.source == source and p.form in FORMS
+        assert p.id == make_prohibition(p.text).id
+        assert M.carries(p.text, p)  # a prohibition's own words carry it
+    assert len({p.id for p in first}) == len(first)
