@@ -18,7 +18,7 @@ per line, append-only), or directories holding them. Output: the events of DESIG
   ``user``): typed messages, queued messages (``queue-operation`` ``enqueue``, read when
   the queue hands them over with ``remove``; a ``dequeue``/``popAll`` turns them into
   a typed message, read then), tool-rejection feedback ("... the user said: <words>"),
-  AskUserQuestion answers (``toolUseResult.answers``) and slash-command arguments
+  AskUserQuestion answers (``toolUseResult.answers``, typed or picked) and slash-command arguments
   (``<command-args>``); an approved plan (a user record with ``planContent``, or
   "Implement the following plan:") is source ``plan``; ``isMeta`` records (skill
   files, caveats) are not the user's words;
@@ -79,6 +79,7 @@ IGNORED_TYPES = frozenset({"summary", "file-history-snapshot", "progress", "cust
 _INPUT_PATH_KEYS = ("file_path", "path", "notebook_path")
 _REJECTED = "The user doesn't want to proceed with this tool use."
 _CLARIFY = "The user wants to clarify these questions."
+_RECOMMENDED = re.compile(r"\s*\(recommended\)", re.IGNORECASE)
 _FEEDBACK = re.compile(r"the user said:\s*\n?(.*)\Z", re.DOTALL)
 _TRANSCRIPT_PATH = re.compile(r"read the full transcript at:\s*(\S+?\.jsonl)\b")
 _PLAN = re.compile(r"^\s*Implement the following plan:", re.IGNORECASE)
@@ -236,7 +237,7 @@ class ClaudeCodeSession:
                 feedback = _rejection_feedback(b)
                 if feedback:
                     found += self.matcher.prohibitions(feedback, source="user", origin=origin)
-            answers = _typed_answers(rec.get("toolUseResult"))
+            answers = _answers(rec.get("toolUseResult"))
             if answers:
                 found += self.matcher.prohibitions("\n".join(answers), source="user", origin=origin)
             if found:
@@ -471,21 +472,11 @@ class ClaudeCodeTranscript:
         self.session.record(rec, self, lineno)
 
 
-def _typed_answers(result: Any) -> list[str]:
-    """The answers to an AskUserQuestion the user typed (an option picked is the agent's words, not the user's)."""
+def _answers(result: Any) -> list[str]:
+    """The user's answers to an AskUserQuestion: typed, or an option picked (the user's decision in the agent's words)."""
     if not isinstance(result, dict) or not isinstance(result.get("answers"), dict):
         return []
-    offered = {
-        o["label"].strip() for q in result.get("questions") or [] if isinstance(q, dict)
-        for o in q.get("options") or [] if isinstance(o, dict) and isinstance(o.get("label"), str)
-    }
-    out = []
-    for answer in result["answers"].values():
-        if isinstance(answer, str) and answer.strip():
-            picked = {a.strip() for a in answer.split(",")}
-            if not picked <= offered:
-                out.append(answer)
-    return out
+    return [_RECOMMENDED.sub("", a).strip() for a in result["answers"].values() if isinstance(a, str) and a.strip()]
 
 
 def _rejection_feedback(block: dict[str, Any]) -> str | None:

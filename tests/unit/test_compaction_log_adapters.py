@@ -87,8 +87,10 @@ EXPECTED = {
     "glued-line": ("claude-code", [CC / "cc-glued-line.jsonl"], []),
     "names-its-transcript": ("claude-code", [CC / "cc-names-its-transcript.jsonl"], []),
     "every-channel": ("claude-code", [CC / "cc-every-channel.jsonl"], [
-        (NCD, "open", "e-s1", ["prohibition:33435f925486", "prohibition:8ed482c8be10", "prohibition:d58808ee3ba2"]),
-        (NCD, "open", f"root:cc:{EVERY}", ["prohibition:33435f925486", "prohibition:8ed482c8be10", "prohibition:d58808ee3ba2"]),
+        (NCD, "open", "e-s1", ["prohibition:33435f925486", "prohibition:8ed482c8be10", "prohibition:d58808ee3ba2",
+          "prohibition:d9fb023660aa"]),
+        (NCD, "open", f"root:cc:{EVERY}", ["prohibition:33435f925486", "prohibition:8ed482c8be10", "prohibition:d58808ee3ba2",
+          "prohibition:d9fb023660aa"]),
     ]),
 }
 
@@ -378,7 +380,8 @@ def test_every_channel_of_the_users_words_is_read_and_tagged_with_its_source():
         ("No schema migration in this change", "plan", "explicit", 1),
         ("let's avoid touching the checkout flow", "user", "explicit", 3),  # tool-rejection feedback
         ("don't bump the package version", "user", "explicit", 4),  # queued while the agent worked
-        ("keep the old fixtures, they are shared", "user", "preserve", 7),  # a typed answer (not the option picked)
+        ("No, leave them alone", "user", "implicit", 7),  # an AskUserQuestion option the user picked
+        ("keep the old fixtures, they are shared", "user", "preserve", 7),  # ... and an answer the user typed
         ("never round half down", "user", "explicit", 8),  # slash-command arguments
     ]  # nothing from the plan's context or verification sections, the code fence, the pasted log or the quote
 
