@@ -162,11 +162,15 @@ class Unit:
     parenthetical: bool = False  # the inside of "( ... )"
     decisions: bool = False  # a list introduced as decisions / constraints / rules
     imperative_list: bool = False  # an item of a list of instructions
+    negated_item: str = ""  # first sentence of an item of a list of things not to do: the list's lead ("Out of scope")
     sentence: str = ""  # the whole sentence it was cut from
 
 
-def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, bool, bool]]:
-    """``(line, section heading, descriptive section, list item)`` of the prose in ``text``.
+def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, bool, bool, int]]:
+    """``(line, section heading, descriptive section, list item, block)`` of the prose in ``text``.
+
+    Consecutive list items share a ``block`` number; a lead-in line and the list right
+    under it are consecutive blocks.
 
     Pasted material is skipped: fences and their content, quoted lines, output and log
     lines, tables, wrapper tags (``<command-args>`` content kept).
@@ -187,11 +191,15 @@ def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, 
     quoting = False
     reviewing = False
 
-    def flush() -> Iterator[tuple[str, str, bool, bool]]:
-        nonlocal buf
+    block = 0  # paragraphs and lists are numbered: a blank line, a heading or skipped material ends one
+
+    def flush(*, ends_block: bool = True) -> Iterator[tuple[str, str, bool, bool, int]]:
+        nonlocal buf, block
         if buf:
-            yield " ".join(buf), section, descriptive, buf_item
+            yield " ".join(buf), section, descriptive, buf_item, block
         buf = []
+        if ends_block:
+            block += 1
 
     for raw in lines:
         if _FENCE.match(raw):
@@ -237,7 +245,7 @@ def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, 
         if buf and not is_item and len(buf[-1]) >= 60 and not re.search(r"[.!?:;)]\s*$", buf[-1]):
             buf.append(stripped)
             continue
-        yield from flush()
+        yield from flush(ends_block=not (is_item or buf_item) or (buf_item and not is_item))
         buf = [_LIST_ITEM.sub("", line).strip() if is_item else stripped]
         buf_item = is_item
     yield from flush()
@@ -363,6 +371,12 @@ _DECISIONS_LEAD = re.compile(
 _DECISIONS_SECTION = re.compile(
     r"\b(?:decisions?|constraints?|requirements?|rules?|non-goals?|guardrails?|out of scope|do not|don'?ts?|"
     r"must not|restrictions?|boundaries|limitations? on)\b", re.I)
+#: A list whose every item is forbidden ("Don't:", "Out of scope:", a "Non-goals" section).
+_NEGATED_LEAD = re.compile(
+    r"(?:^|\b)(don'?ts?|do\s+not|never|avoid|must\s+not|non-goals?|out\s+of\s+scope|not\s+in\s+scope|"
+    r"what\s+not\s+to\s+do)\s*:\s*$", re.I)
+_NEGATED_SECTION = re.compile(r"^(don'?ts|do\s+not|never|avoid|non-goals?|out\s+of\s+scope|not\s+in\s+scope|"
+                              r"what\s+not\s+to\s+do)\b", re.I)
 #: A lead-in that introduces consequences or observations, not instructions ("This means:").
 _CONSEQUENCE_LEAD = re.compile(r"\b(?:means|result|results|effects?|outcome|consequences?|so|i\.e\.|currently|today|before|now)\s*:\s*$", re.I)
 
@@ -384,19 +398,22 @@ def units(text: str, *, source: str = "user") -> Iterator[tuple[Unit, list[tuple
     n = len(lines)
     i = 0
     while i < n:
-        line, section, descriptive, item = lines[i]
+        line, section, descriptive, item, block = lines[i]
         j = i
         if item:
-            while j + 1 < n and lines[j + 1][3]:
+            while j + 1 < n and lines[j + 1][3] and lines[j + 1][4] == block:
                 j += 1
         group = lines[i : j + 1]
-        lead = lines[i - 1][0] if item and i > 0 and not lines[i - 1][3] else ""
+        before = lines[i - 1] if i > 0 else None
+        lead = before[0] if item and before and not before[3] and before[1] == section and before[4] >= block - 1 else ""
         decisions = bool(item and (_DECISIONS_LEAD.search(lead) or _DECISIONS_SECTION.search(section)))
         imperative = bool(item and not _CONSEQUENCE_LEAD.search(lead) and any(starts_imperative(g[0]) for g in group))
-        for line, section, descriptive, item in group:
-            for s in sentences(line):
+        m = (_NEGATED_LEAD.search(lead) or _NEGATED_SECTION.match(section)) if item else None
+        negation = _plain(m.group(1)).strip().capitalize() if m else ""
+        for line, section, descriptive, item, _ in group:
+            for k, s in enumerate(sentences(line)):
                 yield (Unit(s, section, descriptive, item, decisions=decisions, imperative_list=imperative,
-                            sentence=s), clauses(s))
+                            negated_item=negation if k == 0 else "", sentence=s), clauses(s))
         i = j + 1
 
 
@@ -673,7 +690,8 @@ _WORD = re.compile(r"[a-z0-9][a-z0-9_'./~-]*")
 _SUMMARY_NEGATION = re.compile(
     r"\b(?:not|no|never|none|nothing|don't|dont|doesn't|didn't|won't|wouldn't|mustn't|shouldn't|cannot|can't|"
     r"avoid\w*|forb[ia]d\w*|prohibit\w*|without|refrain\w*|instead|rather|except|exclud\w*|skip\w*|"
-    r"declin\w*|reject\w*|against|ignor\w*|omit\w*|dropp?\w*|revert\w*|remov\w*|stop\w*|only)\b",
+    r"declin\w*|reject\w*|against|ignor\w*|omit\w*|dropp?\w*|revert\w*|remov\w*|stop\w*|only|"
+    r"out\s+of\s+scope|non-goals?|defer\w*|later)\b",
     re.IGNORECASE,
 )
 _SUMMARY_CUES = {
@@ -776,6 +794,8 @@ class ProhibitionMatcher:
             return []
         for unit, parts in units(text, source=source):
             found: list[tuple[str, str]] = []
+            if unit.negated_item and not is_question(unit.text):
+                found.append(("explicit", f"{unit.negated_item}: {unit.text.rstrip(' .;')}"))
             for clause, par in parts:
                 form = classify(unit, clause, par, source=source)
                 if form is not None:

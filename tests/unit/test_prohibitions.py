@@ -79,6 +79,14 @@ def test_no_x_is_a_decision_in_a_list_of_instructions_or_decisions_but_not_a_des
     assert found("No new dependencies.") == ["No new dependencies"]  # refusing an addition
 
 
+def test_every_item_of_a_list_of_things_not_to_do_is_a_prohibition():
+    plan = "## Out of scope\n- Offline mode\n- Sharing links, for now\n\n## Steps\n1. Add the cache\n"
+    assert found(plan, source="plan") == ["Out of scope: Offline mode", "Out of scope: Sharing links, for now"]
+    assert found("For this task. Don't:\n- add endpoints\n- touch the schema") == [
+        "Don't: add endpoints", "Don't: touch the schema"]
+    assert found("## Overview\n- The cache\n- The store") == []
+
+
 def test_a_requirement_on_a_thing_is_a_prohibition():
     assert found("The token should not be logged.") == ["The token should not be logged"]
     assert found("it needs no version field in the header") == ["it needs no version field in the header"]
