@@ -314,7 +314,6 @@ _CLAUSE_SPLIT = re.compile(
 )
 
 
-_SUBJECT = re.compile(r"^(?:we|i|it|they|he|she|this|that|these|those|there|the\s+\w+|our\s+\w+|my\s+\w+)\s+\w", re.I)
 _CONDITION_START = re.compile(r"^(?:if|when|unless|once|before|after|while|until|whenever|in\s+case)\b", re.I)
 
 
@@ -330,23 +329,20 @@ def clauses(sentence: str) -> list[tuple[str, bool]]:
     out: list[tuple[str, bool]] = []
     for text, par in [(host, False)] + [(p, True) for p in inner]:
         pieces: list[str] = []
+        seps: list[str] = []  # seps[k] joined pieces[k] and pieces[k + 1]
         pos = 0
         for m in _CLAUSE_SPLIT.finditer(text):
-            piece = text[pos : m.start()]
-            sep = m.group(0).strip().lower()
+            pieces.append(text[pos : m.start()])
+            seps.append(m.group(0).strip().lower())
             pos = m.end()
-            if pieces and pieces[-1] is None:  # the previous piece was dropped with its subject
-                pieces.pop()
-            pieces.append(piece)
-            if sep in ("but", "and", "or") and _SUBJECT.match(_plain(piece).strip()) and not starts_imperative(piece):
-                pieces.append(None)  # type: ignore[arg-type] - marks "the next piece shares this subject"
-        tail = text[pos:]
-        if pieces and pieces[-1] is None:
-            pieces.pop()
-        else:
-            pieces.append(tail)
+        pieces.append(text[pos:])
+        kept: list[str] = []
+        for k, piece in enumerate(pieces):
+            if k and seps[k - 1] in ("but", "and", "or") and _shares_subject(pieces[k - 1], piece):
+                continue  # "we use X but don't change Y": *we* don't — a description, not an order
+            kept.append(piece)
         merged: list[str] = []
-        for piece in pieces:
+        for piece in kept:
             piece = piece.strip(" ,.-")
             if merged and _CONDITION_START.match(merged[-1]) and "," not in merged[-1][:-1] and piece:
                 merged[-1] = f"{merged[-1]}, {piece}"
@@ -354,6 +350,26 @@ def clauses(sentence: str) -> list[tuple[str, bool]]:
                 merged.append(piece)
         out.extend((c, par) for c in merged)
     return out
+
+
+_PLURAL_SUBJECT = re.compile(r"^(?:we|i|you|they|these|those|people|users)\s+\w", re.I)
+_SINGULAR_SUBJECT = re.compile(r"^(?:it|this|that|he|she|there|the\s+\w+|our\s+\w+|my\s+\w+)\s+\w", re.I)
+
+
+def _shares_subject(before: str, after: str) -> bool:
+    """Does the clause ``after`` (cut at a bare "but"/"and") continue the subject of ``before``?
+
+    Only if ``before`` states a fact with its own subject (not an instruction) and the
+    verb agrees with it: "don't" after we/I/you/they, "doesn't"/"never" after it/this.
+    """
+    head, tail = _plain(before).strip(), _plain(after).strip().lower()
+    if starts_imperative(head) or _DIRECTIVE.match(head):
+        return False
+    if _PLURAL_SUBJECT.match(head):
+        return tail.startswith(("don't", "dont", "do not", "never", "not", "no "))
+    if _SINGULAR_SUBJECT.match(head):
+        return tail.startswith(("doesn't", "does not", "never", "not", "no "))
+    return False
 
 
 #: Verbs a plan's or a user's list item starts with when it tells the agent what to do.

@@ -129,6 +129,9 @@ def test_questions_are_not_prohibitions_unless_they_ask_for_a_negative_action():
 def test_a_clause_cut_at_but_keeps_its_negation_with_its_own_subject():
     assert found("we use `git add` but don't change the local folder tree") == []  # *we* don't: a description
     assert found("Use `git add` but don't change the folder tree") == ["don't change the folder tree"]
+    assert found("I need you to fix the tests but don't touch the fixtures") == ["don't touch the fixtures"]
+    assert found("it works but don't ship it yet") == ["don't ship it yet"]  # "it don't": no shared subject
+    assert found("it compiles but never runs") == []
 
 
 def test_sentences_glued_before_a_lower_case_word_are_split():
