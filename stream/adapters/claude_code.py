@@ -16,8 +16,9 @@ per line, append-only), or directories holding them. Output: the events of DESIG
   ``toolUseResult`` (``filePath``) -> ``file:<path>``, held by the record that names it;
 * the user's words, wherever they reach the agent, are read for prohibitions (source
   ``user``): typed messages, queued messages (``queue-operation`` ``enqueue``, read when
-  the queue hands them over with ``remove``; a ``dequeue``/``popAll`` turns them into
-  a typed message, read then), tool-rejection feedback ("... the user said: <words>"),
+  the queue hands them over with ``remove`` — which newer versions write with the content
+  and a ``queued_command`` attachment; a ``dequeue``/``popAll`` turns them into a typed
+  message, read then), tool-rejection feedback ("... the user said: <words>"),
   AskUserQuestion answers (``toolUseResult.answers``, typed or picked) and slash-command arguments
   (``<command-args>``); an approved plan (a user record with ``planContent``, or
   "Implement the following plan:") is source ``plan``; ``isMeta`` records (skill
@@ -193,7 +194,7 @@ class ClaudeCodeSession:
                 return
             self._message(rec, rtype, uuid, key, file, lineno, at)
         elif rtype == "attachment":
-            self._attachment(rec, file, lineno)
+            self._attachment(rec, key, file, lineno, at)
         elif rtype == "queue-operation":
             self._queue(rec, key, file, lineno, at)
         elif rtype == "system" and rec.get("subtype") == "microcompact_boundary":
@@ -258,19 +259,29 @@ class ClaudeCodeSession:
         op = rec.get("operation")
         if op == "enqueue" and isinstance(rec.get("content"), str):
             self._queued.append((key, rec["content"], lineno))
-        elif op == "remove" and self._queued:  # handed to the model while it works
-            qkey, text, qline = self._queued.pop(0)
-            holder = f"ev:queued:{qkey.split(':', 1)[1]}"
-            self.out.hold(holder, "raw_span", qkey, at, live=holder, durable=file.holder)
-            found = self.matcher.prohibitions(text, source="user", origin=("line", qline))
-            if found:
-                self._raw[holder] = found
+        elif op == "remove" and (self._queued or isinstance(rec.get("content"), str)):
+            # handed to the model while it works: the oldest queued message, or the one the record names
+            content = rec.get("content")
+            at_queue = next((i for i, q in enumerate(self._queued) if q[1] == content), None)
+            if at_queue is not None or not isinstance(content, str):
+                qkey, text, qline = self._queued.pop(at_queue or 0)
+            else:
+                qkey, text, qline = key, content, lineno
+            self._user_words(f"ev:queued:{qkey.split(':', 1)[1]}", qkey, text, file, qline, at)
         elif op == "dequeue" and self._queued:  # becomes a typed message, read there
             self._queued.pop(0)
         elif op == "popAll":
             self._queued.clear()
         else:
             file.stats.ignored[f"queue-operation:{op}"] += 1
+
+    def _user_words(self, holder: str, key: str, text: str, file: "ClaudeCodeTranscript", lineno: int,
+                    at: str | None) -> None:
+        """A message of the user's that reached the model outside a user record (a raw item of its own)."""
+        self.out.hold(holder, "raw_span", key, at, live=holder, durable=file.holder)
+        found = self.matcher.prohibitions(text, source="user", origin=("line", lineno))
+        if found:
+            self._raw[holder] = found
 
     def _microcompact(self, rec: dict[str, Any], key: str, at: str | None) -> None:
         meta = rec.get("microcompactMetadata") if isinstance(rec.get("microcompactMetadata"), dict) else {}
@@ -279,8 +290,14 @@ class ClaudeCodeSession:
             if isinstance(tool_id, str) and tool_id:
                 self.out.evict_live(f"call:{tool_id}", key, at)
 
-    def _attachment(self, rec: dict[str, Any], file: "ClaudeCodeTranscript", lineno: int) -> None:
+    def _attachment(self, rec: dict[str, Any], key: str, file: "ClaudeCodeTranscript", lineno: int,
+                    at: str | None) -> None:
         att = rec.get("attachment") if isinstance(rec.get("attachment"), dict) else {}
+        if att.get("type") == "queued_command" and isinstance(att.get("prompt"), str):
+            origin = att.get("origin") if isinstance(att.get("origin"), dict) else {}
+            if origin.get("kind", "human") == "human":  # a message the user typed while the agent worked
+                self._user_words(f"ev:queued:{key.split(':', 1)[1]}", key, att["prompt"], file, lineno, at)
+                return
         if att.get("type") != "nested_memory":
             file.stats.ignored[f"attachment:{att.get('type')}"] += 1
             return

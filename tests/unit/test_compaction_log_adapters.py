@@ -380,9 +380,10 @@ def test_every_channel_of_the_users_words_is_read_and_tagged_with_its_source():
         ("No schema migration in this change", "plan", "explicit", 1),
         ("let's avoid touching the checkout flow", "user", "explicit", 3),  # tool-rejection feedback
         ("don't bump the package version", "user", "explicit", 4),  # queued while the agent worked
-        ("No, leave them alone", "user", "implicit", 7),  # an AskUserQuestion option the user picked
-        ("keep the old fixtures, they are shared", "user", "preserve", 7),  # ... and an answer the user typed
-        ("never round half down", "user", "explicit", 8),  # slash-command arguments
+        ("never squash the history", "user", "explicit", 6),  # queued, named by "remove" + a queued_command
+        ("No, leave them alone", "user", "implicit", 10),  # an AskUserQuestion option the user picked
+        ("keep the old fixtures, they are shared", "user", "preserve", 10),  # ... and an answer the user typed
+        ("never round half down", "user", "explicit", 11),  # slash-command arguments
     ]  # nothing from the plan's context or verification sections, the code fence, the pasted log or the quote
 
 

@@ -32,19 +32,19 @@ def labelled_dir(tmp_path: Path) -> Path:
         "prohibitions": [
             {"id": "P1", "line": 4, "text": "don't bump the package version", "source": "user_typed",
              "channel": "queued message", "form": "explicit"},
-            {"id": "P2", "line": 8, "text": "never round half down", "source": "user_typed",
+            {"id": "P2", "line": 11, "text": "never round half down", "source": "user_typed",
              "channel": "slash-command arguments", "form": "explicit"},
             {"id": "P3", "line": 1, "text": "Keep the `Money` type for display", "source": "plan",
              "channel": "plan message", "form": "preserve"},
-            {"id": "P4", "line": 9, "text": "what does that lint rule want?", "source": "user_typed",
+            {"id": "P4", "line": 12, "text": "what does that lint rule want?", "source": "user_typed",
              "channel": "typed message", "form": "implicit"},
-            {"id": "P6", "line": 7, "text": "No, leave them alone", "source": "user_typed",
+            {"id": "P6", "line": 10, "text": "No, leave them alone", "source": "user_typed",
              "channel": "AskUserQuestion answer", "form": "implicit"},
-            {"id": "P5", "line": 7, "text": "keep the old fixtures, they are shared", "source": "user_typed",
-             "channel": "AskUserQuestion answer", "form": "preserve", "revoked_at": 8},
+            {"id": "P5", "line": 10, "text": "keep the old fixtures, they are shared", "source": "user_typed",
+             "channel": "AskUserQuestion answer", "form": "preserve", "revoked_at": 11},
         ],
         "compactions": [{
-            "boundary_line": 10, "summary_line": 11,
+            "boundary_line": 13, "summary_line": 14,
             "in_force": ["P1", "P2", "P3", "P4", "P6"], "carried": ["P3"], "dropped": ["P1", "P2", "P4", "P6"],
             "not_in_force": ["P5"],
         }],
@@ -59,8 +59,8 @@ def test_every_cell_of_the_confusion_table_is_counted_per_summary_and_prohibitio
     assert (s.tp, s.fp, s.fn, s.tn) == (3, 0, 1, 1)  # P1, P2, P6 caught; P4 never read; P3 carried
     assert s.precision == 1.0 and s.recall == 0.75
     assert scores["claude-code"].tp == 3
-    assert s.unscored == [f"{SESSION[:8]} C1 (line 11): P5 \"keep the old fixtures, they are shared\" (not in force: revoked)"]
-    assert s.fn_items == [f"{SESSION[:8]} C1 (line 11): P4 \"what does that lint rule want?\" [implicit, typed message] — "
+    assert s.unscored == [f"{SESSION[:8]} C1 (line 14): P5 \"keep the old fixtures, they are shared\" (not in force: revoked)"]
+    assert s.fn_items == [f"{SESSION[:8]} C1 (line 14): P4 \"what does that lint rule want?\" [implicit, typed message] — "
                           "never read as a prohibition"]
     assert cases[0].summaries == ["e-s1"]
 
@@ -75,7 +75,7 @@ def test_an_alerted_prohibition_that_is_not_gold_is_a_false_alarm(tmp_path):
     _, scores = eval_real_logs.evaluate(root, eval_real_logs.ProhibitionMatcher())
     s = scores["overall"]
     assert (s.tp, s.fp, s.fn, s.tn) == (3, 1, 1, 1)
-    assert s.fp_items == [f"{SESSION[:8]} C1 (line 11): \"keep the old fixtures, they are shared\" [user, preserve, line 7] "
+    assert s.fp_items == [f"{SESSION[:8]} C1 (line 14): \"keep the old fixtures, they are shared\" [user, preserve, line 10] "
                           "(not a gold prohibition)"]
 
 
