@@ -76,7 +76,10 @@ from stream.adapters.compaction_logs import (
 from stream.adapters.prohibitions import Prohibition
 
 #: Record types known to carry nothing for the rules (counted as ignored, not unknown).
-IGNORED_TYPES = frozenset({"summary", "file-history-snapshot", "progress", "custom-title", "pr-link", "tag"})
+IGNORED_TYPES = frozenset({
+    "summary", "file-history-snapshot", "progress", "custom-title", "ai-title", "pr-link", "tag", "last-prompt",
+    "agent-name", "agent-color", "mode", "permission-mode", "cost-state", "agent_metadata",
+})
 _INPUT_PATH_KEYS = ("file_path", "path", "notebook_path")
 _REJECTED = "The user doesn't want to proceed with this tool use."
 _CLARIFY = "The user wants to clarify these questions."
