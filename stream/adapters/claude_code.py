@@ -120,11 +120,11 @@ def record_key(rec: dict[str, Any]) -> str:
     return f"sha:{hashlib.sha256(canonical.encode('utf-8')).hexdigest()[:24]}"
 
 
-def decode_line(line: bytes) -> list[Any]:
-    """The JSON values of one line: usually one; several when records were glued together.
+def decode_line(line: bytes) -> tuple[list[Any], json.JSONDecodeError | None]:
+    """The JSON values of one line — usually one; several when records were glued together —
+    and the error that stopped decoding the rest of the line, if any.
 
-    Raises ``UnicodeDecodeError`` or ``json.JSONDecodeError`` (of the first value that
-    does not decode) like :func:`json.loads`.
+    Raises ``UnicodeDecodeError`` when the line is not UTF-8.
     """
     text = line.decode("utf-8")
     decoder = json.JSONDecoder()
@@ -135,10 +135,12 @@ def decode_line(line: bytes) -> list[Any]:
         while pos < n and text[pos] in " \t\r\n":
             pos += 1
         if pos >= n:
-            break
-        value, pos = decoder.raw_decode(text, pos)
+            return out, None
+        try:
+            value, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            return out, exc
         out.append(value)
-    return out
 
 
 class ClaudeCodeSession:
@@ -457,16 +459,19 @@ class ClaudeCodeTranscript:
 
     def _line(self, line: bytes) -> None:
         try:
-            values = decode_line(line)
+            values, bad = decode_line(line)
         except UnicodeDecodeError as exc:
             self.stats.records += 1
             self.stats.error(f"{self.path}:{self._lineno}: not UTF-8 (byte {exc.start})")
             return
-        except (json.JSONDecodeError, RecursionError) as exc:
+        except RecursionError:
             self.stats.records += 1
-            problem = f"{exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
-            self.stats.error(f"{self.path}:{self._lineno}: not valid JSON: {problem}")
+            self.stats.error(f"{self.path}:{self._lineno}: not valid JSON: nested too deeply")
             return
+        if bad is not None:  # what follows the records read (if any) is lost, and said so
+            self.stats.records += 1
+            after = f" after {len(values)} record(s)" if values else ""
+            self.stats.error(f"{self.path}:{self._lineno}: not valid JSON{after}: {bad.msg} at column {bad.colno}")
         if len(values) > 1:
             self.stats.warn(f"{self.path}:{self._lineno}: {len(values)} JSON records glued on one line "
                             "(a record written without its newline); each read")

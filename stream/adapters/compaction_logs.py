@@ -66,7 +66,7 @@ class ReadStats:
     ``records``: source records read (event files, JSONL records). ``unknown``: record
     type -> count of records of a type the adapter does not know (skipped, never
     fatal). ``ignored``: known types that produce no event. ``repeated``: records
-    already read from another copy of the same session (skipped). ``errors``: one-line
+    already read (from another copy of the session, or a repeated line; skipped). ``errors``: one-line
     ``"<path>[:<line>]: <problem>"`` messages for records or inputs that could not be
     read (skipped; exit code 1). ``warnings``: one-line notes that lose nothing (a
     recovered glued line, a compaction still waiting for its summary; exit code

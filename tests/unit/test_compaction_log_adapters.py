@@ -362,6 +362,19 @@ def test_two_records_glued_on_one_line_are_both_read_with_a_warning():
     assert proc.returncode == 0 and b"warning: " in proc.stderr
 
 
+def test_a_record_followed_by_garbage_on_its_line_is_read_and_the_rest_reported(tmp_path):
+    lines = (CC / "cc-dropped-prohibition.jsonl").read_bytes().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if b'"u-1"' in line)
+    record = lines[at].rstrip(b"\n")
+    lines[at] = record + b"{truncated\n"
+    (tmp_path / "s.jsonl").write_bytes(b"".join(lines))
+    reader = ClaudeCodeTranscript(tmp_path / "s.jsonl")
+    events = reader.poll(final=True)
+    assert reader.stats.errors == [f"{tmp_path / 's.jsonl'}:{at + 1}: not valid JSON after 1 record(s): "
+                                   f"Expecting property name enclosed in double quotes at column {len(record) + 2}"]
+    assert brief(replay_of(events).alerts) == EXPECTED["dropped-prohibition"][2]  # u-1's prohibition was read
+
+
 def test_the_transcript_a_summary_names_is_a_durable_referent():
     events = library_events("claude-code", CC / "cc-names-its-transcript.jsonl")
     summary = next(e for e in events if e.get("node_id") == "t-s1")
