@@ -421,7 +421,7 @@ def units(text: str, *, source: str = "user") -> Iterator[tuple[Unit, list[tuple
                 j += 1
         group = lines[i : j + 1]
         before = lines[i - 1] if i > 0 else None
-        lead = before[0] if item and before and not before[3] and before[1] == section and before[4] >= block - 1 else ""
+        lead = _plain(before[0]) if item and before and not before[3] and before[1] == section and before[4] >= block - 1 else ""
         decisions = bool(item and (_DECISIONS_LEAD.search(lead) or _DECISIONS_SECTION.search(section)))
         imperative = bool(item and not _CONSEQUENCE_LEAD.search(lead) and any(starts_imperative(g[0]) for g in group))
         m = (_NEGATED_LEAD.search(lead) or _NEGATED_SECTION.match(section)) if item else None

@@ -85,6 +85,8 @@ def test_every_item_of_a_list_of_things_not_to_do_is_a_prohibition():
     assert found("For this task. Don't:\n- add endpoints\n- touch the schema") == [
         "Don't: add endpoints", "Don't: touch the schema"]
     assert found("## Overview\n- The cache\n- The store") == []
+    assert found("**Must NOT:**\n- log plaintext\n\n**Constraints:**\n- No server-side decryption", source="plan") == [
+        "Must not: log plaintext", "No server-side decryption"]  # bold lead-ins read like plain ones
 
 
 def test_a_requirement_on_a_thing_is_a_prohibition():
