@@ -90,10 +90,6 @@ def events_dir_of(path: Path) -> Path | None:
     return None
 
 
-def is_conversation_dir(path: Path) -> bool:
-    return events_dir_of(path) is not None
-
-
 def conversation_id(path: Path) -> str:
     """The conversation id of a directory holding ``events/`` (see the module docstring)."""
     for candidate in (path / "base_state.json", path.parent / "base_state.json"):
