@@ -188,11 +188,11 @@ class ClaudeCodeSession:
             self._compact_summary(rec, key, uuid, file, lineno, at)
             return
         if rtype == "system" and rec.get("subtype") == "compact_boundary":
-            self._finish_boundary("no summary record after the compact boundary")
+            self._finish_boundary("no summary record after the compact boundary", stats)
             self._boundary = (rec, key, at)
             return
         if rtype in ("user", "assistant"):
-            self._finish_boundary("no summary record after the compact boundary")
+            self._finish_boundary("no summary record after the compact boundary", stats)
             self._flush_root(key)
             if uuid is None:
                 stats.error(f"{file.path}:{lineno}: {rtype} record has no 'uuid'; skipped")
@@ -327,15 +327,15 @@ class ClaudeCodeSession:
             m = _TRANSCRIPT_PATH.search(text)
             if m:  # the recovery path the summary names: durable while the transcript exists
                 self.out.hold(f"file:{m.group(1)}", "file", key, at, live=None, durable=file.holder, names=[m.group(1)])
-        self._compact(boundary, uuid or key, text, "summary record has no text", key, at)
+        self._compact(boundary, uuid or key, text, "summary record has no text", key, at, file.stats)
 
-    def _finish_boundary(self, reason: str) -> None:
+    def _finish_boundary(self, reason: str, stats: ReadStats) -> None:
         if self._boundary is None:
             return
         boundary, b_key, b_at = self._boundary
         self._boundary = None
         node_id = boundary.get("uuid") if isinstance(boundary.get("uuid"), str) and boundary.get("uuid") else b_key
-        self._compact(boundary, node_id, None, reason, b_key, b_at)
+        self._compact(boundary, node_id, None, reason, b_key, b_at, stats)
 
     @property
     def waiting_for_summary(self) -> bool:
@@ -343,8 +343,8 @@ class ClaudeCodeSession:
         return self._boundary is not None
 
     def _compact(self, boundary: dict[str, Any], node_id: str, text: str | None, reason: str, key: str,
-                 at: str | None) -> None:
-        preserved = self._preserved(boundary)
+                 at: str | None, stats: ReadStats) -> None:
+        preserved = self._preserved(boundary, stats)
         covered = [h for h in self.out.live_holders() if h.startswith("ev:") and h not in preserved]
         raw: dict[str, Prohibition] = {}
         for h in covered:
@@ -360,13 +360,14 @@ class ClaudeCodeSession:
         self._rules_in_view = {}  # rule files must be re-injected after the boundary to be in view
         self._root_dirty = True
 
-    def _preserved(self, boundary: dict[str, Any]) -> set[str]:
+    def _preserved(self, boundary: dict[str, Any], stats: ReadStats) -> set[str]:
         seg = boundary.get("compactMetadata", {}) if isinstance(boundary.get("compactMetadata"), dict) else {}
         seg = seg.get("preservedSegment") if isinstance(seg.get("preservedSegment"), dict) else {}
         head, tail = seg.get("headUuid"), seg.get("tailUuid")
         if not head and not tail:
             return set()
         if head not in self._uuid_pos or tail not in self._uuid_pos:
+            stats.broken_links += 1  # e.g. a tailUuid that is no message: nothing is taken as preserved
             return set()
         lo, hi = sorted((self._uuid_pos[head], self._uuid_pos[tail]))
         return {f"ev:{u}" for u in self._uuids[lo : hi + 1]}

@@ -317,7 +317,7 @@ def test_broken_parent_links_fall_back_to_file_order():
     assert events[s2_at]["children"] == ["s-1"] and events[s2_at]["level"] == "section"
     after = [e["artifact_id"] for e in events[s2_at:] if e.get("op") == "evicted" and e["tier"] == "live"]
     assert after == ["ev:u-2", "ev:a-2", "ev:r-2", "call:toolu_e2", "file:/home/dev/shop/tests/test_payment.py"]
-    assert reader.stats.broken_links == 3
+    assert reader.stats.broken_links == 4
     assert dict(reader.stats.unknown) == {"custom-event": 1}
     assert dict(reader.stats.ignored) == {"file-history-snapshot": 1}
 
