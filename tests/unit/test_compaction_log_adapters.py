@@ -244,6 +244,35 @@ def test_the_events_of_a_prefix_are_a_prefix_of_the_events_of_the_whole_log():
     assert 0 < len(prefix) < len(whole) and whole[: len(prefix)] == prefix
 
 
+@pytest.mark.parametrize("name", sorted(n for n, (fmt, _, _) in EXPECTED.items() if fmt == "claude-code"))
+def test_every_cut_of_a_transcript_gives_a_prefix_of_its_events(name, tmp_path):
+    for path in EXPECTED[name][1]:
+        data = path.read_bytes()
+        whole = lines_of(library_events("claude-code", path))
+        ends = [i + 1 for i, byte in enumerate(data) if byte == 0x0A]
+        cuts = sorted({0, len(data), *ends, *(e - 1 for e in ends), *((a + b) // 2 for a, b in zip([0, *ends], ends))})
+        for cut in cuts:  # a copy taken at any moment: after a line, before its newline, mid-line
+            (tmp_path / "copy.jsonl").write_bytes(data[:cut])
+            part = lines_of(ClaudeCodeTranscript(tmp_path / "copy.jsonl").poll(final=True))
+            assert whole[: len(part)] == part, f"{path.name} cut at byte {cut}"
+
+
+@pytest.mark.parametrize("name", sorted(n for n, (fmt, _, _) in EXPECTED.items() if fmt == "openhands"))
+def test_every_cut_of_a_conversation_gives_a_prefix_of_its_events(name, tmp_path):
+    for path in EXPECTED[name][1]:
+        for conv in discover_oh([path])[0]:
+            whole = lines_of(library_events("openhands", conv))
+            files = sorted((conv / "events").iterdir())
+            for cut in range(len(files) + 1):
+                copy = tmp_path / f"cut{cut}" / conv.name
+                (copy / "events").mkdir(parents=True)
+                shutil.copy(conv / "base_state.json", copy / "base_state.json")
+                for f in files[:cut]:
+                    shutil.copy(f, copy / "events" / f.name)
+                part = lines_of(OpenHandsConversation(copy).poll(final=True))
+                assert whole[: len(part)] == part, f"{conv.name} cut after {cut} event files"
+
+
 def test_independent_runs_over_growing_copies_replay_to_the_alerts_of_the_longest_in_any_order():
     short, long = (library_events("claude-code", p) for p in EXPECTED["growing-copies"][1])
     expected = brief(replay_of(long).alerts)
