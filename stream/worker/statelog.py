@@ -24,9 +24,10 @@ chunks without their marker (a crash mid-commit) are ignored.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol
+
+import orjson
 
 Entry = list[Any]
 
@@ -34,9 +35,7 @@ Entry = list[Any]
 FENCE, DELTA, CHUNK, MARKER, SNAP_CHUNK, SNAP_MARKER = "f", "d", "c", "m", "sc", "sm"
 
 
-def _dumps(obj: Any) -> bytes:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
+_dumps = orjson.dumps  # compact UTF-8 JSON, the record format's only encoder
 
 def fence(generation: int) -> bytes:
     return _dumps({"k": FENCE, "g": generation})
@@ -111,7 +110,7 @@ class Replay:
         self._chunks: list[list[Entry]] = []
 
     def feed(self, value: bytes) -> None:
-        rec = json.loads(value)
+        rec = orjson.loads(value)
         g = rec["g"]
         if g < self.generation:
             return  # a zombie's record, written after a newer owner fenced it
