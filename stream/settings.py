@@ -116,7 +116,6 @@ class Settings(BaseSettings):
     ssl_password: SecretStr | None = None
 
     # --- state ---------------------------------------------------------------------
-    store: str = Field("rocksdb://", description="Table store URL: rocksdb:// or memory://.")
     data_dir: Path = Field(PROJECT_ROOT / "var" / "worker", description="faust datadir; the state's RocksDB "
                            "files are under <data_dir>/state/.")
 

@@ -42,7 +42,6 @@ def worker_env(bootstrap: str, tmp_path: Path, *, partitions: int = 4, **extra: 
         "CG_DEADLETTER_TOPIC": f"deadletter-{tag}",
         "CG_REMEDIATION_TOPIC": f"remediation-{tag}",
         "CG_REMEDIATION_GROUP": f"cg-test-remediation-{tag}",
-        "CG_STORE": "rocksdb://",
         "CG_DATA_DIR": str(tmp_path / f"data-{tag}"),
         "CG_WEB_PORT": str(kafka_local.free_ports(1)[0]),
     }
