@@ -380,7 +380,13 @@ class Durability:
                 log.info("committing the group offsets failed (%r); they follow at the next commit", exc)
             for part, _, _ in pending:
                 if part.since_snapshot > max(self.settings.snapshot_min_entries, part.store.estimate_keys()):
-                    await self._snapshot(part)
+                    try:
+                        await self._snapshot(part)
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception as exc:  # a snapshot is an optimization: the log stays longer
+                        log.warning("partition %d: snapshot failed (%r); retried after the next commits",
+                                    part.number, exc)
         self.last_commit = time.monotonic()
         self.commits += 1
 
@@ -407,14 +413,14 @@ class Durability:
         """Write the whole partition state, then delete the log before it."""
         started = time.perf_counter()
         entries = list(part.store.entries())
-        records = statelog.commit_records(part.generation, part.n, dict(part.offsets), entries,
+        n, part.n = part.n, part.n + 1  # a failed snapshot's number is never reused
+        records = statelog.commit_records(part.generation, n, dict(part.offsets), entries,
                                           self.settings.state_chunk_bytes, snapshot=True)
         first_offsets = []
         futures = [await self.producer.send(self.topic, r, partition=part.number) for r in records]
         results = await asyncio.gather(*futures)
         first_offsets.append(results[0].offset)
         part.log_offset = results[-1].offset
-        part.n += 1
         part.since_snapshot = 0
         part.store.write([], {"log": part.log_offset, "n": part.n, "snap": 0})
         try:

@@ -75,7 +75,9 @@ class Runtime:
         await self.producer.start()
         self.durability = Durability(
             s, producer=self.producer,
-            consumer=lambda: consumer(s, group_id=None, enable_auto_commit=False,
+            # earliest: if a snapshot deletes the log under a restore, it goes on from the
+            # snapshot (which replaces everything before it), never from the log's end
+            consumer=lambda: consumer(s, group_id=None, enable_auto_commit=False, auto_offset_reset="earliest",
                                       max_partition_fetch_bytes=s.max_request_bytes),
             admin=lambda: admin(s),
             commit_offsets=lambda offsets: compat.commit_offsets(self.app, offsets),

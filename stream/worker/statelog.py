@@ -19,7 +19,9 @@ An entry is ``[table, key_json, value_json]`` (``value_json`` null: deleted), or
 fragment ``[table, key_json, piece, i, parts]`` of a value too large for one record.
 Replay rules (:class:`Replay`): records of a generation older than the newest seen so
 far are a zombie's (a worker that lost the partition but kept writing) and are ignored;
-chunks without their marker (a crash mid-commit) are ignored.
+chunks without their marker (a crash mid-commit) are ignored; a commit sent again after
+a failed attempt (chunk 0 again) replaces the attempt's chunks; a repeated record changes
+nothing.
 """
 
 from __future__ import annotations
@@ -125,7 +127,7 @@ class Replay:
             self.sink.covered(rec["o"], g, rec["n"])
         elif kind in (CHUNK, SNAP_CHUNK):
             series = (kind, g, rec["n"])
-            if series != self._series:
+            if series != self._series or rec["i"] == 0:  # a new series, or a resend from its start
                 self._series, self._chunks = series, []
             if rec["i"] == len(self._chunks):
                 self._chunks.append(rec["w"])

@@ -56,6 +56,7 @@ class Owner:
 
         self.d = Durability(s, producer=self.producer,
                             consumer=lambda: consumer(s, group_id=None, enable_auto_commit=False,
+                                                      auto_offset_reset="earliest",
                                                       max_partition_fetch_bytes=s.max_request_bytes),
                             admin=lambda: admin(s), commit_offsets=commit,
                             dead_letter=Outputs(s).dead_letter, start_offset=start_offset)
