@@ -19,8 +19,8 @@ fence of this generation, read the log from the local RocksDB's offset (or its s
 to the fence; records the consumer delivers below the covered input offsets are then
 skipped (no seek: seeking a consumer that is fetching races aiokafka's fetcher). A zombie's later records carry
 an older generation and are ignored by every replay. When the log since the last
-snapshot outgrows the state, a snapshot of the partition is written and the records
-before it are deleted. Why a delta log and not a Kafka transaction: bench/bench_commit.py
+snapshot holds twice the entries of the last snapshot (and ``CG_SNAPSHOT_MIN_ENTRIES``),
+a snapshot of the partition is written and the records before it are deleted. Why a delta log and not a Kafka transaction: bench/bench_commit.py
 (2.7x less wall time per commit, no transactional producer per partition).
 """
 
@@ -156,6 +156,7 @@ class Partition:
     offsets: dict[str, int] = field(default_factory=dict)  # input topic -> next offset due
     events: int = 0  # events since the last commit
     since_snapshot: int = 0  # log entries since the last snapshot (or the log start)
+    snapshot_entries: int = 0  # entries the last snapshot held (the state's size then)
     applied: list = field(default_factory=list)  # (event, source) since the last commit (a rollback replays them)
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     restore_task: asyncio.Task | None = None
@@ -265,7 +266,7 @@ class Durability:
                     log.warning("partition %d: local state (log offset %d) does not continue the state log "
                                 "(%d..%d); rebuilding it", part.number, local, start, fence_offset)
                 part.store.clear()
-                meta = {"log": None, "gen": None, "offsets": None, "n": None, "snap": None}
+                meta = {"log": None, "gen": None, "offsets": None, "n": None, "snap": None, "snapn": None}
                 local = start - 1
             sink = _StoreSink(part.store, 0)
             replay = statelog.Replay(sink, meta["gen"] if meta["gen"] is not None else -1)
@@ -280,6 +281,8 @@ class Durability:
                         part.offsets[topic] = await self._start_offset(topic, part.number)
             part.log_offset = fence_offset
             part.since_snapshot = replay.since_snapshot + ((meta.get("snap") or 0) if local >= start else 0)
+            part.snapshot_entries = (replay.snapshot_entries if replay.snapshot_entries is not None
+                                     else (meta.get("snapn") or 0))
             part.store.write([], {"log": fence_offset, "gen": replay.generation, "offsets": part.offsets, "n": part.n,
                                   "snap": part.since_snapshot})
             self.restored_entries += sink.entries
@@ -379,7 +382,7 @@ class Durability:
             except Exception as exc:  # the state holds the offsets; the next commit retries
                 log.info("committing the group offsets failed (%r); they follow at the next commit", exc)
             for part, _, _ in pending:
-                if part.since_snapshot > max(self.settings.snapshot_min_entries, part.store.estimate_keys()):
+                if part.since_snapshot > max(self.settings.snapshot_min_entries, 2 * part.snapshot_entries):
                     try:
                         await self._snapshot(part)
                     except asyncio.CancelledError:
@@ -422,7 +425,8 @@ class Durability:
         first_offsets.append(results[0].offset)
         part.log_offset = results[-1].offset
         part.since_snapshot = 0
-        part.store.write([], {"log": part.log_offset, "n": part.n, "snap": 0})
+        part.snapshot_entries = len(entries)
+        part.store.write([], {"log": part.log_offset, "n": part.n, "snap": 0, "snapn": len(entries)})
         try:
             admin = self._admin()
             await admin.start()

@@ -101,13 +101,15 @@ class Replay:
     """Apply state-log records, in log order, to a :class:`Sink`.
 
     ``generation``: the newest generation seen (records older than it are ignored).
-    ``since_snapshot``: entries applied since the last snapshot (or the log start).
+    ``since_snapshot``: entries applied since the last snapshot (or the log start);
+    ``snapshot_entries``: the entries of the last snapshot read (None: none read).
     """
 
     def __init__(self, sink: Sink, generation: int = -1) -> None:
         self.sink = sink
         self.generation = generation
         self.since_snapshot = 0
+        self.snapshot_entries: int | None = None
         self._series: tuple[str, int, int] | None = None  # (kind, generation, n) being collected
         self._chunks: list[list[Entry]] = []
 
@@ -140,6 +142,8 @@ class Replay:
                     self.sink.clear()
                     self.since_snapshot = 0
                 self._apply(e for chunk in self._chunks for e in chunk)
+                if kind == SNAP_MARKER:
+                    self.snapshot_entries, self.since_snapshot = self.since_snapshot, 0
                 self.sink.covered(rec["o"], g, rec["n"])
             self._series, self._chunks = None, []
 

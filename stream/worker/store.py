@@ -10,7 +10,7 @@ once, written once per commit, and 1M artifacts live on disk, not in Python dict
 RocksDB layout (rocksdict, raw bytes): ``bytes([table index + 1]) + key_json`` ->
 ``value_json``; ``b"\\x00<name>"`` holds the metadata (the last state-log offset applied,
 the newest generation seen, the input offsets covered, the next commit number, the log
-entries since the last snapshot).
+entries since the last snapshot, the entries of the last snapshot).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def value_json(value: Any) -> str:
 loads = orjson.loads
 
 META = b"\x00"
-_META_KEYS = ("log", "gen", "offsets", "n", "snap")
+_META_KEYS = ("log", "gen", "offsets", "n", "snap", "snapn")
 
 
 class PartitionStore:

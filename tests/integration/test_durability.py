@@ -197,3 +197,35 @@ def test_records_faust_skipped_are_read_back_in_order_and_nothing_else(kafka_set
     got, starts, repaired = run(scenario())
     assert got == [(i, f"v{i}".encode()) for i in range(7, 19)]
     assert starts == (0, 12) and repaired == 12
+
+
+def test_a_snapshot_replaces_the_log_before_it_and_a_fresh_node_restores_from_it(kafka_settings, tmp_path):
+    async def scenario() -> tuple[int, int, int, Any, Any]:
+        s = _settings(kafka_settings, tmp_path, "a").model_copy(update={"snapshot_min_entries": 1000})
+        await ensure_state_topic(s)
+        owner = Owner(s)
+        await owner.start(generation=1)
+        for version in range(5):  # the same 300 keys rewritten: the log outgrows the state
+            for i in range(300):
+                owner.write(f"n{i:05d}", {"v": version}, version + 1)
+            await owner.d.commit()
+        since = owner.d.partitions[0].since_snapshot
+        await owner.stop()
+        c = consumer(s, group_id=None, enable_auto_commit=False)
+        await c.start()
+        tp = TopicPartition(state_topic(s), 0)
+        start = (await c.beginning_offsets([tp]))[tp]
+        await c.stop()
+        fresh = Owner(_settings(kafka_settings, tmp_path, "b"))
+        await fresh.start(generation=2)
+        restored = fresh.d.restored_entries
+        got = (fresh.read("n00000"), fresh.read("n00299"))
+        await fresh.stop()
+        return since, start, restored, *got
+
+    since, start, restored, first, last = run(scenario())
+    # commit 4 brought 1,200 log entries for 300 keys: a snapshot, then commit 5's 300
+    assert since == 300
+    assert start > 0  # the records before the snapshot were deleted
+    assert first == last == {"v": 4}
+    assert restored == 300 + 300  # the snapshot and the commit after it, not all 1,500 entries
