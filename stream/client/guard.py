@@ -61,11 +61,13 @@ class FlushFailed(GuardError):
 class _Outbox:
     """One context's events between the producer and the broker's acknowledgement."""
 
-    __slots__ = ("inflight", "failed", "acked")
+    __slots__ = ("inflight", "failed", "reported", "acked")
 
     def __init__(self) -> None:
         self.inflight: set[asyncio.Future] = set()
+        #: failed since the last flush / reported by the last flush (re-sent by the next)
         self.failed: list[tuple[Emitted, BaseException]] = []
+        self.reported: list[tuple[Emitted, BaseException]] = []
         #: (topic, partition) -> highest acknowledged offset of this context
         self.acked: dict[tuple[str, int], int] = {}
 
@@ -97,14 +99,17 @@ class _Outbox:
             on_done()
 
     async def flush(self, transport: Transport) -> list[tuple[Emitted, BaseException]]:
-        """Re-send what failed before, wait for every acknowledgement; return what failed."""
-        retry, self.failed = self.failed, []
+        """Re-send what the last flush reported, wait for every acknowledgement; return
+        (and keep for the next flush) what failed."""
+        retry, self.reported = self.reported, []
         for em, _ in retry:
             await self.send(transport, em)
         while self.inflight:
             await asyncio.wait(list(self.inflight))
             await asyncio.sleep(0)  # let the done callbacks run
-        return list(self.failed)
+        self.reported, self.failed = self.failed, []
+        self.reported.sort(key=lambda f: (f[0].seq is None, f[0].seq or 0))
+        return list(self.reported)
 
 
 def _check_context_id(context_id: Any, limits: Limits) -> None:
