@@ -44,6 +44,8 @@ log = logging.getLogger("checkpoint_guard.client")
 
 #: Rules whose open alert on a node makes its ancestors degraded (DESIGN.md §4).
 DEGRADING_RULES = ("orphaned_referent", "unverifiable_checkpoint")
+#: Describes of a missing topic before the view gives up (0.25 s apart).
+TOPIC_WAIT_ATTEMPTS = 12
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,8 +248,12 @@ class AsyncStatusView:
         await kafka_clients.start_client(self.settings, consumer)
         self._consumer = consumer
         try:
-            counts = await kafka_clients.topic_partitions(self.settings, self.topics)
-            missing = [t for t, n in counts.items() if not n]
+            for attempt in range(TOPIC_WAIT_ATTEMPTS):  # a topic created a moment ago may not show yet
+                counts = await kafka_clients.topic_partitions(self.settings, self.topics)
+                missing = [t for t, n in counts.items() if not n]
+                if not missing:
+                    break
+                await asyncio.sleep(0.25)
             if missing:
                 raise ConfigurationError(
                     f"topic(s) {', '.join(missing)} do not exist; run `python -m stream topics create` "
