@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	@command -v mvn  >/dev/null || { echo "checkpoint-guard: error: mvn not found (install Maven 3.6+)" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,langgraph]'
 	@touch $@
 
 install: $(STAMP)
@@ -37,7 +37,7 @@ demo: install
 # writes docs/BENCHMARKS.md. `make bench ARGS=--quick` (~6 min) writes var/bench/BENCHMARKS.quick.md;
 # ARGS="--parts 1,6" picks parts. See bench/README.md.
 $(VENV)/.bench-stamp: $(STAMP) pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[test,langgraph,bench]'
 	@touch $@
 
 bench: install $(VENV)/.bench-stamp
