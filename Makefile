@@ -9,7 +9,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install test unit integration demo bench clean
+.PHONY: install test unit integration demo example bench clean
 
 $(STAMP): pyproject.toml
 	@command -v java >/dev/null || { echo "checkpoint-guard: error: java not found (install Java 17+)" >&2; exit 1; }
@@ -32,6 +32,11 @@ integration: install
 
 demo: install
 	$(BIN)/python -m stream demo $(ARGS)
+
+# make example: a fresh broker, topics and worker, then examples/pipeline.py (README
+# "Emit events from your own pipeline"); everything under var/example/, stopped at the end.
+example: install
+	$(BIN)/python examples/run_example.py
 
 # make bench: every benchmark part, full size (~50 min; starts and stops its own Kafka),
 # writes docs/BENCHMARKS.md. `make bench ARGS=--quick` (~6 min) writes var/bench/BENCHMARKS.quick.md;
