@@ -91,7 +91,8 @@ class _Outbox:
         elif future.exception() is not None:
             self.failed.append((em, future.exception()))
         else:
-            em.partition, em.offset = future.result()
+            md = future.result()
+            em.partition, em.offset = md.partition, md.offset
             tp = (em.topic, em.partition)
             if em.offset > self.acked.get(tp, -1):
                 self.acked[tp] = em.offset

@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
+
+import pydantic_core
 
 from stream.errors import InvalidEvent
 from stream.settings import Settings
@@ -68,45 +71,46 @@ def _rfc3339(value: datetime) -> str:
     return value.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: Any, field: str) -> Any:
     """Python values the caller may pass -> JSON values (what the decoder then judges).
 
     Tuples, sets and other iterables become lists (sets sorted: lists are sets in the
     contract, and the bytes stay deterministic); anything else goes through unchanged,
-    so an ill-typed argument reaches the decoder and gets the decoder's reason.
+    so an ill-typed argument reaches the decoder and gets the decoder's reason. NaN and
+    Infinity, which JSON cannot hold, raise here, naming the field.
     """
-    if isinstance(value, (str, bytes, int, float, bool, type(None))):
+    if isinstance(value, (str, bytes, int, bool, type(None))):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidEvent(f"{field}: NaN and Infinity are not JSON")
         return value
     if isinstance(value, Mapping):
-        return {k: _jsonable(v) for k, v in value.items()}
+        return {k: _jsonable(v, field) for k, v in value.items()}
     if isinstance(value, (set, frozenset)):
-        items = [_jsonable(v) for v in value]
+        items = [_jsonable(v, field) for v in value]
         try:
             return sorted(items)
         except TypeError:  # mixed types: the decoder will name the bad one
             return items
     if isinstance(value, Iterable):
-        return [_jsonable(v) for v in value]
+        return [_jsonable(v, field) for v in value]
     return value
 
 
 def _dumps(obj: dict[str, Any]) -> bytes:
-    """Compact JSON bytes; ``InvalidEvent`` naming the field for what JSON cannot hold."""
+    """Compact UTF-8 JSON; ``InvalidEvent`` naming the field for a value JSON cannot hold."""
     try:
-        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError):
+        return pydantic_core.to_json(obj)
+    except pydantic_core.PydanticSerializationError as exc:
+        if "surrogates not allowed" in str(exc):  # a lone surrogate: let the decoder name the field
+            return json.dumps(obj, ensure_ascii=True, separators=(",", ":")).encode("ascii")
         for name, v in obj.items():
             try:
-                json.dumps(v, allow_nan=False)
-            except ValueError:
-                raise InvalidEvent(f"{name}: NaN and Infinity are not JSON") from None
-            except TypeError:
+                pydantic_core.to_json(v)
+            except pydantic_core.PydanticSerializationError:
                 raise InvalidEvent(f"{name}: {type(v).__name__} is not JSON") from None
         raise
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: let the decoder name the field
-        return json.dumps(obj, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
 class EventBuilder:
@@ -153,8 +157,8 @@ class EventBuilder:
 
     def _build(self, kind: str, topic: str, fields: dict[str, Any], info: dict[str, Any],
                occurred_at: datetime | str | None, event_id: str | None) -> Emitted:
-        rule = {k: _jsonable(v) for k, v in fields.items() if v is not None}
-        extra = {k: _jsonable(v) for k, v in info.items() if v is not None}
+        rule = {k: _jsonable(v, k) for k, v in fields.items() if v is not None}
+        extra = {k: _jsonable(v, k) for k, v in info.items() if v is not None}
         if occurred_at is None and self.clock is not None:
             occurred_at = self.clock()
         if isinstance(occurred_at, datetime):
@@ -177,8 +181,12 @@ class EventBuilder:
         return Emitted(self.context_id, obj["event_id"], seq, kind, topic, self.context_id.encode("utf-8"), value)
 
     def _event_id(self, kind: str, seq: int | None, rule: dict[str, Any]) -> str:
-        digest = hashlib.sha256(
-            json.dumps([self.context_id, seq, kind, rule], ensure_ascii=True, separators=(",", ":"),
-                       sort_keys=True, default=str).encode("ascii")
-        ).hexdigest()[:16]
+        """``<seq>-<16 hex>``: sha256 of context, seq, kind and the rule fields' JSON."""
+        h = hashlib.sha256(self.context_id.encode("utf-8", "surrogatepass"))
+        h.update(f"\x00{seq}\x00{kind}\x00".encode())
+        try:
+            h.update(pydantic_core.to_json(rule))
+        except pydantic_core.PydanticSerializationError:  # validation will refuse it anyway
+            h.update(repr(rule).encode("utf-8", "surrogatepass"))
+        digest = h.hexdigest()[:16]
         return f"{seq}-{digest}" if seq is not None else digest

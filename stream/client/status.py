@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -156,11 +157,19 @@ def parse_status(key: bytes | None, value: bytes) -> NodeStatus:
             and rules is not None and degraded is not None and isinstance(count, int)):
         raise ValueError("status record with missing or ill-typed fields")
     t = rec.get("trigger")
-    trigger = (t.get("event_id"), t.get("type"), t.get("topic"), t.get("partition"), t.get("offset")) \
-        if isinstance(t, dict) else None
-    level = rec.get("level") if isinstance(rec.get("level"), str) else None
+    trigger = (t.get("event_id"), _intern(t.get("type")), _intern(t.get("topic")), t.get("partition"),
+               t.get("offset")) if isinstance(t, dict) else None
+    level = _intern(rec.get("level"))
     detected = rec.get("detected_at") if isinstance(rec.get("detected_at"), str) else None
-    return NodeStatus(ctx, node, level, auth, frozen, rules, degraded, count, trigger, detected)
+    if rules:
+        rules = tuple(sys.intern(r) for r in rules)
+    # Shared strings (context ids, levels, rule names, topics) are interned: a million
+    # nodes of a few thousand contexts then hold one copy of each.
+    return NodeStatus(sys.intern(ctx), node, level, auth, frozen, rules, degraded, count, trigger, detected)
+
+
+def _intern(v: Any) -> str | None:
+    return sys.intern(v) if isinstance(v, str) else None
 
 
 class AsyncStatusView:

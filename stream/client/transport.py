@@ -9,15 +9,16 @@
   offset it would have had on its (topic, partition 0). For tests and dry runs:
   ``transport.jsonl()`` is what ``python -m stream replay -`` reads.
 
-A transport's ``send`` returns an awaitable of ``(partition, offset)``; it raises
-or resolves to an exception when the record could not be delivered.
+A transport's ``send`` returns a future of the record's metadata (an object with
+``partition`` and ``offset``); it raises, or the future fails, when the record could not
+be delivered.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from stream.settings import Settings
 
@@ -27,7 +28,7 @@ class Transport(Protocol):
 
     async def stop(self) -> None: ...
 
-    async def send(self, topic: str, key: bytes, value: bytes) -> "asyncio.Future[tuple[int, int]]": ...
+    async def send(self, topic: str, key: bytes, value: bytes) -> "asyncio.Future[Any]": ...
 
 
 class KafkaTransport:
@@ -48,25 +49,17 @@ class KafkaTransport:
             producer, self._producer = self._producer, None
             await producer.stop()
 
-    async def send(self, topic: str, key: bytes, value: bytes) -> "asyncio.Future[tuple[int, int]]":
+    async def send(self, topic: str, key: bytes, value: bytes) -> "asyncio.Future[Any]":
         if self._producer is None:
             raise RuntimeError("the Guard is not started: use it as a context manager or call start() first")
-        future = await self._producer.send(topic, value, key=key)
-        out: asyncio.Future[tuple[int, int]] = asyncio.get_running_loop().create_future()
+        return await self._producer.send(topic, value, key=key)  # resolves to aiokafka's RecordMetadata
 
-        def done(f: asyncio.Future) -> None:
-            if out.cancelled():
-                return
-            if f.cancelled():
-                out.cancel()
-            elif f.exception() is not None:
-                out.set_exception(f.exception())
-            else:
-                md = f.result()
-                out.set_result((md.partition, md.offset))
 
-        future.add_done_callback(done)
-        return out
+class RecordPosition(NamedTuple):
+    """Where a record landed (the fields of aiokafka's RecordMetadata the client uses)."""
+
+    partition: int
+    offset: int
 
 
 class MemoryTransport:
@@ -84,11 +77,11 @@ class MemoryTransport:
         return None
 
     async def send(self, topic: str, key: bytes, value: bytes) -> "asyncio.Future[tuple[int, int]]":
-        out: asyncio.Future[tuple[int, int]] = asyncio.get_running_loop().create_future()
+        out: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.records.append((topic, key, value))
         offset = self._next[topic]
         self._next[topic] = offset + 1
-        out.set_result((0, offset))
+        out.set_result(RecordPosition(0, offset))
         return out
 
     def jsonl(self) -> bytes:

@@ -205,7 +205,7 @@ class LostAcks(MemoryTransport):
         super().__init__()
         self.lost = lost
 
-    async def send(self, topic: str, key: bytes, value: bytes) -> "asyncio.Future[tuple[int, int]]":
+    async def send(self, topic: str, key: bytes, value: bytes) -> "asyncio.Future":
         future = await super().send(topic, key, value)
         if self.lost > 0:
             self.lost -= 1
