@@ -209,6 +209,7 @@ class AsyncGuard:
         self.limits = Limits.from_settings(self.settings)
         self._contexts: dict[str, AsyncGuardContext] = {}
         self._lock = threading.Lock()
+        self._started = False
 
     def context(self, context_id: str, *, since: int | None = _UNSET) -> AsyncGuardContext:
         """The handle of ``context_id`` (the same handle on every call).
@@ -236,7 +237,9 @@ class AsyncGuard:
         return AsyncGuardContext(self, builder)
 
     async def start(self) -> "AsyncGuard":
-        await self.transport.start()
+        if not self._started:
+            await self.transport.start()
+            self._started = True
         return self
 
     async def flush(self) -> None:
@@ -252,6 +255,7 @@ class AsyncGuard:
         try:
             await self.flush()
         finally:
+            self._started = False
             await self.transport.stop()
 
     async def __aenter__(self) -> "AsyncGuard":
@@ -339,6 +343,8 @@ class Guard:
         return sync
 
     def start(self, timeout: float | None = 60) -> "Guard":
+        if self._queue is not None:
+            return self
         self._loop.start()
         try:
             self._loop.run(self._start(), timeout)
@@ -397,6 +403,7 @@ class Guard:
     async def _stop(self) -> None:
         if self._sender is not None:
             self._sender.cancel()
+        self._async._started = False
         await self._async.transport.stop()
 
     def __enter__(self) -> "Guard":

@@ -32,10 +32,11 @@ import logging
 import sys
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, NamedTuple, Optional, Protocol
 
 import pydantic_core
+from pydantic import ConfigDict, TypeAdapter, ValidationError
+from typing_extensions import TypedDict
 
 from stream.client._loop import LoopThread
 from stream.errors import ConfigurationError, GuardError
@@ -49,12 +50,13 @@ DEGRADING_RULES = ("orphaned_referent", "unverifiable_checkpoint")
 TOPIC_WAIT_ATTEMPTS = 12
 
 
-@dataclass(frozen=True, slots=True)
-class NodeStatus:
+class NodeStatus(NamedTuple):
     """A node's current status, as the worker last published it.
 
     ``known`` is False for a node the view has no record of (then not authoritative).
     ``trigger``: ``(event_id, type, topic, partition, offset)`` of the event that set it.
+    A tuple of plain values, so a table of a million of them costs the garbage
+    collector nothing (CPython stops tracking such tuples).
     """
 
     context_id: str
@@ -138,34 +140,54 @@ class _HasPositions(Protocol):
 _EMPTY: tuple[str, ...] = ()
 
 
-def _strs(v: Any) -> tuple[str, ...] | None:
-    if isinstance(v, list) and all(isinstance(x, str) for x in v):
-        return tuple(v) if v else _EMPTY
-    return None
+class _TriggerRecord(TypedDict, total=False):
+    __pydantic_config__ = ConfigDict(extra="ignore")  # type: ignore[misc]
+    event_id: Any
+    type: Any
+    topic: Any
+    partition: Any
+    offset: Any
+
+
+class _StatusRecord(TypedDict):
+    """The fields of a ``checkpoint-status`` record the view keeps (wire.Status)."""
+
+    __pydantic_config__ = ConfigDict(strict=True, extra="ignore")  # type: ignore[misc]
+    schema_version: Literal[1]
+    type: Literal["status"]
+    context_id: str
+    node_id: str
+    level: Optional[str]
+    authoritative: bool
+    frozen: bool
+    open_rules: tuple[str, ...]
+    degraded_by: tuple[str, ...]
+    degraded_count: int
+    trigger: Optional[_TriggerRecord]
+    detected_at: Optional[str]
+
+
+_status_adapter = TypeAdapter(_StatusRecord)
 
 
 def parse_status(key: bytes | None, value: bytes) -> NodeStatus:
-    """One ``checkpoint-status`` record -> :class:`NodeStatus` (ValueError if malformed)."""
-    rec = pydantic_core.from_json(value)
-    if not isinstance(rec, dict) or rec.get("type") != "status" or rec.get("schema_version") != 1:
-        raise ValueError("not a status record (schema_version 1)")
-    ctx, node = rec.get("context_id"), rec.get("node_id")
-    auth, frozen = rec.get("authoritative"), rec.get("frozen")
-    rules, degraded = _strs(rec.get("open_rules")), _strs(rec.get("degraded_by"))
-    count = rec.get("degraded_count", len(degraded or ()))
-    if not (isinstance(ctx, str) and isinstance(node, str) and isinstance(auth, bool) and isinstance(frozen, bool)
-            and rules is not None and degraded is not None and isinstance(count, int)):
-        raise ValueError("status record with missing or ill-typed fields")
-    t = rec.get("trigger")
+    """One ``checkpoint-status`` record -> :class:`NodeStatus` (ValueError if malformed).
+
+    Validated by pydantic in Rust (strict JSON types); shared strings (context ids, levels,
+    rule names, topics) are interned, so a million nodes of a few thousand contexts hold
+    one copy of each.
+    """
+    try:
+        r = _status_adapter.validate_json(value)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        raise ValueError(f"not a status record: {'.'.join(map(str, first['loc'])) or 'record'}: {first['msg']}") from None
+    t = r["trigger"]
     trigger = (t.get("event_id"), _intern(t.get("type")), _intern(t.get("topic")), t.get("partition"),
-               t.get("offset")) if isinstance(t, dict) else None
-    level = _intern(rec.get("level"))
-    detected = rec.get("detected_at") if isinstance(rec.get("detected_at"), str) else None
-    if rules:
-        rules = tuple(sys.intern(r) for r in rules)
-    # Shared strings (context ids, levels, rule names, topics) are interned: a million
-    # nodes of a few thousand contexts then hold one copy of each.
-    return NodeStatus(sys.intern(ctx), node, level, auth, frozen, rules, degraded, count, trigger, detected)
+               t.get("offset")) if t is not None else None
+    rules = tuple(sys.intern(x) for x in r["open_rules"]) if r["open_rules"] else _EMPTY
+    return NodeStatus(sys.intern(r["context_id"]), r["node_id"], _intern(r["level"]), r["authoritative"],
+                      r["frozen"], rules, r["degraded_by"] or _EMPTY, r["degraded_count"], trigger, r["detected_at"])
 
 
 def _intern(v: Any) -> str | None:

@@ -1,0 +1,117 @@
+"""The loop closed, end to end: stream.client -> the real worker (subprocess) -> StatusView.
+
+A pipeline emits with :class:`~stream.client.Guard`, the worker (``python -m stream
+worker``, RocksDB) writes alerts and ``checkpoint-status``, and :class:`StatusView`
+answers — after ``wait_for`` (read-your-writes), with no sleep anywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from stream import kafka_clients
+from stream.client import Guard, NotAuthoritative, StatusView
+from stream.settings import Settings
+from tests.integration.harness import Worker, consume, run_cli, worker_env
+
+#: wait_for's bound in these tests; bench/bench_client.py part C measures the real figure.
+WAIT = 60.0
+
+
+@pytest.fixture
+def stack(kafka_bootstrap: str, tmp_path: Path):
+    """(settings of the pipeline, running worker) on this test's own topics and group."""
+    env = worker_env(kafka_bootstrap, tmp_path, CG_STATUS_TOPIC=f"status-{uuid.uuid4().hex[:8]}")
+    created = run_cli(env, "topics", "create")
+    assert created.returncode == 0, created.stderr
+    settings = Settings(
+        broker=env["CG_BROKER"], app_id=env["CG_APP_ID"], partitions=int(env["CG_PARTITIONS"]),
+        compaction_topic=env["CG_COMPACTION_TOPIC"], artifact_topic=env["CG_ARTIFACT_TOPIC"],
+        alerts_topic=env["CG_ALERTS_TOPIC"], verdicts_topic=env["CG_VERDICTS_TOPIC"],
+        deadletter_topic=env["CG_DEADLETTER_TOPIC"], status_topic=env["CG_STATUS_TOPIC"],
+    )
+    counts = asyncio.run(kafka_clients.topic_partitions(settings, [settings.status_topic]))
+    assert counts[settings.status_topic] == settings.partitions, "topics create makes checkpoint-status"
+    worker = Worker(env, tmp_path / "worker.log").start()
+    try:
+        yield settings, worker
+    finally:
+        worker.stop()
+
+
+def test_an_eviction_makes_the_checkpoint_not_authoritative_and_readmission_restores_it(stack):
+    settings, worker = stack
+    with Guard(settings) as guard, StatusView(settings) as view:
+        ctx = guard.context("run-1")
+        ctx.admitted("span-1")
+        ctx.admitted("span-2")
+        ctx.checkpoint("leaf-1", "leaf", referents=["span-1", "span-2"])
+        ctx.checkpoint("root", "root", children=["leaf-1"])
+        ctx.flush()
+        view.wait_for(ctx, timeout=WAIT)
+        assert view.is_authoritative("run-1", "leaf-1") and view.is_authoritative("run-1", "root")
+
+        ctx.evicted("span-1")  # gone from the window, never stored durably
+        ctx.flush()
+        t0 = time.monotonic()
+        view.wait_for(ctx, timeout=WAIT)
+        waited = time.monotonic() - t0
+        assert view.why("run-1", "leaf-1").open_rules == ("orphaned_referent",)
+        assert view.why("run-1", "root").degraded_by == ("leaf-1",)
+        with pytest.raises(NotAuthoritative) as refused:
+            view.recover_from("run-1", "root")
+        assert refused.value.orphans == {"leaf-1": ("span-1",)}
+        assert "degraded by 1 node(s) under it: leaf-1 (orphans span-1)" in str(refused.value)
+
+        ctx.admitted("span-1", tier="durable")  # re-fetched into the durable store
+        ctx.flush()
+        view.wait_for(ctx, timeout=WAIT)
+        assert view.recover_from("run-1", "root").authoritative
+        assert view.is_authoritative("run-1", "leaf-1")
+    print(f"emit -> not authoritative in the view: {waited * 1000:.0f} ms")
+    assert worker.proc.poll() is None
+
+
+def test_a_langgraph_summary_that_drops_a_prohibition_is_refused(stack):
+    from langchain.agents import create_agent
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel, GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from stream.client.langgraph import GuardedSummarization
+
+    settings, _ = stack
+    prohibition = "Do not edit the generated files under migrations/."
+    turns = ["Fix the failing test in tests/test_api.py.", prohibition, "Also run pytest -q.", "Thanks, continue.",
+             "Now update the changelog.", "And the README.", "Done?"]
+    model = GenericFakeChatModel(messages=(AIMessage(f"ok {i}") for i in itertools.count()))
+    summarizer = FakeListChatModel(responses=["The user wants the API test fixed.", "API test fixed; docs next."])
+    with Guard(settings) as guard, StatusView(settings) as view:
+        middleware = GuardedSummarization(model, summarizer=summarizer, guard=guard, trigger=("messages", 6),
+                                          keep=("messages", 2), carry_constraints=False)  # no store, no channel
+        agent = create_agent(model, [], middleware=[middleware], checkpointer=InMemorySaver())
+        for text in turns:
+            out = agent.invoke({"messages": [{"role": "user", "content": text}]},
+                               {"configurable": {"thread_id": "agent-1"}})
+        ctx = guard.context("agent-1")
+        view.wait_for(ctx, timeout=WAIT)
+        section = out["messages"][0].id
+        leaf = view.why("agent-1", section).degraded_by[0]
+        assert section.startswith("summary-") and leaf.startswith("summary-")
+        assert view.why("agent-1", leaf).open_rules == ("negative_constraint_dropped", "orphaned_referent")
+        with pytest.raises(NotAuthoritative) as refused:
+            view.recover_from("agent-1", section, constraint_texts=middleware.channel("agent-1").texts())
+        assert f"it dropped the prohibition(s) {prohibition!r}" in str(refused.value)
+        assert f"degraded by 1 node(s) under it: {leaf} (orphans " in str(refused.value)
+
+    alerts = [json.loads(r.value) for r in asyncio.run(consume(
+        settings.bootstrap_servers, settings.alerts_topic, expected=4, timeout=30, settle=0.5))]
+    opened = {(a["rule"], a["node_id"]) for a in alerts if a["status"] == "open"}
+    assert ("negative_constraint_dropped", leaf) in opened and ("orphaned_referent", leaf) in opened
