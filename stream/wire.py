@@ -65,6 +65,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional, Union
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
 
+from stream.domain.engine import encode_record
 from stream.domain.events import ArtifactEvent, CheckpointEvent, Event, constraint_key
 from stream.errors import InvalidEvent
 
@@ -637,8 +638,8 @@ def decode_message(
 # ----------------------------------------------------------------------------- encoding
 
 
-def _dumps(obj: dict[str, Any]) -> bytes:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+def _dumps(obj: Any) -> bytes:
+    return encode_record(obj)  # the engine's encoding: its size bounds are in these bytes
 
 
 def encode_alert(alert: dict[str, Any]) -> bytes:

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from stream.domain.engine import Engine
 from stream.domain.events import Source
 from stream.domain.state import TABLES
-from stream.tables import OverlayState
+from stream.tables import OverlayState, store_value
 from stream.wire import decode_event, encode_alert, encode_verdict
 from tests.unit.test_engine_properties import arrivals
 
@@ -29,10 +29,11 @@ pytestmark = pytest.mark.unit
 
 
 class _CopyingMap(dict):
-    """A dict that, like a faust table, hands out a new object on every read."""
+    """A dict that, like a faust table, hands out a new object on every read (sets come
+    back as sorted lists, as a table stores them)."""
 
     def __getitem__(self, key: tuple) -> Any:
-        return json.loads(json.dumps(dict.__getitem__(self, key)))
+        return json.loads(store_value(dict.__getitem__(self, key)))
 
     def get(self, key: tuple, default: Any = None) -> Any:
         return self[key] if key in self else default
@@ -47,7 +48,8 @@ class _CopyingState:
             setattr(self, name, _CopyingMap())
 
     def snapshot(self) -> dict[str, dict]:
-        return {name: {k: dict.__getitem__(getattr(self, name), k) for k in getattr(self, name)}
+        return {name: {k: json.loads(store_value(dict.__getitem__(getattr(self, name), k)))
+                       for k in getattr(self, name)}
                 for name in TABLES}
 
 
