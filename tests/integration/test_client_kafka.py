@@ -156,6 +156,34 @@ def test_recover_from_names_the_orphans_of_the_degrading_leaf_and_the_dropped_pr
         assert view.open_sets("c1", "root") == {"negative_constraint_dropped": ("prohibition:ab12",)}
 
 
+def test_the_view_answers_from_the_engines_own_status_records_of_a_client_pipeline(settings):
+    from stream.client import MemoryTransport
+    from stream.replay import replay_lines
+
+    transport = MemoryTransport()
+    with Guard(settings, clock=None, transport=transport) as g:
+        ctx = g.context("c1")
+        ctx.admitted("s1")
+        ctx.admitted("s2")
+        ctx.checkpoint("leaf", "leaf", referents=["s1", "s2"], raw_negative_constraints=["Do not push"],
+                       negative_constraints=["Do not push"])
+        ctx.checkpoint("root", "root", children=["leaf"])  # drops the prohibition
+        ctx.evicted("s2")
+    out = replay_lines(v for _, _, v in transport.records)  # the worker's engine, offline
+    put_status(settings, *out.statuses)
+    put_alerts(settings, *out.alerts)
+    with StatusView(settings) as view:
+        last = {(s["context_id"], s["node_id"]): s["authoritative"] for s in out.statuses}
+        assert {k: view.is_authoritative(*k) for k in last} == last == {("c1", "leaf"): False, ("c1", "root"): False}
+        with pytest.raises(NotAuthoritative) as err:
+            view.recover_from("c1", "root", constraint_texts={"do not push": "Do not push"})
+        assert err.value.orphans == {"leaf": ("s2",)}
+        assert err.value.missing_constraints == ("do not push",)
+        assert str(err.value).startswith("cannot recover from node 'root' of context 'c1': it dropped the "
+                                         "prohibition(s) 'Do not push'; it is degraded by 1 node(s) under it: "
+                                         "leaf (orphans s2)")
+
+
 def test_wait_for_returns_after_the_group_commits_past_the_event_with_its_status_in_view(settings):
     with Guard(settings) as g, StatusView(settings) as view:
         ctx = g.context("c1")
