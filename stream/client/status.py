@@ -7,20 +7,13 @@ reads it group-less from the beginning into a local table and keeps following it
 also follows ``checkpoint-alerts`` and keeps each node's open orphan set and missing
 constraint keys, so :meth:`AsyncStatusView.recover_from` can name them.
 
-**Read-your-writes** (:meth:`AsyncStatusView.wait_for`). A pipeline that just emitted a
-checkpoint wants the status that checkpoint produced, not the one before it. The
-client knows the topic, partition and offset of every acknowledged event
-(:class:`~stream.client.Emitted`). The worker (``stream/agents.py``) sends an event's
-outputs and waits for their acknowledgement (acks=all) before it writes state and
-before faust acks the event; the group's committed offset of an input partition only
-moves past records that were acked so (faust's own commits, and the agent's commits of
-processed offsets, ``stream/gaps.py``). So once the worker group (``CG_APP_ID``) has
-committed an offset *past* the event, every status and alert record the event caused
-is on its topic, below the topic's current end offset. ``wait_for`` therefore polls the
-group's committed offsets until they pass the event, then reads the status (and
-alerts) partition of the event's partition number up to its end offset — the partition
-the worker writes a context's outputs to. Latency: the worker commits twice a second
-(``stream.agents.COMMIT_INTERVAL``), so expect up to ~0.5 s beyond processing.
+**Read-your-writes** (:meth:`AsyncStatusView.wait_for`): the client knows the partition
+and offset of every acknowledged event; the worker commits an input offset only after the
+outputs of the events below it were acknowledged (``stream/agents.py``). So ``wait_for``
+polls the worker group's (``CG_APP_ID``) committed offsets until they pass the events,
+then reads the status (and alerts) partitions of the same numbers to their end offsets.
+The argument, checked against the worker's code, is in ``docs/CLIENT.md``. Expect up to
+~0.5 s beyond processing: the worker commits twice a second.
 
 A node with no status record yet (not processed, or never emitted) is not authoritative.
 """
