@@ -382,6 +382,28 @@ def test_not_authoritative_names_orphans_dropped_prohibitions_and_degrading_node
     )
 
 
+def test_the_client_producer_is_idempotent_with_acks_all_and_the_sasl_settings():
+    from stream import kafka_clients
+    from stream.client.transport import KafkaTransport
+
+    s = Settings(broker="kafka://h1:1", security_protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-256",
+                 sasl_username="alice", sasl_password="pw-for-test", max_message_bytes=2 << 20)
+
+    async def build():
+        p = kafka_clients.idempotent_producer(s)
+        try:
+            inner = p.client
+            return (p._txn_manager is not None, p._sender._acks, p._max_request_size,
+                    inner._security_protocol, inner._sasl_mechanism, inner._sasl_plain_username)
+        finally:
+            await p.stop()
+
+    idempotent, acks, max_request, *security = asyncio.run(build())
+    assert idempotent and acks == -1 and max_request == (2 << 20) + (64 << 10)  # -1: acks=all
+    assert security == ["SASL_PLAINTEXT", "SCRAM-SHA-256", "alice"]
+    assert KafkaTransport(s).settings is s
+
+
 # ------------------------------------------------------------------ purity
 
 CHECK = r"""
