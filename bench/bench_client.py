@@ -337,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lookups", type=int, default=None, help="random keys per lookup figure (default 1000000)")
     ap.add_argument("--samples", type=int, default=None, help="read-your-writes samples (default 30; quick 5)")
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--title", default="8. The pipeline client: produce rate, StatusView lookups and catch-up")
+    ap.add_argument("--title", default="9. The pipeline client: produce rate, StatusView lookups and catch-up")
     ap.add_argument("--out", metavar="FILE")
     add_broker_args(ap)
     args = ap.parse_args(argv)

@@ -16,8 +16,7 @@ from faust.cli import argument
 from stream.app import app, settings
 from stream.commands._base import SyncCommand, fail
 from stream.errors import ConfigurationError
-from stream.kafka_clients import create_topics, topic_partitions
-from stream.topology import EXTERNAL_TOPICS
+from stream.kafka_clients import create_project_topics, project_topics, topic_partitions
 
 
 @app.command(argument("action", type=click.Choice(["create", "describe"])), base=SyncCommand)
@@ -28,13 +27,15 @@ def topics(self, action: str) -> int:
     one with a different partition count is an error. describe: partition counts.
     """
     try:
+        plain, compacted_topics = project_topics(settings)
         if action == "create":
-            result = asyncio.run(create_topics(settings, EXTERNAL_TOPICS, settings.partitions))
-            for name in EXTERNAL_TOPICS:
-                print(f"{name}: {result[name]} ({settings.partitions} partitions)")
+            result = asyncio.run(create_project_topics(settings))
+            for name in (*plain, *compacted_topics):
+                compacted = ", compacted" if name in compacted_topics else ""
+                print(f"{name}: {result[name]} ({settings.partitions} partitions{compacted})")
         else:
-            counts = asyncio.run(topic_partitions(settings, EXTERNAL_TOPICS))
-            for name in EXTERNAL_TOPICS:
+            counts = asyncio.run(topic_partitions(settings, (*plain, *compacted_topics)))
+            for name in (*plain, *compacted_topics):
                 n = counts.get(name)
                 print(f"{name}: {'missing' if n is None else f'{n} partitions'}")
     except ConfigurationError as exc:

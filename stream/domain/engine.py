@@ -37,7 +37,7 @@ import heapq
 import json
 from bisect import bisect_left, insort
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from stream.domain.events import (
     ArtifactEvent,
@@ -86,14 +86,24 @@ def encode_record(obj: Any) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 
+class NodeSummary(NamedTuple):
+    """What the per-level gauges count of one node."""
+
+    level: str
+    authoritative: bool
+    degraded: bool
+    opaque: bool
+
+
 @dataclass(slots=True)
 class Output:
     """What one :meth:`Engine.process` call produced, in order.
 
     ``alerts``: alert dicts (DESIGN.md §3), emission order. ``statuses``: node-status
-    records (§4 Node status); ``status_before``: for each of them the node's previous
-    ``(level, authoritative, degraded)`` or None (first status). ``records``: alerts and
-    statuses interleaved in output order (each event's alerts, then its statuses). ``verdicts``: one dict per applied checkpoint. ``applied``: ``(event,
+    records (§4 Node status). ``records``: alerts and statuses interleaved in output
+    order (each event's alerts, then its statuses). ``node_changes``: ``(before, after)``
+    :class:`NodeSummary` of every node whose summary changed (before None: a new node)
+    — what the metrics' per-level gauges follow. ``verdicts``: one dict per applied checkpoint. ``applied``: ``(event,
     source)`` of every event applied (drained ones included, each with its own source);
     ``duplicates``: applied-time duplicates ignored; ``dropped``: seq below the next
     expected or already waiting; ``buffered``: 1 if the arriving event now waits.
@@ -101,8 +111,8 @@ class Output:
 
     alerts: list[dict[str, Any]] = field(default_factory=list)
     statuses: list[dict[str, Any]] = field(default_factory=list)
-    status_before: list[tuple[str, bool, bool] | None] = field(default_factory=list)
     records: list[dict[str, Any]] = field(default_factory=list)
+    node_changes: list[tuple[NodeSummary | None, NodeSummary]] = field(default_factory=list)
     verdicts: list[dict[str, Any]] = field(default_factory=list)
     applied: list[tuple[Event, Source]] = field(default_factory=list)
     duplicates: int = 0
@@ -113,9 +123,8 @@ class Output:
         self.alerts.append(alert)
         self.records.append(alert)
 
-    def status(self, status: dict[str, Any], before: tuple[str, bool, bool] | None) -> None:
+    def status(self, status: dict[str, Any]) -> None:
         self.statuses.append(status)
-        self.status_before.append(before)
         self.records.append(status)
 
 
@@ -330,8 +339,8 @@ class _Step:
     ``o`` / ``m``: node -> its new orphan / missing set, for nodes whose set may have
     changed (compared with ``alert_sets`` at emission). ``u``: node -> whether its kept
     version is now opaque, for nodes where that flipped. ``before``: node -> ``(level,
-    frozen, open_rules, had_degraded)`` captured before the event changed it (None: the
-    node is new). ``deg``: node -> net change of ``degraded_by`` (element -> +1/-1).
+    frozen, open_rules, had_degraded, opaque)`` captured before the event changed it
+    (None: the node is new). ``deg``: node -> net change of ``degraded_by`` (element -> +1/-1).
     """
 
     __slots__ = ("ctx", "o", "m", "u", "before", "deg")
@@ -632,7 +641,7 @@ class Engine:
             return
         sets = state.alert_sets.get(key)
         degraded = _degraded_count(state.reach.get(key), node_id) > 0
-        step.before[node_id] = (rec["level"], rec["frozen"], _open_rules(rec, sets), degraded)
+        step.before[node_id] = (rec["level"], rec["frozen"], _open_rules(rec, sets), degraded, rec["opaque"])
 
     def _grow_required(self, state: State, step: _Step, start: str, delta: set[str]) -> None:
         """Add ``delta`` to ``required(start)`` and push what is new up the ledger parents."""
@@ -755,11 +764,20 @@ class Engine:
                 continue
             before = step.before[nid]
             rules = _open_rules(rec, state.alert_sets.get(key))
+            reach = state.reach.get(key)
+            summary = NodeSummary(rec["level"], not rules and not _degraded_count(reach, nid),
+                                  _degraded_count(reach, nid) > 0, rec["opaque"])
+            if before is None:
+                out.node_changes.append((None, summary))
+            else:
+                was = NodeSummary(before[0], not before[2] and not before[3], before[3], before[4])
+                if was != summary:
+                    out.node_changes.append((was, summary))
             deg = step.deg.get(nid)
             deg_changed = bool(deg) and any(deg.values())
             if before is not None and before[1] == rec["frozen"] and before[2] == rules and not deg_changed:
                 continue
-            degraded_by, count = _degraded(state.reach.get(key), nid)
+            degraded_by, count = _degraded(reach, nid)
             authoritative = not rules and not count
             status = {
                 "schema_version": SCHEMA_VERSION,
@@ -777,7 +795,7 @@ class Engine:
             }
             if _may_exceed(status, max_bytes):
                 _fit(status, "degraded_by", max_bytes, mark=False)
-            out.status(status, None if before is None else (before[0], not before[2] and not before[3], before[3]))
+            out.status(status)
 
     # ------------------------------------------------------------------ verdicts
     def _verdict(self, state: State, ev: CheckpointEvent, source: Source, rec: dict, verdict: str) -> dict[str, Any]:

@@ -303,3 +303,15 @@ def test_a_root_with_ten_thousand_children_ends_the_same_in_both_orders():
     last = run(*_wide(10_000, root_first=False))
     assert _final(first) == _final(last)
     assert not first.alerts and not last.alerts
+
+
+def test_every_record_the_engine_emits_matches_the_published_model():
+    from stream.wire import Alert, Status
+
+    result = _tree(evict("a", event_id="ev"), make_checkpoint(event_id="op", node_id="o", opaque=True),
+                   make_checkpoint(event_id="d", node_id="d", raw_negative_constraints=["k"], children=["leaf"]))
+    assert {r["rule"] for r in result.alerts} == {"orphaned_referent", "unverifiable_checkpoint",
+                                                   "negative_constraint_dropped"}
+    for record in result.records:
+        model = Alert if record["type"] == "alert" else Status
+        assert model.model_validate(record).model_dump(exclude_unset=True) == record

@@ -61,6 +61,19 @@ def reason_for(data: bytes | dict, limits: Limits = SMALL) -> str:
 # --------------------------------------------------------------------------- settings
 
 
+def test_a_seq_over_the_configured_limit_names_the_setting():
+    small = Limits(max_seq=100)
+    assert decode_event(as_line(make_checkpoint(seq=100)), limits=small).seq == 100
+    assert reason_for(make_checkpoint(seq=101), small) == "seq: 101, limit is 100 (CG_MAX_SEQ)"
+
+
+def test_a_lower_nesting_limit_dead_letters_what_the_parser_would_read():
+    shallow = Limits(max_json_depth=3)
+    assert decode_event(as_line(make_checkpoint(unknown={"a": 1})), limits=shallow)
+    deep = make_checkpoint(unknown={"a": {"b": [1]}})
+    assert reason_for(deep, shallow) == "not JSON: nested deeper than 3 levels (CG_MAX_JSON_DEPTH)"
+
+
 def test_the_default_limits_are_the_settings_defaults_and_design_md_s():
     assert Limits.from_settings(Settings()) == DEFAULT_LIMITS == Limits()
     assert (DEFAULT_LIMITS.max_message_bytes, DEFAULT_LIMITS.max_id_chars, DEFAULT_LIMITS.max_referents,
@@ -239,7 +252,7 @@ def test_an_integer_of_5000_digits_in_an_informational_field_is_treated_as_absen
 
 
 @pytest.mark.parametrize(("literal", "reason"), [
-    (b"9" * 5000, "seq: Input should be less than or equal to 9223372036854775807"),
+    (b"9" * 5000, "seq: beyond 64 bits, limit is 9223372036854775807 (CG_MAX_SEQ)"),
     (b"-" + b"9" * 5000, "seq: Input should be greater than or equal to 0"),
 ])
 def test_an_integer_of_5000_digits_as_seq_is_out_of_range(literal, reason):
