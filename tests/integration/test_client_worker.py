@@ -11,7 +11,6 @@ import asyncio
 import itertools
 import json
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -28,7 +27,7 @@ WAIT = 60.0
 @pytest.fixture
 def stack(kafka_bootstrap: str, tmp_path: Path):
     """(settings of the pipeline, running worker) on this test's own topics and group."""
-    env = worker_env(kafka_bootstrap, tmp_path, CG_STATUS_TOPIC=f"status-{uuid.uuid4().hex[:8]}")
+    env = worker_env(kafka_bootstrap, tmp_path)
     created = run_cli(env, "topics", "create")
     assert created.returncode == 0, created.stderr
     settings = Settings(
