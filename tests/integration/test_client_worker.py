@@ -20,8 +20,11 @@ from stream.client import Guard, NotAuthoritative, StatusView
 from stream.settings import Settings
 from tests.integration.harness import Worker, consume, run_cli, worker_env
 
-#: wait_for's bound in these tests; bench/bench_client.py part C measures the real figure.
+#: wait_for's timeout in these tests.
 WAIT = 60.0
+#: emit -> status in the view: bench/bench_client.py part C measured p50 0.54 s, p95 1.0 s
+#: (docs/BENCHMARKS.md, part 9); the test allows ten times the p95 for a loaded CI machine.
+EMIT_TO_STATUS_BOUND = 10.0
 
 
 @pytest.fixture
@@ -62,6 +65,7 @@ def test_an_eviction_makes_the_checkpoint_not_authoritative_and_readmission_rest
         t0 = time.monotonic()
         view.wait_for(ctx, timeout=WAIT)
         waited = time.monotonic() - t0
+        assert waited < EMIT_TO_STATUS_BOUND
         assert view.why("run-1", "leaf-1").open_rules == ("orphaned_referent",)
         assert view.why("run-1", "root").degraded_by == ("leaf-1",)
         with pytest.raises(NotAuthoritative) as refused:
