@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import json
 import random
 import statistics
 import sys
@@ -56,7 +55,7 @@ from bench.common import (  # noqa: E402
     part_footer, proc_status, say, software_line, write_out,
 )
 from stream import kafka_clients  # noqa: E402
-from stream.client import AsyncGuard, AsyncStatusView, EventBuilder, Guard, MemoryTransport, StatusView  # noqa: E402
+from stream.client import AsyncGuard, EventBuilder, Guard, MemoryTransport, StatusView  # noqa: E402
 from stream.settings import Settings  # noqa: E402
 from stream.wire import encode_status, status_key  # noqa: E402
 

@@ -33,7 +33,7 @@ from typing import Any
 from stream.client._loop import LoopThread
 from stream.client.records import Clock, Emitted, EventBuilder, utc_now
 from stream.client.transport import KafkaTransport, Transport
-from stream.errors import GuardError, InvalidEvent
+from stream.errors import GuardError
 from stream.settings import Settings, get_settings
 from stream.wire import Limits, decode_event
 

@@ -9,7 +9,6 @@ the offset the worker would commit after acknowledging the event's outputs.
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import time
 import uuid
