@@ -8,7 +8,7 @@ referents, a prohibition and a 200-character text, 1 eviction) sent three ways t
 input topics (4 partitions), and, as the reference in the same run, the very bytes the
 client produced (captured once with a MemoryTransport, ``clock=None``) sent by a raw
 aiokafka producer with the client's producer settings
-(``kafka_clients.idempotent_producer``: acks=all, idempotence) keyed the same way:
+(``kafka_clients.idempotent_producer``: acks=all, idempotence, linger 5 ms) keyed the same way:
 
 * ``raw aiokafka``: ``await producer.send(...)`` per record, then the futures;
 * ``AsyncGuard``: ``await ctx.admitted(...)`` etc. per event, then ``await guard.flush()``;

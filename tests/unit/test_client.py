@@ -393,13 +393,14 @@ def test_the_client_producer_is_idempotent_with_acks_all_and_the_sasl_settings()
         p = kafka_clients.idempotent_producer(s)
         try:
             inner = p.client
-            return (p._txn_manager is not None, p._sender._acks, p._max_request_size,
+            return (p._txn_manager is not None, p._sender._acks, p._max_request_size, p._message_accumulator._linger_time,
                     inner._security_protocol, inner._sasl_mechanism, inner._sasl_plain_username)
         finally:
             await p.stop()
 
-    idempotent, acks, max_request, *security = asyncio.run(build())
+    idempotent, acks, max_request, linger, *security = asyncio.run(build())
     assert idempotent and acks == -1 and max_request == (2 << 20) + (64 << 10)  # -1: acks=all
+    assert linger == 0.005
     assert security == ["SASL_PLAINTEXT", "SCRAM-SHA-256", "alice"]
     assert KafkaTransport(s).settings is s
 
