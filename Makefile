@@ -9,20 +9,40 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install test unit integration demo example bench clean
+.PHONY: install install-langgraph test test-langgraph unit integration demo example bench clean
 
 $(STAMP): pyproject.toml
 	@command -v java >/dev/null || { echo "checkpoint-guard: error: java not found (install Java 17+)" >&2; exit 1; }
 	@command -v mvn  >/dev/null || { echo "checkpoint-guard: error: mvn not found (install Maven 3.6+)" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,langgraph]'
+	$(BIN)/python -m pip install --quiet -e '.[test]'
 	@touch $@
 
 install: $(STAMP)
 
-test: install
+# The LangGraph integration (extra `langgraph`) gets its own virtualenv: LangChain brings
+# orjson (langsmith, langgraph-sdk), and faust switches its JSON codec when orjson is
+# importable, which the worker's table encoding does not expect (tests/unit/
+# test_table_encoding.py). The worker always runs from $(VENV); tests/langgraph run the
+# agent side from $(LG_VENV) — as in production, where the agent runtime is another process.
+LG_VENV  ?= .venv-langgraph
+LG_STAMP := $(LG_VENV)/.installed-stamp
+
+$(LG_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(LG_VENV)
+	$(LG_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LG_VENV)/bin/python -m pip install --quiet -e '.[test,langgraph]'
+	@touch $@
+
+install-langgraph: $(LG_STAMP)
+
+test: install install-langgraph
 	$(BIN)/python -m pytest
+	$(LG_VENV)/bin/python -m pytest tests/langgraph
+
+test-langgraph: install install-langgraph
+	$(LG_VENV)/bin/python -m pytest tests/langgraph
 
 unit: install
 	$(BIN)/python -m pytest tests/unit
@@ -42,11 +62,11 @@ example: install
 # writes docs/BENCHMARKS.md. `make bench ARGS=--quick` (~6 min) writes var/bench/BENCHMARKS.quick.md;
 # ARGS="--parts 1,6" picks parts. See bench/README.md.
 $(VENV)/.bench-stamp: $(STAMP) pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[test,langgraph,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	@touch $@
 
 bench: install $(VENV)/.bench-stamp
 	$(BIN)/python bench/run_all.py $(ARGS)
 
 clean:
-	rm -rf $(VENV) var .pytest_cache .hypothesis
+	rm -rf $(VENV) $(LG_VENV) var .pytest_cache .hypothesis

@@ -8,8 +8,8 @@ answers — after ``wait_for`` (read-your-writes), with no sleep anywhere.
 from __future__ import annotations
 
 import asyncio
-import itertools
-import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -18,7 +18,7 @@ import pytest
 from stream import kafka_clients
 from stream.client import Guard, NotAuthoritative, StatusView
 from stream.settings import Settings
-from tests.integration.harness import Worker, consume, run_cli, worker_env
+from tests.integration.harness import REPO, Worker, worker_env
 
 #: wait_for's timeout in these tests.
 WAIT = 60.0
@@ -30,8 +30,14 @@ EMIT_TO_STATUS_BOUND = 10.0
 @pytest.fixture
 def stack(kafka_bootstrap: str, tmp_path: Path):
     """(settings of the pipeline, running worker) on this test's own topics and group."""
+    yield from start_stack(kafka_bootstrap, tmp_path)
+
+
+def start_stack(kafka_bootstrap: str, tmp_path: Path, python: str | Path = sys.executable):
+    """Topics (``topics create``) and a worker started with ``python``; yields (settings, worker)."""
     env = worker_env(kafka_bootstrap, tmp_path)
-    created = run_cli(env, "topics", "create")
+    created = subprocess.run([str(python), "-m", "stream", "topics", "create"], env=env, cwd=REPO,
+                             capture_output=True, text=True, timeout=60)
     assert created.returncode == 0, created.stderr
     settings = Settings(
         broker=env["CG_BROKER"], app_id=env["CG_APP_ID"], partitions=int(env["CG_PARTITIONS"]),
@@ -41,7 +47,7 @@ def stack(kafka_bootstrap: str, tmp_path: Path):
     )
     counts = asyncio.run(kafka_clients.topic_partitions(settings, [settings.status_topic]))
     assert counts[settings.status_topic] == settings.partitions, "topics create makes checkpoint-status"
-    worker = Worker(env, tmp_path / "worker.log").start()
+    worker = Worker(env, tmp_path / "worker.log", python=python).start()
     try:
         yield settings, worker
     finally:
@@ -80,41 +86,3 @@ def test_an_eviction_makes_the_checkpoint_not_authoritative_and_readmission_rest
         assert view.is_authoritative("run-1", "leaf-1")
     print(f"emit -> not authoritative in the view: {waited * 1000:.0f} ms")
     assert worker.proc.poll() is None
-
-
-def test_a_langgraph_summary_that_drops_a_prohibition_is_refused(stack):
-    from langchain.agents import create_agent
-    from langchain_core.language_models.fake_chat_models import FakeListChatModel, GenericFakeChatModel
-    from langchain_core.messages import AIMessage
-    from langgraph.checkpoint.memory import InMemorySaver
-
-    from stream.client.langgraph import GuardedSummarization
-
-    settings, _ = stack
-    prohibition = "Do not edit the generated files under migrations/."
-    turns = ["Fix the failing test in tests/test_api.py.", prohibition, "Also run pytest -q.", "Thanks, continue.",
-             "Now update the changelog.", "And the README.", "Done?"]
-    model = GenericFakeChatModel(messages=(AIMessage(f"ok {i}") for i in itertools.count()))
-    summarizer = FakeListChatModel(responses=["The user wants the API test fixed.", "API test fixed; docs next."])
-    with Guard(settings) as guard, StatusView(settings) as view:
-        middleware = GuardedSummarization(model, summarizer=summarizer, guard=guard, trigger=("messages", 6),
-                                          keep=("messages", 2), carry_constraints=False)  # no store, no channel
-        agent = create_agent(model, [], middleware=[middleware], checkpointer=InMemorySaver())
-        for text in turns:
-            out = agent.invoke({"messages": [{"role": "user", "content": text}]},
-                               {"configurable": {"thread_id": "agent-1"}})
-        ctx = guard.context("agent-1")
-        view.wait_for(ctx, timeout=WAIT)
-        section = out["messages"][0].id
-        leaf = view.why("agent-1", section).degraded_by[0]
-        assert section.startswith("summary-") and leaf.startswith("summary-")
-        assert view.why("agent-1", leaf).open_rules == ("negative_constraint_dropped", "orphaned_referent")
-        with pytest.raises(NotAuthoritative) as refused:
-            view.recover_from("agent-1", section, constraint_texts=middleware.channel("agent-1").texts())
-        assert f"it dropped the prohibition(s) {prohibition!r}" in str(refused.value)
-        assert f"degraded by 1 node(s) under it: {leaf} (orphans " in str(refused.value)
-
-    alerts = [json.loads(r.value) for r in asyncio.run(consume(
-        settings.bootstrap_servers, settings.alerts_topic, expected=4, timeout=30, settle=0.5))]
-    opened = {(a["rule"], a["node_id"]) for a in alerts if a["status"] == "open"}
-    assert ("negative_constraint_dropped", leaf) in opened and ("orphaned_referent", leaf) in opened

@@ -1,7 +1,7 @@
 """GuardedSummarization in a real LangChain ``create_agent`` graph, with LangChain's own fake
 chat models (no network); the events it emits go through the real engine (replay).
 
-The same agent against the real broker and worker: tests/integration/test_client_worker.py.
+The same agent against the real broker and worker: test_guarded_summarization_worker.py.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from stream.client import AsyncGuard, Guard, MemoryTransport
 from stream.client.langgraph import GuardedSummarization
 from stream.replay import replay_lines
 from stream.settings import Settings
+
+pytestmark = pytest.mark.unit
 
 PROHIBITION = "Do not edit the generated files under migrations/."
 TURNS = ["Fix the failing test in tests/test_api.py.", PROHIBITION, "Also run pytest -q.", "Thanks, continue.",
