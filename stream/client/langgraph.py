@@ -2,10 +2,10 @@
 
 ``pip install 'checkpoint-guard[langgraph]'`` — in the agent's environment, not the
 worker's: LangChain brings orjson, and faust switches its JSON codec when orjson is
-importable. :class:`GuardedSummarization` is LangChain
-v1's own :class:`~langchain.agents.middleware.SummarizationMiddleware` (the summarization
-step of ``create_agent`` graphs, which run on LangGraph) that also tells checkpoint-guard
-what it did, on the context of the LangGraph thread (``thread_id``)::
+importable. :class:`GuardedSummarization` is LangChain v1's own
+:class:`~langchain.agents.middleware.SummarizationMiddleware` (the summarization step of
+``create_agent`` graphs, which run on LangGraph) that also tells checkpoint-guard what it
+did, on the context of the LangGraph thread (``thread_id``)::
 
     agent = create_agent(model, tools, store=InMemoryStore(), checkpointer=InMemorySaver(),
                          middleware=[GuardedSummarization(model, guard=guard, trigger=("messages", 40))])
