@@ -45,8 +45,11 @@ def start_stack(kafka_bootstrap: str, tmp_path: Path, python: str | Path = sys.e
         alerts_topic=env["CG_ALERTS_TOPIC"], verdicts_topic=env["CG_VERDICTS_TOPIC"],
         deadletter_topic=env["CG_DEADLETTER_TOPIC"], status_topic=env["CG_STATUS_TOPIC"],
     )
-    counts = asyncio.run(kafka_clients.topic_partitions(settings, [settings.status_topic]))
-    assert counts[settings.status_topic] == settings.partitions, "topics create makes checkpoint-status"
+    deadline = time.monotonic() + 15  # a topic created a moment ago may take a moment to show
+    while (n := asyncio.run(kafka_clients.topic_partitions(settings, [settings.status_topic]))[
+            settings.status_topic]) is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert n == settings.partitions, "topics create makes checkpoint-status"
     worker = Worker(env, tmp_path / "worker.log", python=python).start()
     try:
         yield settings, worker
