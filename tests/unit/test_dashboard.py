@@ -1,7 +1,7 @@
 """The Grafana dashboard and the monitoring deploy files stay in line with the worker.
 
 Why: the dashboard's PromQL names metrics by string; a renamed or removed metric in
-stream/metrics.py would leave a panel silently empty. Nobody runs Grafana on the dev
+stream/worker/metrics.py would leave a panel silently empty. Nobody runs Grafana on the dev
 machine, so this test reads the JSON and the provisioning/compose files back and
 checks every metric name against what the worker's registry exports.
 """
@@ -14,10 +14,14 @@ import re
 import pytest
 import yaml
 
-from stream.metrics import METRICS
+from prometheus_client import CollectorRegistry
+
+from stream.worker.metrics import Metrics
 from stream.settings import PROJECT_ROOT, Settings
 
 pytestmark = pytest.mark.unit
+
+METRICS = Metrics(CollectorRegistry())
 
 DEPLOY = PROJECT_ROOT / "deploy"
 DASHBOARD = DEPLOY / "grafana" / "dashboards" / "checkpoint-guard.json"
