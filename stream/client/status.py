@@ -9,11 +9,11 @@ constraint keys, so :meth:`AsyncStatusView.recover_from` can name them.
 
 **Read-your-writes** (:meth:`AsyncStatusView.wait_for`): the client knows the partition
 and offset of every acknowledged event; the worker commits an input offset only after the
-outputs of the events below it were acknowledged (``stream/agents.py``). So ``wait_for``
-polls the worker group's (``CG_APP_ID``) committed offsets until they pass the events,
-then reads the status (and alerts) partitions of the same numbers to their end offsets.
-The argument, checked against the worker's code, is in ``docs/CLIENT.md``. Expect up to
-~0.5 s beyond processing: the worker commits twice a second.
+outputs of the events below it were acknowledged (``stream/worker/durability.py``). So
+``wait_for`` polls the worker group's (``CG_APP_ID``) committed offsets until they pass
+the events, then reads the status (and alerts) partitions of the same numbers to their end
+offsets. The argument, checked against the worker's code, is in ``docs/CLIENT.md``. Expect
+up to one ``CG_COMMIT_INTERVAL`` (default 1 s) beyond processing.
 
 A node with no status record yet (not processed, or never emitted) is not authoritative.
 """
