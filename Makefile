@@ -22,10 +22,10 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 # The LangGraph integration (extra `langgraph`) gets its own virtualenv: LangChain brings
-# orjson (langsmith, langgraph-sdk), and faust switches its JSON codec when orjson is
-# importable, which the worker's table encoding does not expect (tests/unit/
-# test_table_encoding.py). The worker always runs from $(VENV); tests/langgraph run the
-# agent side from $(LG_VENV) — as in production, where the agent runtime is another process.
+# ~25 packages, orjson among them (langsmith, langgraph-sdk), and faust switches its JSON
+# codec when orjson is importable; the worker is built and tested without them. The worker
+# always runs from $(VENV); tests/langgraph run the agent side from $(LG_VENV) — as in
+# production, where the agent runtime is another process.
 LG_VENV  ?= .venv-langgraph
 LG_STAMP := $(LG_VENV)/.installed-stamp
 

@@ -1,8 +1,8 @@
 """LangChain/LangGraph: every summary the agent writes becomes a checkpoint.
 
-``pip install 'checkpoint-guard[langgraph]'`` — in the agent's environment, not the
-worker's: LangChain brings orjson, and faust switches its JSON codec when orjson is
-importable. :class:`GuardedSummarization` is LangChain v1's own
+``pip install 'checkpoint-guard[langgraph]'`` — in the agent's environment (the worker is
+tested without it: LangChain brings orjson, and faust switches its JSON codec when orjson
+is importable). :class:`GuardedSummarization` is LangChain v1's own
 :class:`~langchain.agents.middleware.SummarizationMiddleware` (the summarization step of
 ``create_agent`` graphs, which run on LangGraph) that also tells checkpoint-guard what it
 did, on the context of the LangGraph thread (``thread_id``)::

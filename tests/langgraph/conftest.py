@@ -1,8 +1,8 @@
 """tests/langgraph: the LangGraph integration, run from its own virtualenv (`make test-langgraph`,
 part of `make test`).
 
-LangChain brings orjson, and faust switches its JSON codec when orjson is importable, so the
-worker's environment (`.venv`) must not have the `langgraph` extra; these tests run the agent
+LangChain brings orjson, and faust switches its JSON codec when orjson is importable; the
+worker's environment (`.venv`) is built and tested without the extra. These tests run the agent
 side from `.venv-langgraph` and start the worker from `.venv` (as in production: the agent
 runtime and the worker are different processes). In an environment without LangChain this
 directory is not collected: `make test` runs it separately.
