@@ -16,7 +16,8 @@ state covers, and partition ``p`` of the state log ``<app_id>-state``
 A crash anywhere re-processes from the last durable commit and re-sends identical
 outputs (deterministic engine), never skips a record. Restore (on assignment): write a
 fence of this generation, read the log from the local RocksDB's offset (or its start)
-to the fence, seek the consumer to the covered offsets. A zombie's later records carry
+to the fence; records the consumer delivers below the covered input offsets are then
+skipped (no seek: seeking a consumer that is fetching races aiokafka's fetcher). A zombie's later records carry
 an older generation and are ignored by every replay. When the log since the last
 snapshot outgrows the state, a snapshot of the partition is written and the records
 before it are deleted. Why a delta log and not a Kafka transaction: bench/bench_commit.py
@@ -189,12 +190,12 @@ class Durability:
     ``producer``: an aiokafka producer (acks=all) for outputs and the state log;
     ``consumer``: factory of group-less aiokafka consumers; ``admin``: factory of admin
     clients; ``commit_offsets({(topic, p): offset})`` commits the consumer group's offsets
-    (the group member's commit); ``seek({(topic, p): offset})`` moves the consumer.
+    (the group member's commit); ``start_offset(topic, p)``: where an input partition the
+    state has never seen starts (the group's committed offset or the partition's start).
     """
 
     def __init__(self, settings: Settings, *, producer: Any, consumer: Callable[[], Any], admin: Callable[[], Any],
                  commit_offsets: Callable[[dict[tuple[str, int], int]], Awaitable[Any]],
-                 seek: Callable[[dict[tuple[str, int], int]], Awaitable[Any]],
                  dead_letter: Callable[..., OutputRecord],
                  start_offset: Callable[[str, int], Awaitable[int]] | None = None,
                  on_rejected: Callable[[str], None] = lambda topic: None) -> None:
@@ -204,7 +205,6 @@ class Durability:
         self._consumer = consumer
         self._admin = admin
         self._commit_offsets = commit_offsets
-        self._seek = seek
         self._start_offset = start_offset
         self.outputs = Outputs(producer, dead_letter, on_rejected)
         self.partitions: dict[int, Partition] = {}
@@ -283,8 +283,6 @@ class Durability:
             part.store.write([], {"log": fence_offset, "gen": replay.generation, "offsets": part.offsets, "n": part.n,
                                   "snap": part.since_snapshot})
             self.restored_entries += sink.entries
-            if part.offsets:
-                await self._seek({(t, part.number): o for t, o in part.offsets.items()})
             log.info("partition %d: state restored (%d log entries) in %.2fs; generation %d, input offsets %s",
                      part.number, sink.entries, time.perf_counter() - started, generation, part.offsets)
         except asyncio.CancelledError as exc:  # revoked or stopping: never usable half-restored

@@ -73,7 +73,6 @@ class Runtime:
                                       max_partition_fetch_bytes=s.max_request_bytes),
             admin=lambda: admin(s),
             commit_offsets=lambda offsets: compat.commit_offsets(self.app, offsets),
-            seek=lambda offsets: compat.seek(self.app, offsets),
             dead_letter=self.outputs.dead_letter,
             start_offset=self.gaps.start_offset,
             on_rejected=self.metrics.output_rejected,
@@ -127,7 +126,8 @@ class Runtime:
 
     # ------------------------------------------------------------------ the batch
     async def handle(self, events: Sequence[Any]) -> None:
-        """One batch of faust events (module docstring). Exits the process on failure."""
+        """One batch of input records (``topic``, ``partition``, ``offset``, ``key``,
+        ``value``; module docstring). Exits the process on failure."""
         try:
             await self._handle(events)
         except asyncio.CancelledError:
@@ -144,8 +144,7 @@ class Runtime:
         d = self.durability
         assert d is not None
         by_partition: dict[int, list[Any]] = {}
-        for ev in events:
-            m = ev.message
+        for m in events:
             by_partition.setdefault(m.partition, []).append(m)
         async with d.lock:
             for number, messages in by_partition.items():
