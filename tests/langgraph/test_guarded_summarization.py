@@ -25,6 +25,7 @@ from stream.settings import Settings
 pytestmark = pytest.mark.unit
 
 PROHIBITION = "Do not edit the generated files under migrations/."
+RULE = PROHIBITION.rstrip(".")  # the clause the prohibition matcher extracts
 TURNS = ["Fix the failing test in tests/test_api.py.", PROHIBITION, "Also run pytest -q.", "Thanks, continue.",
          "Now update the changelog.", "And the README.", "Done?"]
 
@@ -61,7 +62,7 @@ def test_a_summary_that_drops_a_prohibition_and_forgets_its_messages_opens_both_
     checkpoint, = [e for e in evs if e["type"] == "checkpoint"]
     assert checkpoint["context_id"] == "thread-1" and checkpoint["level"] == "leaf"
     assert len(checkpoint["referents"]) == 5 and checkpoint["negative_constraints"] == []
-    assert [c["text"] for c in checkpoint["raw_negative_constraints"]] == [PROHIBITION]
+    assert [c["text"] for c in checkpoint["raw_negative_constraints"]] == [RULE]
     evicted = {e["artifact_id"] for e in evs if e.get("op") == "evicted"}
     assert evicted == set(checkpoint["referents"])
     alerts = replay_lines(v for _, _, v in transport.records).alerts
@@ -76,7 +77,7 @@ def test_with_a_store_and_the_constraint_channel_the_summary_stays_safe():
         agent, _ = build(guard, summaries=["The user wants the API test fixed."], store=store)
         out = run_turns(agent, TURNS[:4])
     summary = out["messages"][0]
-    assert summary.id.startswith("summary-") and f"- {PROHIBITION}" in summary.text
+    assert summary.id.startswith("summary-") and f"- {RULE}" in summary.text
     evs = events(transport)
     checkpoint, = [e for e in evs if e["type"] == "checkpoint"]
     durable = [e["artifact_id"] for e in evs if e.get("tier") == "durable"]
@@ -95,7 +96,7 @@ def test_a_re_summary_is_a_section_over_the_previous_summary():
     assert (first["level"], second["level"]) == ("leaf", "section")
     assert second["children"] == [first["node_id"]]
     assert first["node_id"] not in second["referents"]
-    assert [c["text"] for c in second["negative_constraints"]] == [PROHIBITION]  # carried on up
+    assert [c["text"] for c in second["negative_constraints"]] == [RULE]  # carried on up
     assert replay_lines(v for _, _, v in transport.records).alerts == []
 
 

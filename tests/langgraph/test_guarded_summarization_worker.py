@@ -52,7 +52,7 @@ def test_a_langgraph_summary_that_drops_a_prohibition_is_refused(stack):
         assert view.why("agent-1", leaf).open_rules == ("negative_constraint_dropped", "orphaned_referent")
         with pytest.raises(NotAuthoritative) as refused:
             view.recover_from("agent-1", section, constraint_texts=middleware.channel("agent-1").texts())
-        assert f"it dropped the prohibition(s) {prohibition!r}" in str(refused.value)
+        assert f"it dropped the prohibition(s) {prohibition.rstrip('.')!r}" in str(refused.value)
         assert f"degraded by 1 node(s) under it: {leaf} (orphans " in str(refused.value)
 
     alerts = [json.loads(r.value) for r in asyncio.run(consume(

@@ -304,6 +304,7 @@ def test_the_clock_stamps_occurred_at_and_leaves_the_event_id_alone():
 
 # ------------------------------------------------------------------ constraint channel, referents
 
+RULE = "Do not edit the generated files under migrations/"  # the clause the matcher extracts
 RAW = [
     "Please fix the failing test in tests/test_api.py.",
     "Do not edit the generated files under migrations/. Run the suite with pytest -q.",
@@ -313,9 +314,9 @@ RAW = [
 def test_the_channel_fills_both_constraint_fields_so_no_prohibition_is_dropped():
     channel = ConstraintChannel()
     prepared = channel.prepare(RAW)
-    assert [c.text for c in prepared.raw] == ["Do not edit the generated files under migrations/."]
+    assert [c.text for c in prepared.raw] == [RULE]
     summary = channel.attach("Fixed the API test.", prepared)  # the model forgot the rule
-    assert "- Do not edit the generated files under migrations/." in summary
+    assert f"- {RULE}\n" in summary + "\n"
     transport = MemoryTransport()
     with guard(transport) as g:
         ctx = g.context("ctx")
@@ -338,7 +339,7 @@ def test_a_summary_written_without_the_channel_that_drops_a_prohibition_opens_th
     alerts = replay_lines(v for _, _, v in transport.records).alerts
     assert [(a["rule"], a["missing_constraints"]) for a in alerts] == [
         ("negative_constraint_dropped", [prepared.raw[0].id])]
-    assert channel.texts()[prepared.raw[0].id] == "Do not edit the generated files under migrations/."
+    assert channel.texts()[prepared.raw[0].id] == RULE
 
 
 def test_referents_are_the_covered_artifacts_plus_those_the_summary_names():
