@@ -9,7 +9,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install test unit integration demo bench clean
+.PHONY: install install-langgraph test test-langgraph unit integration demo example bench clean
 
 $(STAMP): pyproject.toml
 	@command -v java >/dev/null || { echo "checkpoint-guard: error: java not found (install Java 17+)" >&2; exit 1; }
@@ -21,8 +21,28 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-test: install
+# The LangGraph integration (extra `langgraph`) gets its own virtualenv: LangChain brings
+# ~25 packages, orjson among them (langsmith, langgraph-sdk), and faust switches its JSON
+# codec when orjson is importable; the worker is built and tested without them. The worker
+# always runs from $(VENV); tests/langgraph run the agent side from $(LG_VENV) — as in
+# production, where the agent runtime is another process.
+LG_VENV  ?= .venv-langgraph
+LG_STAMP := $(LG_VENV)/.installed-stamp
+
+$(LG_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(LG_VENV)
+	$(LG_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LG_VENV)/bin/python -m pip install --quiet -e '.[test,langgraph]'
+	@touch $@
+
+install-langgraph: $(LG_STAMP)
+
+test: install install-langgraph
 	$(BIN)/python -m pytest
+	$(LG_VENV)/bin/python -m pytest tests/langgraph
+
+test-langgraph: install install-langgraph
+	$(LG_VENV)/bin/python -m pytest tests/langgraph
 
 unit: install
 	$(BIN)/python -m pytest tests/unit
@@ -32,6 +52,11 @@ integration: install
 
 demo: install
 	$(BIN)/python -m stream demo $(ARGS)
+
+# make example: a fresh broker, topics and worker, then examples/pipeline.py (README
+# "Emit events from your own pipeline"); everything under var/example/, stopped at the end.
+example: install
+	$(BIN)/python examples/run_example.py
 
 # make bench: every benchmark part, full size (~50 min; starts and stops its own Kafka),
 # writes docs/BENCHMARKS.md. `make bench ARGS=--quick` (~6 min) writes var/bench/BENCHMARKS.quick.md;
@@ -44,4 +69,4 @@ bench: install $(VENV)/.bench-stamp
 	$(BIN)/python bench/run_all.py $(ARGS)
 
 clean:
-	rm -rf $(VENV) var .pytest_cache .hypothesis
+	rm -rf $(VENV) $(LG_VENV) var .pytest_cache .hypothesis
