@@ -9,40 +9,23 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install install-langgraph test test-langgraph unit integration demo example bench clean
+.PHONY: install test test-langgraph unit integration demo example bench clean
 
 $(STAMP): pyproject.toml
 	@command -v java >/dev/null || { echo "checkpoint-guard: error: java not found (install Java 17+)" >&2; exit 1; }
 	@command -v mvn  >/dev/null || { echo "checkpoint-guard: error: mvn not found (install Maven 3.6+)" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,langgraph]'
 	@touch $@
 
 install: $(STAMP)
 
-# The LangGraph integration (extra `langgraph`) gets its own virtualenv: LangChain brings
-# ~25 packages, orjson among them (langsmith, langgraph-sdk), and faust switches its JSON
-# codec when orjson is importable; the worker is built and tested without them. The worker
-# always runs from $(VENV); tests/langgraph run the agent side from $(LG_VENV) — as in
-# production, where the agent runtime is another process.
-LG_VENV  ?= .venv-langgraph
-LG_STAMP := $(LG_VENV)/.installed-stamp
-
-$(LG_STAMP): pyproject.toml
-	$(PYTHON) -m venv $(LG_VENV)
-	$(LG_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(LG_VENV)/bin/python -m pip install --quiet -e '.[test,langgraph]'
-	@touch $@
-
-install-langgraph: $(LG_STAMP)
-
-test: install install-langgraph
+test: install
 	$(BIN)/python -m pytest
-	$(LG_VENV)/bin/python -m pytest tests/langgraph
 
-test-langgraph: install install-langgraph
-	$(LG_VENV)/bin/python -m pytest tests/langgraph
+test-langgraph: install
+	$(BIN)/python -m pytest tests/langgraph
 
 unit: install
 	$(BIN)/python -m pytest tests/unit
@@ -69,4 +52,4 @@ bench: install $(VENV)/.bench-stamp
 	$(BIN)/python bench/run_all.py $(ARGS)
 
 clean:
-	rm -rf $(VENV) $(LG_VENV) var .pytest_cache .hypothesis
+	rm -rf $(VENV) var .pytest_cache .hypothesis

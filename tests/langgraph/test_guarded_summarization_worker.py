@@ -1,5 +1,5 @@
 """GuardedSummarization end to end: a LangChain agent (fake chat models, no network) in this
-process (.venv-langgraph), the real worker from .venv (no orjson), StatusView answering.
+process, the real worker in its own, StatusView answering.
 """
 
 from __future__ import annotations
