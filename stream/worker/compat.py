@@ -81,13 +81,16 @@ class InlineConsumer(faust_aiokafka.Consumer):
         app = self.app
         try:
             while not (consumer_should_stop() or fetcher_should_stop()):
-                generation = app.consumer_generation_id
                 records, active = await self._wait_next_records(1.0)
                 await self.sleep(0)
                 if not records or self.should_stop:
                     continue
-                if not self.flow_active or app.consumer_generation_id != generation:
-                    continue  # a rebalance began: what was fetched is read again later
+                if not self.flow_active:  # a rebalance began: back to the committed offsets, as faust does
+                    await self.perform_seek()
+                    continue
+                # Records fetched across a generation change are delivered all the same
+                # (faust drops them): the runtime skips what the state covers or does not
+                # own, and a record dropped here would be lost until a later one came.
                 queue, fast = self.inline_queue, self.inline_topics
                 for tp, recs in records.items():
                     if not recs or (active is not None and tp not in active and tp not in buffered):
