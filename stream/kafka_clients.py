@@ -191,6 +191,23 @@ async def create_project_topics(settings: Settings) -> dict[str, str]:
     return result
 
 
+async def max_message_bytes(settings: Settings, topics: list[str] | tuple[str, ...]) -> dict[str, int]:
+    """topic -> its ``max.message.bytes`` (the largest record batch the broker accepts)."""
+    from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+    async with started(settings, admin(settings)) as client:
+        responses = await client.describe_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, t, configs={"max.message.bytes": None}) for t in topics])
+    out: dict[str, int] = {}
+    for resp in responses:
+        for resource in resp.resources:
+            name, configs = resource[3], resource[4]
+            for entry in configs:
+                if entry[0] == "max.message.bytes" and entry[1] is not None:
+                    out[name] = int(entry[1])
+    return out
+
+
 async def check_copartitioned(settings: Settings) -> int:
     """Refuse to run on input topics that are missing or not co-partitioned.
 

@@ -44,6 +44,8 @@ from stream.worker.store import PartitionState, PartitionStore
 log = logging.getLogger("checkpoint_guard.durability")
 
 SEND_RETRY_MAX_DELAY = 5.0
+#: A record batch of one record: the batch header and the record's own framing (bytes).
+_BATCH_OVERHEAD = 512
 
 
 class StateWriteError(RuntimeError):
@@ -86,9 +88,20 @@ class Outputs:
         self.dead_letter = dead_letter
         self.on_rejected = on_rejected
         self._inflight: list[tuple[OutputRecord, Any]] = []
+        #: topic -> its max.message.bytes (read at start): a larger record is rejected
+        #: before it is sent, so it never fails a batch of others and order is kept
+        self.limits: dict[str, int] = {}
 
     async def send(self, records: Iterable[OutputRecord]) -> None:
+        limits = self.limits
         for r in records:
+            limit = limits.get(r.topic)
+            if limit is not None and len(r.value) + len(r.key or b"") + _BATCH_OVERHEAD > limit:
+                fut = asyncio.get_running_loop().create_future()
+                fut.set_exception(MessageSizeTooLargeError(
+                    f"{len(r.value)} bytes, over the topic's max.message.bytes {limit}"))
+                self._inflight.append((r, fut))
+                continue
             try:
                 fut = await self.producer.send(r.topic, r.value, key=r.key, partition=r.partition)
             except Exception as exc:  # could not even enqueue (e.g. over the request size)
@@ -117,10 +130,18 @@ class Outputs:
                     raise OutputRejected(f"the broker refused a record for {record.topic!r} ({res}); "
                                          "check the worker's ACLs") from res
                 if _is(res, (MessageSizeTooLargeError,)):
+                    # The broker refuses a whole batch for one record too large: each
+                    # record of it is tried alone before it counts as rejected (when a
+                    # topic's limit was lowered after the start: the order of the
+                    # records of that batch relative to later ones is then not kept).
+                    alone = await self._alone(record) if record.topic not in self.limits or len(
+                        record.value) + len(record.key or b"") + _BATCH_OVERHEAD <= self.limits[record.topic] else res
+                    if alone is None:
+                        continue
                     self.on_rejected(record.topic)
                     log.error("the broker rejected a %d-byte record for %s (%s); dead-lettering its trigger",
-                              len(record.value), record.topic, type(res).__name__)
-                    replacement = self._replacement(record, res)
+                              len(record.value), record.topic, type(alone).__name__)
+                    replacement = self._replacement(record, alone)
                     if replacement is not None:
                         retry.append(replacement)
                     continue
@@ -131,6 +152,26 @@ class Outputs:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, SEND_RETRY_MAX_DELAY)
             await self.send(retry)
+
+    async def _alone(self, record: OutputRecord) -> BaseException | None:
+        """Send one record in a batch of its own; None once acknowledged, else its size error
+        (any other error is retried here: the record is not too large)."""
+        delay = 0.2
+        while True:
+            try:
+                fut = await self.producer.send(record.topic, record.value, key=record.key, partition=record.partition)
+                await fut
+                return None
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if _is(exc, (MessageSizeTooLargeError,)):
+                    return exc
+                if _is(exc, (TopicAuthorizationFailedError,)):
+                    raise OutputRejected(f"the broker refused a record for {record.topic!r} ({exc})") from exc
+                log.warning("sending a record alone failed (%r); retrying in %.1fs", exc, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, SEND_RETRY_MAX_DELAY)
 
     def _replacement(self, record: OutputRecord, exc: BaseException) -> OutputRecord | None:
         """The dead letter that replaces a rejected record: with the input's bytes, or —

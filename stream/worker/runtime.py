@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from stream.domain.engine import Engine
-from stream.kafka_clients import admin, consumer, producer
+from stream.kafka_clients import admin, consumer, max_message_bytes, producer
 from stream.settings import Settings
 from stream.wire import Limits
 from stream.worker import compat
@@ -85,6 +85,10 @@ class Runtime:
             start_offset=self.gaps.start_offset,
             on_rejected=self.metrics.output_rejected,
         )
+        try:
+            self.durability.outputs.limits = await max_message_bytes(s, s.output_topics)
+        except Exception as exc:  # no pre-check then: a rejection is found by the broker
+            log.warning("could not read the output topics' max.message.bytes (%r)", exc)
         self.started.set()
 
     async def stop(self) -> None:
