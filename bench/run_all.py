@@ -15,7 +15,7 @@ Parts (each is a script that also runs alone, with ``--quick`` for a smoke-sized
 6. ``bench/bench_scaling.py``  per-event cost vs fan-in (1/100/10k dependents) and vs artifact count
 7. ``bench/bench_floor.py``    what bounds the worker: raw loop vs no-op faust agents vs the worker, one run
 
-One local Kafka broker is started (``stream.kafka_local``, fresh, free ports, temporary
+One local Kafka broker is started (``stream.devtools.kafka_local``, fresh, free ports, temporary
 home) for parts 2-5 and 7 and always stopped; each part runs as a subprocess with
 ``--bootstrap`` pointing at it and writes its Markdown section, which this script puts
 together with the machine, software versions, date, git revision and the exact command

@@ -8,7 +8,7 @@ Layout (arrows point inward, to the pure domain):
 * ``stream.agents``   — the one thin agent: decode -> engine -> send -> write state.
 * ``stream.adapters`` — real trajectories / compaction logs -> input events.
 * ``stream.commands`` — the CLI (faust's click CLI underneath).
-* ``stream.kafka_local`` — the single-node Kafka the project starts itself.
+* ``stream.devtools.kafka_local`` — the single-node Kafka the project starts itself.
 """
 
 __version__ = "0.1.0"

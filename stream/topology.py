@@ -63,11 +63,4 @@ tables = {
 journal = app.Table("journal", default=None, partitions=settings.partitions, help="write-ahead journal")
 
 #: Topics we create ourselves (faust creates only its internal changelog topics).
-EXTERNAL_TOPICS = (
-    settings.compaction_topic,
-    settings.artifact_topic,
-    settings.alerts_topic,
-    settings.verdicts_topic,
-    settings.deadletter_topic,
-    settings.remediation_topic,
-)
+EXTERNAL_TOPICS = settings.external_topics

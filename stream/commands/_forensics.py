@@ -8,11 +8,13 @@ import sys
 from contextlib import nullcontext
 from typing import Any
 
-from stream.app import settings
-from stream.commands._base import fail
+from stream.settings import get_settings
+from stream.commands._base import argument, command, fail, option
 from stream.errors import ConfigurationError
 from stream.forensics import Record, parse_time, read_topics, replay_records, verify
 from stream.wire import encode_alert
+
+settings = get_settings()
 
 
 def _progress():

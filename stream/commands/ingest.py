@@ -21,7 +21,7 @@ the events as JSONL (stdout or ``--out``) or produce them to the input topics
 ``CG_ARTIFACT_TOPIC``, key = UTF-8 context id, value = the JSON line).
 
 Without PATH it reads the traces shipped next to the repository
-(``samples/traces``, shipped with the project). A file that cannot be read is reported on stderr as
+(``stream/samples/traces``, shipped with the project). A file that cannot be read is reported on stderr as
 ``checkpoint-guard: ingest: <path>: <problem>`` and skipped; the others are ingested
 and the exit code is 1. The last stderr line is a one-line summary.
 """
@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import click
-from faust.cli import argument, option
 
 from stream.adapters import (
     SimulationParams,
@@ -51,12 +50,14 @@ from stream.adapters import (
     simulate,
 )
 from stream.adapters.compaction_logs import DEFAULT_MATCH_THRESHOLD, ProhibitionMatcher, ReadStats
-from stream.app import app, settings
-from stream.commands._base import SyncCommand, fail
+from stream.settings import get_settings
+from stream.commands._base import argument, command, fail, option
 from stream.settings import PROJECT_ROOT
 
 #: The traces shipped with the project (read-only input data).
 from stream.adapters.trajectories import DEFAULT_TRACES  # noqa: E402
+
+settings = get_settings()
 _D = SimulationParams()
 
 
@@ -73,7 +74,7 @@ def _fmt(rates: tuple[float, ...]) -> str:
     return ",".join(f"{r:g}" for r in rates)
 
 
-@app.command(
+@command(
     argument("paths", nargs=-1, type=str),
     option("--out", "-o", type=str, default=None, help="Write the JSONL here instead of stdout."),
     option("--window", type=int, default=_D.window, show_default=True, help="Live window, tokens."),
@@ -108,10 +109,8 @@ def _fmt(rates: tuple[float, ...]) -> str:
            help="openhands/claude-code: share of a prohibition's content words a summary sentence "
                 "with a negation cue must contain to count as carrying it (0..1; lower = fewer "
                 "false alarms, more misses)."),
-    base=SyncCommand,
 )
 def ingest(
-    self: Any,
     paths: tuple[str, ...],
     out: str | None,
     window: int,

@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from stream.app import app, settings
-from stream.commands._base import SyncCommand, fail
+from stream.settings import get_settings
+from stream.commands._base import argument, command, fail, option
 from stream.errors import ConfigurationError
 
+settings = get_settings()
 
-@app.command(base=SyncCommand)
-def remediate(self) -> int:
+
+@command()
+def remediate() -> int:
     """Turn alerts into remediation requests until Ctrl-C / SIGTERM.
 
     Consumer group CG_REMEDIATION_GROUP on CG_ALERTS_TOPIC. An open alert asks for

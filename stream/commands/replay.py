@@ -21,15 +21,16 @@ import os
 import sys
 from pathlib import Path
 
-from faust.cli import argument, option
 
-from stream.app import app, settings
-from stream.commands._base import SyncCommand, fail
+from stream.settings import get_settings
+from stream.commands._base import argument, command, fail, option
 from stream.replay import Replayer, iter_lines
 from stream.wire import encode_alert
 
+settings = get_settings()
 
-@app.command(
+
+@command(
     argument("paths", nargs=-1, type=str),
     option("--out", "-o", type=str, default=None, help="Write alerts here instead of stdout."),
     option(
@@ -45,10 +46,9 @@ from stream.wire import encode_alert
     option("--context", type=str, default=None, help="--from-kafka: only this context_id."),
     option("--verify", is_flag=True, default=False,
            help="--from-kafka: compare with the alerts topic over the same range; exit 1 on any difference."),
-    base=SyncCommand,
 )
 def replay(
-    self, paths: tuple[str, ...], out: str | None, seq_gap_limit: int | None, since: str | None,
+    paths: tuple[str, ...], out: str | None, seq_gap_limit: int | None, since: str | None,
     from_kafka: bool, from_beginning: bool, until: str | None, context: str | None, verify: bool,
 ) -> int:
     """Replay input events through a fresh engine and print the alerts.

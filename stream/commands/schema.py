@@ -5,15 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from faust.cli import argument
 
-from stream.app import app
-from stream.commands._base import SyncCommand
+from stream.commands._base import argument, command, option
 from stream.wire import json_schemas
 
 
-@app.command(argument("directory", required=False, default=None, type=str), base=SyncCommand)
-def schema(self, directory: str | None) -> int:
+@command(argument("directory", required=False, default=None, type=str))
+def schema(directory: str | None) -> int:
     """Write the JSON Schemas of input events, alerts, verdicts, dead letters and remediation requests.
 
     With DIR, writes DIR/<name>.schema.json (input-event, alert, verdict, dead-letter,

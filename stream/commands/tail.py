@@ -17,11 +17,12 @@ from datetime import datetime, timezone
 from typing import Any
 
 import click
-from faust.cli import option
 
-from stream.app import app, settings
-from stream.commands._base import SyncCommand, fail
+from stream.settings import get_settings
+from stream.commands._base import argument, command, fail, option
 from stream.errors import ConfigurationError
+
+settings = get_settings()
 
 RULES = ("orphaned_referent", "negative_constraint_dropped", "non_idempotent", "sequence_gap")
 _STATUS_STYLE = {"open": "bold red", "resolved": "bold green"}
@@ -130,15 +131,14 @@ async def _main(**kw: Any) -> int:
     return await follow(stop=stop, **kw)
 
 
-@app.command(
+@command(
     option("--rule", type=click.Choice(RULES), default=None, help="Only alerts of this rule."),
     option("--context", type=str, default=None, help="Only alerts of this context_id."),
     option("--json", "as_json", is_flag=True, default=False, help="Print each alert's raw JSON (one per line)."),
     option("--from-beginning", is_flag=True, default=False, help="Start at the oldest alert, not at the end."),
     option("--max", "max_alerts", type=click.IntRange(min=1), default=None, help="Stop after N alerts."),
-    base=SyncCommand,
 )
-def tail(self, rule: str | None, context: str | None, as_json: bool, from_beginning: bool,
+def tail(rule: str | None, context: str | None, as_json: bool, from_beginning: bool,
          max_alerts: int | None) -> int:
     """Follow the alerts topic and print each alert as it arrives.
 

@@ -1,9 +1,11 @@
 """``python -m stream topics create|describe`` — the topics faust does not create.
 
-faust creates only its internal topics (table changelogs). The input, alert, verdict
-and dead-letter topics are created here with ``CG_PARTITIONS`` partitions (DESIGN.md
-§7.3); creating is idempotent, and an existing topic with another partition count is
-an error (exit 1), never silently accepted.
+faust creates only its internal topics (table changelogs). The 7 topics of
+:attr:`Settings.external_topics` (inputs, alerts, verdicts, status, dead letters,
+remediation requests) are created here with ``CG_PARTITIONS`` partitions (DESIGN.md
+§7.3); ``checkpoint-status`` is compacted (one record per node). Creating is idempotent,
+and an existing topic with another partition count is an error (exit 1), never
+silently accepted.
 """
 
 from __future__ import annotations
@@ -11,17 +13,17 @@ from __future__ import annotations
 import asyncio
 
 import click
-from faust.cli import argument
 
-from stream.app import app, settings
-from stream.commands._base import SyncCommand, fail
+from stream.settings import get_settings
+from stream.commands._base import argument, command, fail
 from stream.errors import ConfigurationError
 from stream.kafka_clients import create_topics, topic_partitions
-from stream.topology import EXTERNAL_TOPICS
+
+settings = get_settings()
 
 
-@app.command(argument("action", type=click.Choice(["create", "describe"])), base=SyncCommand)
-def topics(self, action: str) -> int:
+@command(argument("action", type=click.Choice(["create", "describe"])))
+def topics(action: str) -> int:
     """Create (idempotent) or describe the input/output topics.
 
     create: every topic with CG_PARTITIONS partitions; existing ones are reported, and
@@ -29,12 +31,12 @@ def topics(self, action: str) -> int:
     """
     try:
         if action == "create":
-            result = asyncio.run(create_topics(settings, EXTERNAL_TOPICS, settings.partitions))
-            for name in EXTERNAL_TOPICS:
+            result = asyncio.run(_create())
+            for name in settings.external_topics:
                 print(f"{name}: {result[name]} ({settings.partitions} partitions)")
         else:
-            counts = asyncio.run(topic_partitions(settings, EXTERNAL_TOPICS))
-            for name in EXTERNAL_TOPICS:
+            counts = asyncio.run(topic_partitions(settings, settings.external_topics))
+            for name in settings.external_topics:
                 n = counts.get(name)
                 print(f"{name}: {'missing' if n is None else f'{n} partitions'}")
     except ConfigurationError as exc:
@@ -42,3 +44,11 @@ def topics(self, action: str) -> int:
     except Exception as exc:  # connection refused, auth failure, ...
         fail(f"cannot reach Kafka at {settings.bootstrap_servers}: {type(exc).__name__}: {exc}", code=1)
     return 0
+
+
+async def _create() -> dict[str, str]:
+    """Create every external topic; the status topic compacted (a table of node statuses)."""
+    plain = [t for t in settings.external_topics if t != settings.status_topic]
+    result = await create_topics(settings, plain, settings.partitions)
+    result.update(await create_topics(settings, [settings.status_topic], settings.partitions, compacted=True))
+    return result

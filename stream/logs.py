@@ -1,0 +1,84 @@
+"""Log output: readable text (default) or one JSON object per line (``CG_LOG_FORMAT=json``).
+
+A JSON line has ``time`` (RFC 3339, UTC), ``level``, ``logger``, ``message``, and the
+context fields a log call passes with ``extra=`` (:data:`CONTEXT_FIELDS`: ``topic``,
+``partition``, ``offset``, ``context_id``, ...), plus ``exc_info`` for a traceback — all
+in one line, so a log shipper needs no multi-line rules. faust's multi-line partition
+tables become their first line, and its ASCII banner is not printed (the worker command
+runs faust quietly in JSON mode). The formatter is :pypi:`python-json-logger`'s.
+
+The worker's logging is set up by faust (``-l LEVEL``); :class:`stream.worker.GuardWorker`
+swaps in the JSON formatter. Every other command calls :func:`setup_cli_logging`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from datetime import datetime, timezone
+from typing import Any
+
+from pythonjsonlogger.json import JsonFormatter
+
+#: Fields our log calls pass with ``extra=`` (a shipper can index them).
+CONTEXT_FIELDS = ("topic", "partition", "offset", "context_id", "node_id", "event_id")
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+class JsonLineFormatter(JsonFormatter):
+    """``{"time", "level", "logger", "message", <extra fields>}`` on one line."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "%(asctime)s %(levelname)s %(name)s %(message)s",
+            rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
+            json_ensure_ascii=False,
+        )
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802 - logging API
+        return datetime.fromtimestamp(record.created, tz=timezone.utc).isoformat(timespec="milliseconds")
+
+    def process_log_record(self, log_record: dict[str, Any]) -> dict[str, Any]:
+        log_record["level"] = str(log_record.get("level", "")).lower()
+        message = _ANSI.sub("", str(log_record.get("message", "")))
+        if "\n" in message and str(log_record.get("logger", "")).startswith(("faust", "mode")):
+            message = message.split("\n", 1)[0].rstrip()  # a partition table: keep its title
+        log_record["message"] = message
+        return log_record
+
+
+class TextFormatter(logging.Formatter):
+    """``checkpoint-guard: <logger>: <level>: message`` for the one-shot commands."""
+
+    def __init__(self) -> None:
+        super().__init__("checkpoint-guard: %(name)s: %(levelname)s: %(message)s")
+
+
+def formatter(log_format: str) -> logging.Formatter:
+    return JsonLineFormatter() if log_format == "json" else TextFormatter()
+
+
+def use_json(root: logging.Logger | None = None) -> None:
+    """Give every handler of ``root`` (the worker's, set up by faust) the JSON formatter."""
+    for handler in (root or logging.getLogger()).handlers:
+        handler.setFormatter(JsonLineFormatter())
+
+
+def setup_cli_logging(*, quiet_kafka: bool, level: int = logging.WARNING) -> None:
+    """Logging of a command other than the worker: warnings and errors on stderr.
+
+    ``quiet_kafka``: aiokafka's own connection errors are silenced — the command says in
+    its one ``checkpoint-guard: error:`` line what failed and what to do, so the same
+    failure is not printed three times in other words before it.
+    """
+    from stream.settings import get_settings
+
+    root = logging.getLogger()
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(formatter(get_settings().log_format))
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    if quiet_kafka:
+        logging.getLogger("aiokafka").setLevel(logging.CRITICAL + 1)
