@@ -66,16 +66,36 @@ def login_hint(settings: Settings) -> str:
     )
 
 
+def kafka_error(settings: Settings, exc: BaseException, doing: str = "cannot reach Kafka") -> str:
+    """One line for a Kafka failure of a command: what, where, and what to check."""
+    if isinstance(exc, KafkaConnectionError):
+        hint = login_hint(settings) or "check that the broker is running and CG_BROKER"
+        return f"{doing} at {settings.bootstrap_servers}: no broker answered; {hint}"
+    text = str(exc).removeprefix(f"{type(exc).__name__}: ") or type(exc).__name__
+    return f"{doing} at {settings.bootstrap_servers}: {type(exc).__name__}: {text}"
+
+
 _Client = TypeVar("_Client", AIOKafkaAdminClient, AIOKafkaProducer, AIOKafkaConsumer)
 
 
+async def close_client(client: _Client) -> None:
+    """Close an admin client / stop a producer or consumer (idempotent, never raises)."""
+    with contextlib.suppress(Exception):
+        await (client.close() if isinstance(client, AIOKafkaAdminClient) else client.stop())
+
+
 async def start_client(settings: Settings, client: _Client) -> _Client:
-    """``await client.start()``; a connection error gets :func:`login_hint` appended."""
+    """``await client.start()``; a connection error gets :func:`login_hint` appended.
+
+    A client that failed to start is closed before the error propagates, so no
+    "Unclosed AIOKafka..." warning follows the command's one-line error.
+    """
     try:
         await client.start()
-    except KafkaConnectionError as exc:
+    except BaseException as exc:
+        await close_client(client)
         hint = login_hint(settings)
-        if not hint:
+        if not isinstance(exc, KafkaConnectionError) or not hint:
             raise
         raise KafkaConnectionError(f"{str(exc).removeprefix('KafkaConnectionError: ')}; {hint}") from None
     return client
@@ -88,7 +108,7 @@ async def started(settings: Settings, client: _Client) -> AsyncIterator[_Client]
     try:
         yield client
     finally:
-        await (client.close() if isinstance(client, AIOKafkaAdminClient) else client.stop())
+        await close_client(client)
 
 
 def producer(settings: Settings, **extra: Any) -> AIOKafkaProducer:
@@ -175,7 +195,7 @@ async def check_copartitioned(settings: Settings) -> int:
     missing = [t for t in topics if counts.get(t) is None]
     if missing:
         raise ConfigurationError(
-            f"topics do not exist: {', '.join(missing)}; run `python -m stream topics create` first"
+            f"topics do not exist: {', '.join(missing)}; run `checkpoint-guard topics create` first"
         )
     a, b = settings.input_topics
     if counts[a] != counts[b]:

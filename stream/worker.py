@@ -84,13 +84,19 @@ class GuardWorker(faust.Worker):
         super().__init__(app, *services, **kwargs)
 
     async def on_first_start(self) -> None:
+        kafka_log = logging.getLogger("aiokafka")
+        level = kafka_log.level
+        kafka_log.setLevel(logging.CRITICAL)  # our one line says it; aiokafka's would precede it
         try:
             settings = get_settings()
             await check_copartitioned(settings)
             await ensure_changelog_topics(settings)
         except ConfigurationError as exc:
+            # SystemExit, not the error: mode would log it with a traceback around our line.
             print(f"checkpoint-guard: error: {exc}", file=sys.stderr, flush=True)
-            raise
+            raise SystemExit(1) from None
+        finally:
+            kafka_log.setLevel(level)
         await super().on_first_start()
 
     def on_setup_root_logger(self, logger: logging.Logger, level: int) -> None:

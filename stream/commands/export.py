@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 
 
+from stream.commands._base import check_output_file, command, option
 from stream.settings import get_settings
-from stream.commands._base import argument, command, option
 from stream.commands._forensics import read
 
 settings = get_settings()
@@ -26,6 +26,8 @@ def export(out: str | None, since: str | None, until: str | None, context: str |
     `python -m stream replay FILE`. Values that are not single-line UTF-8 (they could
     not be one JSONL line; the worker dead-lettered them) are skipped and counted.
     """
+    if out:
+        check_output_file(out)
     records, _ = read(settings.input_topics, since=since, until=until, context=context)
     sink = open(out, "wb") if out else sys.stdout.buffer
     skipped = 0

@@ -51,8 +51,8 @@ from stream.adapters import (
 )
 from stream.adapters.compaction_logs import DEFAULT_MATCH_THRESHOLD, ProhibitionMatcher, ReadStats
 from stream.settings import get_settings
-from stream.commands._base import argument, command, fail, option
-from stream.settings import PROJECT_ROOT
+from stream.commands._base import argument, check_output_file, command, fail, option
+from stream.kafka_clients import kafka_error
 
 #: The traces shipped with the project (read-only input data).
 from stream.adapters.trajectories import DEFAULT_TRACES  # noqa: E402
@@ -156,6 +156,8 @@ def ingest(
     Same input + options => byte-identical output.
     """
     started = time.monotonic()
+    if out:
+        check_output_file(out)
     if paths and paths[0] in LOG_FORMATS:
         return _ingest_logs(
             paths[0], paths[1:], out=out, to_kafka=to_kafka, follow=follow, idle_timeout=idle_timeout,
@@ -196,7 +198,7 @@ def ingest(
         try:
             sent = asyncio.run(_produce(events))
         except Exception as exc:  # noqa: BLE001 - one clear line instead of a traceback
-            fail(f"producing to Kafka at {settings.bootstrap_servers} failed: {exc or type(exc).__name__}", code=1)
+            fail(kafka_error(settings, exc, "cannot produce to Kafka"), code=1)
         where = f"{sent} messages to {settings.compaction_topic}/{settings.artifact_topic}"
     else:
         where = out or "stdout"
@@ -252,12 +254,12 @@ def _write(events: Iterable[dict[str, Any]], sink: BinaryIO) -> None:
 
 async def _produce(events: Iterable[dict[str, Any]]) -> int:
     """Send every event to its input topic (key = context id) and await every ack."""
-    from stream.kafka_clients import producer
+    from stream.kafka_clients import producer, start_client
 
     topic = {"checkpoint": settings.compaction_topic, "artifact": settings.artifact_topic}
     client = producer(settings, enable_idempotence=True, linger_ms=5)
     try:
-        await client.start()
+        await start_client(settings, client)
         pending = [
             await client.send(topic[e["type"]], value=encode_event(e).encode("utf-8"), key=e["context_id"].encode("utf-8"))
             for e in events
@@ -431,7 +433,7 @@ def _ingest_logs(
     except Exception as exc:  # noqa: BLE001 - Kafka trouble: one clear line, not a traceback
         if not to_kafka:
             raise
-        fail(f"producing to Kafka at {settings.bootstrap_servers} failed: {exc or type(exc).__name__}", code=1)
+        fail(kafka_error(settings, exc, "cannot produce to Kafka"), code=1)
     failed = len(inputs.input_errors) + sum(s.failed for s in inputs.stats)
     bad = sum(len(s.errors) for s in inputs.stats)
     print(_log_summary(fmt, inputs.stats, tally.counts, failed, where, time.monotonic() - started, interrupted),
@@ -452,10 +454,10 @@ async def _run_logs(
 
     client = None
     if sink is None:
-        from stream.kafka_clients import producer
+        from stream.kafka_clients import producer, start_client
 
         client = producer(settings, enable_idempotence=True, linger_ms=5)
-        await client.start()
+        await start_client(settings, client)
     topic = {"checkpoint": settings.compaction_topic, "artifact": settings.artifact_topic}
 
     async def emit(events: list[dict[str, Any]]) -> None:

@@ -36,6 +36,8 @@ def remediate() -> int:
     except KeyboardInterrupt:  # a second Ctrl-C during shutdown
         return 130
     except Exception as exc:  # noqa: BLE001 - connection refused, fenced, auth: one line
-        fail(f"remediate stopped: {type(exc).__name__}: {exc} (Kafka at {settings.bootstrap_servers})", code=1)
+        from stream.kafka_clients import kafka_error
+
+        fail(kafka_error(settings, exc, "remediate stopped: Kafka failed"), code=1)
     print(stats.summary(), file=sys.stderr)
     return 0

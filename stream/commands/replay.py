@@ -8,10 +8,11 @@ Two sources:
   read with a group-less consumer: no offset commits, the live worker is untouched.
   ``--verify`` compares the result with the alerts topic over the same range.
 
-Both write only alerts (one JSON object per line) to stdout or ``--out``, and a one-line
-summary on stderr. Exit code 0 even when there were dead letters or alerts (they are
-output, not failure); 1 when ``--verify`` found a difference; 2 on a usage error or an
-unreadable input.
+Both write only alerts (one JSON object per line) to stdout or ``--out`` (with
+``--verify`` only to ``--out``: stdout then carries nothing), and a one-line summary on
+stderr. Exit code 0 even when there were dead letters or alerts (they are output, not
+failure) unless ``--strict`` (1 on any dead letter); 1 when ``--verify`` found a
+difference; 2 on a usage error or an unreadable input.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 
 
 from stream.settings import get_settings
-from stream.commands._base import argument, command, fail, option
+from stream.commands._base import argument, check_output_file, command, fail, option
 from stream.replay import Replayer, iter_lines
 from stream.wire import encode_alert
 
@@ -45,11 +46,15 @@ settings = get_settings()
     option("--until", type=str, default=None, help="--from-kafka: stop at records stamped at/after TIME (RFC 3339)."),
     option("--context", type=str, default=None, help="--from-kafka: only this context_id."),
     option("--verify", is_flag=True, default=False,
-           help="--from-kafka: compare with the alerts topic over the same range; exit 1 on any difference."),
+           help="--from-kafka: compare with the alerts topic over the same range; exit 1 on any difference. "
+                "The replayed alerts are then written only with --out (stdout carries nothing else)."),
+    option("--strict", is_flag=True, default=False,
+           help="Exit 1 when any input was dead-lettered (bad lines are still reported and skipped)."),
 )
 def replay(
     paths: tuple[str, ...], out: str | None, seq_gap_limit: int | None, since: str | None,
     from_kafka: bool, from_beginning: bool, until: str | None, context: str | None, verify: bool,
+    strict: bool,
 ) -> int:
     """Replay input events through a fresh engine and print the alerts.
 
@@ -69,10 +74,13 @@ def replay(
             fail("give either PATH... or --from-kafka, not both")
         if since and from_beginning:
             fail("--since and --from-beginning exclude each other")
+        if out:
+            check_output_file(out)
         from stream.commands._forensics import replay_from_kafka
 
         return replay_from_kafka(
-            since=since or None, until=until, context=context, verify=verify, out=out, seq_gap_limit=limit
+            since=since or None, until=until, context=context, verify=verify, out=out, seq_gap_limit=limit,
+            strict=strict,
         )
     if verify or until or context or from_beginning:
         fail("--verify, --until, --context and --from-beginning need --from-kafka")
@@ -101,7 +109,7 @@ def replay(
     except OSError as exc:
         fail(f"cannot write --out {out}: {exc.strerror}")
     try:
-        return _run(rp, paths, sink)
+        return _run(rp, paths, sink, strict=strict)
     except OSError as exc:
         if isinstance(exc, BrokenPipeError):  # `replay ... | head`: the reader left; not an error
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -112,7 +120,7 @@ def replay(
             sink.close()
 
 
-def _run(rp: Replayer, paths: tuple[str, ...], sink) -> int:
+def _run(rp: Replayer, paths: tuple[str, ...], sink, *, strict: bool = False) -> int:
     try:
         for path in paths:
             try:
@@ -132,7 +140,7 @@ def _run(rp: Replayer, paths: tuple[str, ...], sink) -> int:
     finally:
         sink.flush()
     print(result.summary(), file=sys.stderr)
-    return 0
+    return 1 if strict and result.dead_letters else 0
 
 
 class _nullcontext:

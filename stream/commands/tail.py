@@ -71,12 +71,12 @@ async def follow(*, rule: str | None, context: str | None, as_json: bool, from_b
     from aiokafka import TopicPartition
     from rich.console import Console
 
-    from stream.kafka_clients import consumer
+    from stream.kafka_clients import consumer, start_client
 
     topic = settings.alerts_topic
     con = Console(highlight=False, soft_wrap=True)
     c = consumer(settings, group_id=None, enable_auto_commit=False, auto_offset_reset="latest")
-    await c.start()
+    await start_client(settings, c)
     printed = 0
     try:
         parts = c.partitions_for_topic(topic)
@@ -84,7 +84,7 @@ async def follow(*, rule: str | None, context: str | None, as_json: bool, from_b
             await c._client.force_metadata_update()
             parts = c.partitions_for_topic(topic)
         if not parts:
-            raise ConfigurationError(f"topic {topic} does not exist; run `python -m stream topics create` first")
+            raise ConfigurationError(f"topic {topic} does not exist; run `checkpoint-guard topics create` first")
         tps = [TopicPartition(topic, p) for p in sorted(parts)]
         c.assign(tps)
         if from_beginning:
@@ -157,5 +157,7 @@ def tail(rule: str | None, context: str | None, as_json: bool, from_beginning: b
     except BrokenPipeError:  # `tail | head`: SyncCommand turns this into a quiet exit 0
         raise
     except Exception as exc:  # noqa: BLE001 - connection/auth errors: one line
-        fail(f"cannot read from Kafka at {settings.bootstrap_servers}: {type(exc).__name__}: {exc}", code=1)
+        from stream.kafka_clients import kafka_error
+
+        fail(kafka_error(settings, exc, "cannot read from Kafka"), code=1)
     return 0

@@ -17,7 +17,7 @@ import click
 from stream.settings import get_settings
 from stream.commands._base import argument, command, fail
 from stream.errors import ConfigurationError
-from stream.kafka_clients import create_topics, topic_partitions
+from stream.kafka_clients import create_topics, kafka_error, topic_partitions
 
 settings = get_settings()
 
@@ -42,7 +42,7 @@ def topics(action: str) -> int:
     except ConfigurationError as exc:
         fail(str(exc), code=1)
     except Exception as exc:  # connection refused, auth failure, ...
-        fail(f"cannot reach Kafka at {settings.bootstrap_servers}: {type(exc).__name__}: {exc}", code=1)
+        fail(kafka_error(settings, exc), code=1)
     return 0
 
 

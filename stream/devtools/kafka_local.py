@@ -743,7 +743,7 @@ def start(
                 bootstrap = _read_info(home).get("bootstrap", "?")
                 raise KafkaLocalError(
                     f"a broker is already running from {home} (pid {old}, {bootstrap}); "
-                    f"stop it first (python -m stream kafka stop --home {home}) or use another CG_KAFKA_HOME"
+                    f"stop it first (checkpoint-guard kafka stop --home {home}) or use another CG_KAFKA_HOME"
                 )
             _clear_pid(home)  # stale
         _check_ports(settings)
