@@ -70,6 +70,14 @@ Consumer: ``checkpoint_guard_consumer_lag{topic, partition}`` for every input pa
 this worker owns: the partition's high watermark (the consumer's last fetch) minus the
 next offset to process (after the last message this worker handled, or the group's
 committed offset if further); absent until both are known.
+
+Process: ``checkpoint_guard_build_info{version}`` (1), ``checkpoint_guard_ready`` (1 while
+``/readyz`` answers 200), ``checkpoint_guard_seq_gap_limit`` (``CG_SEQ_GAP_LIMIT``, for
+alerting on ``waiting_events``), ``checkpoint_guard_output_rejected_total{topic}`` (output
+records the broker rejected for good, dead-lettered instead), and prometheus_client's
+standard ``process_*`` and ``python_*`` collectors. Every labelled counter whose label
+values are known up front (reasons, outcomes, rules, output topics) exists at 0 from
+the start, so ``increase()`` sees the first one.
 """
 
 from __future__ import annotations
@@ -84,7 +92,10 @@ from typing import Any
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
+    GCCollector,
     Histogram,
+    PlatformCollector,
+    ProcessCollector,
     disable_created_metrics,
     generate_latest,
 )
@@ -102,6 +113,7 @@ from stream.domain.engine import (
     SEQUENCE_GAP,
     Output,
 )
+from stream import __version__
 from stream.domain.events import CheckpointEvent, Event
 
 log = logging.getLogger("checkpoint_guard.metrics")
@@ -126,6 +138,10 @@ REASON_FIELDS = frozenset({
 
 ORPHAN_SET_BUCKETS = (1, 2, 3, 4, 5, 8, 10, 15, 20, 30, 50, 100)
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+#: Every value :func:`dead_letter_reason` can return (pre-created at 0).
+DEAD_LETTER_REASONS = tuple(sorted(REASON_FIELDS | {"not_json", "too_large", "tombstone", "key", "internal_error", "other"}))
 
 
 def dead_letter_reason(reason: str) -> str:
@@ -297,6 +313,10 @@ class _StateCollector:
         fams[PREFIX + "waiting_events"].add_metric([], g.waiting)
         for (topic, partition), lag in sorted(self.m.consumer_lag().items()):
             fams[PREFIX + "consumer_lag"].add_metric([topic, str(partition)], lag)
+        fams[PREFIX + "ready"].add_metric([], 1 if self.m.is_ready() else 0)
+        if self.m.seq_gap_limit is not None:
+            fams[PREFIX + "seq_gap_limit"].add_metric([], self.m.seq_gap_limit)
+        fams[PREFIX + "build_info"].add_metric([__version__], 1)
         return list(fams.values())
 
 
@@ -311,6 +331,9 @@ _STATE_GAUGES = (
     (PREFIX + "waiting_events", "Events waiting in the seq buffers (owned partitions).", []),
     (PREFIX + "consumer_lag", "High watermark minus next offset to process, per owned input partition.",
      ["topic", "partition"]),
+    (PREFIX + "ready", "1 while /readyz answers 200 (partitions assigned, tables recovered), else 0.", []),
+    (PREFIX + "seq_gap_limit", "CG_SEQ_GAP_LIMIT: waiting events per context before a sequence_gap.", []),
+    (PREFIX + "build_info", "checkpoint-guard build; the value is always 1.", ["version"]),
 )
 
 
@@ -320,6 +343,8 @@ _COUNTERS = (
     (PREFIX + "dead_letters", "Dead-lettered messages by reason (field).", ["reason"]),
     (PREFIX + "alerts", "Alerts emitted (acked) by rule and status.", ["rule", "status"]),
     (PREFIX + "checkpoints", "Applied checkpoints by level and verdict.", ["level", "verdict"]),
+    (PREFIX + "output_rejected", "Output records the broker rejected for good (dead-lettered instead), by topic.",
+     ["topic"]),
 )
 
 
@@ -340,7 +365,8 @@ class _CounterCollector:
     def collect(self) -> Iterable[CounterMetricFamily]:
         m = self.m
         out = []
-        for (name, doc, labels), values in zip(_COUNTERS, (m.events, m.dead_letters, m.alerts, m.checkpoints)):
+        for (name, doc, labels), values in zip(_COUNTERS, (m.events, m.dead_letters, m.alerts, m.checkpoints,
+                                                            m.rejected)):
             fam = CounterMetricFamily(name, doc, labels=labels)
             for key, n in list(values.items()):
                 fam.add_metric(list(key) if isinstance(key, tuple) else [key], n)
@@ -352,12 +378,18 @@ class Metrics:
     """The worker's metrics on their own registry. One instance per process
     (:data:`METRICS`); tests build their own."""
 
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+    def __init__(self, registry: CollectorRegistry | None = None, *,
+                 output_topics: Iterable[str] = ()) -> None:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
         r = self.registry
         # Counters; the fixed label sets exist (as 0) from the start.
         self.events: dict[tuple[str, str], int] = {(t, o): 0 for t in ("checkpoint", "artifact") for o in OUTCOMES}
-        self.dead_letters: dict[str, int] = {}
+        self.dead_letters: dict[str, int] = dict.fromkeys(DEAD_LETTER_REASONS, 0)
+        self.rejected: dict[str, int] = dict.fromkeys(output_topics, 0)
+        #: set by :mod:`stream.web`: () -> True while /readyz answers 200
+        self.ready_source: Callable[[], bool] | None = None
+        #: set by :mod:`stream.web` from the settings (exported as seq_gap_limit)
+        self.seq_gap_limit: int | None = None
         self.alerts: dict[tuple[str, str], int] = {
             (rule, status): 0 for rule in (*NODE_RULES, SEQUENCE_GAP)
             for status in ((OPEN, "resolved") if rule in (ORPHANED_REFERENT, NEGATIVE_CONSTRAINT_DROPPED) else (OPEN,))
@@ -376,8 +408,17 @@ class Metrics:
         self.lag_source: Callable[[], Mapping[tuple[str, int], int]] | None = None
         r.register(_CounterCollector(self))
         r.register(_StateCollector(self))
+        # The standard process_* (CPU, memory, fds) and python_* (version, GC) series.
+        ProcessCollector(registry=r)
+        PlatformCollector(registry=r)
+        GCCollector(registry=r)
 
     # ------------------------------------------------------------------ hooks
+    def output_rejected(self, topic: str) -> None:
+        """The broker rejected an output record for ``topic`` for good (DESIGN.md §4,
+        bounded outputs); the record was dead-lettered with its trigger instead."""
+        self.rejected[topic] = self.rejected.get(topic, 0) + 1
+
     def dead_letter(self, event_type: str, reason: str, topic: str | None = None,
                     partition: int | None = None, offset: int | None = None) -> None:
         """A message went to the dead-letter topic (after the broker acked it)."""
@@ -514,6 +555,15 @@ class Metrics:
             self.processed[(topic, partition)] = offset + 1  # type: ignore[index]
 
     # ------------------------------------------------------------------ scrape side
+    def is_ready(self) -> bool:
+        if self.ready_source is None:
+            return False
+        try:
+            return bool(self.ready_source())
+        except Exception:  # never fail a scrape over readiness
+            log.debug("readiness unavailable", exc_info=True)
+            return False
+
     def consumer_lag(self) -> Mapping[tuple[str, int], int]:
         if self.lag_source is None:
             return {}
@@ -551,6 +601,9 @@ def rows_of(table_items: Iterable[tuple[str, Any]]) -> Iterable[tuple[tuple, Any
 class _NoMetrics:
     """The agent's hooks as no-ops (``CG_METRICS_ENABLED=false``)."""
 
+    def output_rejected(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
     def dead_letter(self, *args: Any, **kwargs: Any) -> None:
         pass
 
@@ -587,8 +640,15 @@ def rolled_forward(rows: Iterable[tuple[tuple, Any]],
             yield key, value
 
 
+def _output_topics() -> tuple[str, ...]:
+    from stream.settings import get_settings
+
+    s = get_settings()
+    return (s.alerts_topic, s.verdicts_topic, s.status_topic, s.deadletter_topic)
+
+
 #: The worker's metrics (the agent's hooks and ``/metrics`` use this one).
-METRICS = Metrics()
+METRICS = Metrics(output_topics=_output_topics())
 REGISTRY = METRICS.registry
 NO_METRICS = _NoMetrics()
 

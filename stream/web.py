@@ -254,6 +254,8 @@ async def _rebuild_state_gauges(sender: Any = None, **kwargs: Any) -> None:
 
 
 METRICS.lag_source = _consumer_lag
+METRICS.ready_source = lambda: not not_ready_reasons()  # checkpoint_guard_ready mirrors /readyz
+METRICS.seq_gap_limit = settings.seq_gap_limit
 app.on_rebalance_complete.connect(_rebuild_state_gauges)
 
 __all__ = ["FORWARDED_HEADER", "node_status", "not_ready_reasons", "owner_url", "partition_of"]
