@@ -226,7 +226,8 @@ async def handle_batch(events: Sequence[Any]) -> list[dict[str, Any]]:
         try:
             event = decode_message(message.key, message.value, max_bytes=settings.max_message_bytes)
         except InvalidEvent as exc:
-            log.info("dead letter %s[%s]@%s: %s", message.topic, message.partition, message.offset, exc)
+            log.info("dead letter %s[%s]@%s: %s", message.topic, message.partition, message.offset, exc,
+                     extra={"topic": message.topic, "partition": message.partition, "offset": message.offset})
             dead.append((message, str(exc)))
             continue
         decoded.append((ev, event))
@@ -267,7 +268,9 @@ async def handle_batch(events: Sequence[Any]) -> list[dict[str, Any]]:
             out = engine.process(overlay, event, Source(message.topic, message.partition, message.offset))
             obs = metrics.measure(event, out, ctx.overlay)  # touched nodes as they were
         except Exception:  # a bug, not bad input: log loudly, dead-letter, go on
-            log.exception("unexpected error on %s[%s]@%s", message.topic, message.partition, message.offset)
+            log.exception("unexpected error on %s[%s]@%s", message.topic, message.partition, message.offset,
+                          extra={"topic": message.topic, "partition": message.partition, "offset": message.offset,
+                                 "context_id": event.context_id})
             dead.append((message, f"internal error: {sys.exc_info()[0].__name__}"))
             continue
         overlay.merge_into(ctx.overlay)
