@@ -137,11 +137,11 @@ def fan_in(d: int, reps: int, light: int | None = None) -> dict[str, Any]:
     # 2. a checkpoint that adds a dependent to the hot artifact; undone each time, so D stays D
     for r in range(light):
         ev = f.leaf(f"extra-{r:05d}", ["hot"])
-        saved = f.state.dependents[hot_key]
+        saved = set(f.state.dependents[hot_key])  # the engine grows the stored set in place
         t["ckpt_hot"].append(f.timed(ev)[0])
         f.state.dependents[hot_key] = saved
-        del f.state.nodes[(CTX, f"extra-{r:05d}")]
-        f.state.alert_sets.pop((CTX, f"extra-{r:05d}"), None)
+        for table in (f.state.nodes, f.state.alert_sets, f.state.required, f.state.reach):
+            table.pop((CTX, f"extra-{r:05d}"), None)
     settle()
     # 3. evict the hot artifact (D alerts open), re-admit it (D resolve)
     for r in range(reps):

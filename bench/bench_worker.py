@@ -322,7 +322,7 @@ class Worker:
             "CG_PARTITIONS": str(PARTITIONS),
             "CG_COMPACTION_TOPIC": self.inputs[0], "CG_ARTIFACT_TOPIC": self.inputs[1],
             "CG_ALERTS_TOPIC": self.outputs[0], "CG_VERDICTS_TOPIC": self.outputs[1],
-            "CG_DEADLETTER_TOPIC": self.outputs[2],
+            "CG_DEADLETTER_TOPIC": self.outputs[2], "CG_STATUS_TOPIC": self.outputs[3],
             "CG_STORE": "rocksdb://", "CG_DATA_DIR": str(self.data_dir),
             "CG_WEB_PORT": str(kafka_local.free_ports(1)[0]),
         })
@@ -796,9 +796,9 @@ class Bench:
             self.broker = None
 
     # ------------------------------------------------------------------ helpers
-    def topic_set(self, tag: str) -> tuple[tuple[str, str], tuple[str, str, str]]:
+    def topic_set(self, tag: str) -> tuple[tuple[str, str], tuple[str, str, str, str]]:
         return ((f"{tag}-compaction", f"{tag}-artifact"),
-                (f"{tag}-alerts", f"{tag}-verdicts", f"{tag}-deadletter"))
+                (f"{tag}-alerts", f"{tag}-verdicts", f"{tag}-deadletter", f"{tag}-status"))
 
     async def create(self, names: list[str] | tuple[str, ...]) -> None:
         """Create topics and wait until every partition has a leader (no produce retries)."""

@@ -286,10 +286,10 @@ async def end_offsets(settings: Settings, topics: list[str] | tuple[str, ...],
         await c.stop()
 
 
-def topic_set(tag: str) -> tuple[tuple[str, str], tuple[str, str, str]]:
+def topic_set(tag: str) -> tuple[tuple[str, str], tuple[str, str, str, str]]:
     """(inputs, outputs) topic names of one measurement."""
     return ((f"{tag}-compaction", f"{tag}-artifact"),
-            (f"{tag}-alerts", f"{tag}-verdicts", f"{tag}-deadletter"))
+            (f"{tag}-alerts", f"{tag}-verdicts", f"{tag}-deadletter", f"{tag}-status"))
 
 
 async def produce_events(settings: Settings, inputs: tuple[str, str], events: list[dict[str, Any]],
@@ -355,7 +355,7 @@ class WorkerProc:
             "CG_PARTITIONS": str(PARTITIONS),
             "CG_COMPACTION_TOPIC": self.inputs[0], "CG_ARTIFACT_TOPIC": self.inputs[1],
             "CG_ALERTS_TOPIC": self.outputs[0], "CG_VERDICTS_TOPIC": self.outputs[1],
-            "CG_DEADLETTER_TOPIC": self.outputs[2],
+            "CG_DEADLETTER_TOPIC": self.outputs[2], "CG_STATUS_TOPIC": self.outputs[3],
             "CG_STORE": "rocksdb://", "CG_DATA_DIR": str(self.data_dir),
             "CG_WEB_PORT": str(self.web_port),
         })

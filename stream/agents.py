@@ -12,8 +12,10 @@
 2. **engine**: :meth:`Engine.process` per event, in offset order, over an
    :class:`~stream.tables.OverlayState` per context, so the batch's state changes wait
    in memory and a context's later events see its earlier ones.
-3. **send** every alert, verdict and dead letter and wait until the broker acknowledged
-   them (one round trip per batch).
+3. **send** every alert, status record (to the compacted ``checkpoint-status`` topic, on
+   the input's partition number), verdict and dead letter and wait until the broker
+   acknowledged them (one round trip per batch); a record the broker rejects by size is
+   dead-lettered with its trigger instead (DESIGN.md §4 Bounded outputs).
 4. **write state**: record each context's write set for the batch as one ``journal``
    record, wait for the acknowledgements, then write each touched key once (changelog
    records); the first event of a context after a start or rebalance rolls that
@@ -51,11 +53,19 @@ from stream.errors import InvalidEvent
 from stream.gaps import OffsetGuard
 from stream.metrics import METRICS, NO_METRICS
 from stream.tables import ChangelogWriter, OverlayState, TableState
-from stream.wire import dead_letter, decode_message, encode_alert, encode_dead_letter, encode_verdict
+from stream.wire import (
+    dead_letter,
+    decode_message,
+    encode_alert,
+    encode_dead_letter,
+    encode_status,
+    encode_verdict,
+    status_key,
+)
 
 log = logging.getLogger("checkpoint_guard.agent")
 
-engine = Engine(settings.seq_gap_limit)
+engine = Engine(settings.seq_gap_limit, max_output_bytes=settings.max_output_bytes)
 #: Table writes go straight to RocksDB; their changelog records are sent per batch.
 writer = ChangelogWriter()
 state = TableState(topology.tables, topology.journal, writer)
@@ -65,6 +75,7 @@ offsets = OffsetGuard(settings)
 _rolled: set[str] = set()
 #: Prometheus metrics (stream.metrics), derived from the engine's Output; CG_METRICS_ENABLED.
 metrics = METRICS if settings.metrics_enabled else NO_METRICS
+METRICS.expect_topics(settings.output_topics)
 #: A dead letter's event type is its topic's (its payload may not say).
 _TOPIC_TYPE = {settings.compaction_topic: "checkpoint", settings.artifact_topic: "artifact"}
 
@@ -88,29 +99,35 @@ class StateWriteError(RuntimeError):
 
 
 class OutputRecord(NamedTuple):
-    """An alert, verdict or dead letter to send (partition: the key's default partitioner)."""
+    """An alert, verdict, status or dead letter to send.
+
+    ``partition``: None = the key's default partitioner (alerts, verdicts: keyed by the
+    context id); a status record goes to its input's partition number. ``source``: the
+    input message that caused it (dead-lettered in its place if the broker rejects it).
+    """
 
     topic: str
     key: bytes | None
     value: bytes
-    partition: None = None
+    partition: int | None = None
     table: None = None
+    source: Any = None
 
 
-#: Errors that no retry can fix: the record is over the broker's or producer's limit, or
-#: the worker may not write the topic. Sending stops the worker instead of spinning.
-_PERMANENT = (MessageSizeTooLargeError, TopicAuthorizationFailedError)
+#: The worker may not write the topic: no retry can fix it, and it is configuration, not
+#: input — sending stops the worker instead of spinning.
+_FORBIDDEN = (TopicAuthorizationFailedError,)
 
 
 class OutputRejected(RuntimeError):
-    """The broker or producer rejected a record for good (size limit, authorization)."""
+    """The broker refused a record for good for a reason no input causes (authorization)."""
 
 
-def _permanent(exc: BaseException) -> bool:
-    return isinstance(exc, _PERMANENT) or isinstance(exc.__cause__, _PERMANENT)
+def _is(exc: BaseException, kinds: tuple[type[BaseException], ...]) -> bool:
+    return isinstance(exc, kinds) or isinstance(exc.__cause__, kinds)
 
 
-async def _send_acked(records: Sequence[Any]) -> None:
+async def _send_acked(records: Sequence[Any]) -> list[tuple[Any, BaseException]]:
     """Send records back to back, then wait until the broker acknowledged every one.
 
     In: :class:`OutputRecord` and :class:`~stream.tables.ChangelogRecord` items (topic,
@@ -120,10 +137,13 @@ async def _send_acked(records: Sequence[Any]) -> None:
     Transient failures (broker unavailable, timeouts) are retried forever with backoff
     up to ``SEND_RETRY_MAX_DELAY`` s — only the failed records; a resend can duplicate a
     record that was delivered, which is harmless (same ``alert_id``, same table value).
-    Raises :class:`OutputRejected` for a permanent rejection (a record over
-    ``CG_MAX_OUTPUT_BYTES`` or the topic's ``max.message.bytes``, no write permission).
+    Returns the records rejected for good by size (``MessageSizeTooLargeError``: over a
+    topic's ``max.message.bytes`` or the producer's request size), each with its error,
+    for the caller to dead-letter (DESIGN.md §4 Bounded outputs: never retried forever).
+    Raises :class:`OutputRejected` when the worker may not write a topic.
     """
     pending = list(records)
+    rejected: list[tuple[Any, BaseException]] = []
     delay = 0.2
     while pending:
         producer = app.producer
@@ -138,11 +158,17 @@ async def _send_acked(records: Sequence[Any]) -> None:
             failure = exc
         results = await asyncio.gather(*futures, return_exceptions=True)
         failed = pending[len(futures):]
+        if failure is not None and failed and _is(failure, (MessageSizeTooLargeError,)):
+            rejected.append((failed.pop(0), failure))  # producer refused to enqueue it
+            failure = None
         persisted: dict[tuple[Any, Any], int] = {}
         for r, res in zip(pending, results):
             if isinstance(res, asyncio.CancelledError):
                 raise res
             if isinstance(res, BaseException):
+                if _is(res, (MessageSizeTooLargeError,)):
+                    rejected.append((r, res))
+                    continue
                 failed.append(r)
                 failure = failure or res
             elif r.table is not None:
@@ -154,22 +180,50 @@ async def _send_acked(records: Sequence[Any]) -> None:
         pending = failed
         if pending:
             assert failure is not None
-            if _permanent(failure):
+            if _is(failure, _FORBIDDEN):
                 raise OutputRejected(
-                    f"the broker rejected a record for {pending[0].topic!r} for good "
-                    f"({type(failure).__name__}: {failure}); see CG_MAX_OUTPUT_BYTES"
+                    f"the broker refused a record for {pending[0].topic!r} for good "
+                    f"({type(failure).__name__}: {failure}); check the worker's ACLs"
                 ) from failure
             log.warning("sending %d record(s) failed (%r, cause %r); retrying in %.1fs",
                         len(pending), failure, failure.__cause__, delay)
             await asyncio.sleep(delay)
             delay = min(delay * 2, SEND_RETRY_MAX_DELAY)
+    return rejected
+
+
+async def _send_outputs(records: Sequence[OutputRecord]) -> None:
+    """Send alerts/verdicts/statuses/dead letters; what the broker rejects by size is
+    dead-lettered with its trigger instead (then without the input's bytes if even that
+    is too large), so no input can stop the worker (DESIGN.md §4 Bounded outputs)."""
+    rejected = await _send_acked(records)
+    for attempt in range(2):
+        if not rejected:
+            return
+        retry = []
+        for record, exc in rejected:
+            metrics.output_rejected(record.topic)
+            log.error("the broker rejected a %d-byte record for %s (%s); dead-lettering its trigger",
+                      len(record.value), record.topic, type(exc).__name__)
+            if record.topic == settings.deadletter_topic or record.source is None:
+                if attempt:
+                    log.critical("dropping a dead letter the broker rejects twice (%s)", type(exc).__name__)
+                    continue
+            message = record.source
+            reason = (f"output rejected: a {len(record.value)}-byte record for {record.topic} "
+                      f"({type(exc).__name__}); raise the topic's max.message.bytes or lower CG_MAX_OUTPUT_BYTES")
+            retry.append(_dead_letter_send(message, reason, keep_value=attempt == 0))
+        rejected = await _send_acked(retry)
 
 
 async def _send_changelog() -> None:
     """Send the table writes made so far (see :class:`~stream.tables.ChangelogWriter`)."""
     records = writer.take()
     if records:
-        await _send_acked(records)
+        rejected = await _send_acked(records)
+        if rejected:
+            raise StateWriteError(f"the broker rejected {len(rejected)} changelog record(s) by size") \
+                from rejected[0][1]
 
 
 class _Context:
@@ -194,12 +248,12 @@ def _as_current(event: Any) -> None:
     _current_event.set(weakref.ref(event))
 
 
-def _dead_letter_send(message: Any, reason: str) -> OutputRecord:
+def _dead_letter_send(message: Any, reason: str, *, keep_value: bool = True) -> OutputRecord:
     record = dead_letter(
-        message.value, reason, key=message.key,
+        message.value if keep_value else b"", reason, key=message.key,
         topic=message.topic, partition=message.partition, offset=message.offset,
     )
-    return OutputRecord(settings.deadletter_topic, message.key, encode_dead_letter(record))
+    return OutputRecord(settings.deadletter_topic, message.key, encode_dead_letter(record), source=message)
 
 
 async def handle_batch(events: Sequence[Any]) -> list[dict[str, Any]]:
@@ -276,12 +330,15 @@ async def handle_batch(events: Sequence[Any]) -> list[dict[str, Any]]:
         overlay.merge_into(ctx.overlay)
         ctx.last_event_id = event.event_id
         key = event.context_id.encode("utf-8")
-        sends.extend(OutputRecord(settings.alerts_topic, key, encode_alert(a)) for a in out.alerts)
-        sends.extend(OutputRecord(settings.verdicts_topic, key, encode_verdict(v)) for v in out.verdicts)
+        sends.extend(OutputRecord(settings.alerts_topic, key, encode_alert(a), source=message) for a in out.alerts)
+        sends.extend(OutputRecord(settings.status_topic, status_key(st["context_id"], st["node_id"]),
+                                  encode_status(st), message.partition, source=message) for st in out.statuses)
+        sends.extend(OutputRecord(settings.verdicts_topic, key, encode_verdict(v), source=message)
+                     for v in out.verdicts)
         observed.append((obs, message, out))
     sends.extend(_dead_letter_send(message, reason) for message, reason in dead)
     if sends:
-        await _send_acked(sends)
+        await _send_outputs(sends)
     acked = time.perf_counter()
 
     try:

@@ -70,8 +70,8 @@ def create_app(settings: Settings | None = None) -> faust.App:
         # (faust's changelog buffer waits per record), so the default stays 0.
         producer_linger=s.producer_linger_ms / 1000.0,
         # A valid event can make a record over 1 MB (an alert naming 9,000 orphans, a
-        # node record with a large constraint set); the topics allow max_output_bytes.
-        producer_max_request_size=s.max_output_bytes,
+        # node record with a large constraint set); the topics allow max_request_bytes.
+        producer_max_request_size=s.max_request_bytes,
         web_host=s.web_host,
         web_port=s.web_port,
         web_bind=s.web_host,

@@ -22,7 +22,7 @@ from typing import Any
 
 from aiokafka import TopicPartition
 
-from stream.domain.engine import Engine
+from stream.domain.engine import MAX_OUTPUT_BYTES, Engine, encode_record, node_status
 from stream.domain.events import ArtifactEvent, CheckpointEvent, Source
 from stream.domain.state import DictState
 from stream.errors import ConfigurationError, InvalidEvent
@@ -132,15 +132,17 @@ async def read_topics(
 @dataclass
 class KafkaReplay:
     alerts: list[dict[str, Any]] = field(default_factory=list)
+    statuses: list[dict[str, Any]] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)  # alerts + statuses, output order
     dead_letters: list[tuple[Record, str]] = field(default_factory=list)
     events: int = 0
     range: Range = field(default_factory=Range)
 
 
 def replay_records(records: list[Record], *, seq_gap_limit: int, since: bool = False,
-                   max_bytes: int = MAX_MESSAGE_BYTES) -> KafkaReplay:
+                   max_bytes: int = MAX_MESSAGE_BYTES, max_output_bytes: int = MAX_OUTPUT_BYTES) -> KafkaReplay:
     """Run records through a fresh in-memory engine, exactly as the worker would."""
-    engine = Engine(seq_gap_limit, start_at_first_seq=since)
+    engine = Engine(seq_gap_limit, start_at_first_seq=since, max_output_bytes=max_output_bytes)
     state = DictState()
     result = KafkaReplay()
     for rec in records:
@@ -151,7 +153,10 @@ def replay_records(records: list[Record], *, seq_gap_limit: int, since: bool = F
             result.dead_letters.append((rec, str(exc)))
             continue
         result.events += 1
-        result.alerts.extend(engine.process(state, event, source).alerts)
+        out = engine.process(state, event, source)
+        result.alerts.extend(out.alerts)
+        result.statuses.extend(out.statuses)
+        result.records.extend(out.records)
     return result
 
 
@@ -205,6 +210,53 @@ def verify(replayed: list[dict[str, Any]], published: list[dict[str, Any]], rng:
     return v
 
 
+@dataclass
+class StatusVerification:
+    """The final status of every node, replayed vs the (compacted) status topic."""
+
+    missing: list[dict[str, Any]] = field(default_factory=list)    # replay has a status, topic none
+    extra: list[dict[str, Any]] = field(default_factory=list)      # topic has one, replay none
+    different: list[tuple[dict, dict]] = field(default_factory=list)
+    compared: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing or self.extra or self.different)
+
+    def summary(self) -> str:
+        return (f"verify: {self.compared} node statuses compared: {len(self.missing)} missing, "
+                f"{len(self.extra)} extra, {len(self.different)} different")
+
+
+def verify_statuses(replayed: list[dict[str, Any]], published: list[dict[str, Any]],
+                    rng: Range) -> StatusVerification:
+    """Compare, per node, the last status record of the replay with the topic's last one.
+
+    Nodes whose last published status was triggered outside the replayed input range are
+    left out (a later event, not replayed, decided it); so are older published records a
+    compaction may or may not have removed yet.
+    """
+    v = StatusVerification()
+    mine = {(s["context_id"], s["node_id"]): s for s in replayed}
+    theirs: dict[tuple[str, str], dict] = {}
+    for s in published:
+        theirs[(s.get("context_id"), s.get("node_id"))] = s
+    for key in list(theirs):
+        t = theirs[key].get("trigger") or {}
+        if not rng.contains(t.get("topic"), t.get("partition"), t.get("offset")):
+            del theirs[key]
+            mine.pop(key, None)
+    for key, s in mine.items():
+        other = theirs.get(key)
+        if other is None:
+            v.missing.append(s)
+        elif encode_record(other) != encode_record(s):
+            v.different.append((s, other))
+    v.extra = [s for key, s in theirs.items() if key not in mine]
+    v.compared = len(set(mine) | set(theirs))
+    return v
+
+
 # ---------------------------------------------------------------------------- explain
 
 
@@ -217,19 +269,24 @@ class NodeHistory:
     versions: list[dict[str, Any]] = field(default_factory=list)
     reachability: list[dict[str, Any]] = field(default_factory=list)
     alerts: list[dict[str, Any]] = field(default_factory=list)
+    statuses: list[dict[str, Any]] = field(default_factory=list)
     frozen: bool = False
     open_rules: list[str] = field(default_factory=list)
+    degraded_by: list[str] = field(default_factory=list)
+    degraded_count: int = 0
     exists: bool = False
 
     @property
     def authoritative(self) -> bool:
-        return self.exists and not self.frozen and not self.open_rules
+        return self.exists and not self.frozen and not self.open_rules and not self.degraded_count
 
     def to_json(self) -> dict[str, Any]:
         return {
             "context_id": self.context_id, "node_id": self.node_id, "exists": self.exists,
             "authoritative": self.authoritative, "frozen": self.frozen, "open_rules": self.open_rules,
+            "degraded_by": self.degraded_by, "degraded_count": self.degraded_count,
             "versions": self.versions, "reachability": self.reachability, "alerts": self.alerts,
+            "statuses": self.statuses,
         }
 
 
@@ -257,6 +314,7 @@ def explain(records: list[Record], context_id: str, node_id: str, *, seq_gap_lim
                     "artifact_id": ev.artifact_id, "op": ev.op, "tier": ev.tier,
                 })
         h.alerts.extend(a for a in out.alerts if a["node_id"] == node_id)
+        h.statuses.extend(st for st in out.statuses if st["node_id"] == node_id)
 
     engine = Engine(seq_gap_limit)
     state = DictState()
@@ -269,14 +327,13 @@ def explain(records: list[Record], context_id: str, node_id: str, *, seq_gap_lim
             continue
         out = engine.process(state, event, Source(rec.topic, rec.partition, rec.offset))
         on_output(out)
-    node = state.nodes.get((context_id, node_id))
-    if node is not None:
+    status = node_status(state, context_id, node_id)
+    if status is not None:
         h.exists = True
-        h.frozen = node["frozen"]
-        sets = state.alert_sets.get((context_id, node_id)) or {}
-        h.open_rules = [r for r, k in (("orphaned_referent", "o"), ("negative_constraint_dropped", "m")) if sets.get(k)]
-        if h.frozen:
-            h.open_rules.insert(0, "non_idempotent")
+        h.frozen = status["frozen"]
+        h.open_rules = status["open_rules"]
+        h.degraded_by = status["degraded_by"]
+        h.degraded_count = status["degraded_count"]
     return h
 
 

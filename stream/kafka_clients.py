@@ -163,7 +163,7 @@ async def create_topics(
                     NewTopic(
                         t, num_partitions=partitions, replication_factor=settings.replication_factor,
                         topic_configs={
-                            "max.message.bytes": str(settings.max_output_bytes),
+                            "max.message.bytes": str(settings.max_request_bytes),
                             **({"cleanup.policy": "compact"} if compacted else {}),
                         },
                     )
@@ -175,6 +175,23 @@ async def create_topics(
                 raise ConfigurationError(f"could not create topic {t}: Kafka error code {code}")
         for t in missing:
             result[t] = "created"
+    return result
+
+
+def project_topics(settings: Settings) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(plain, compacted)``: the topics the project creates itself (faust creates only
+    its changelogs) — the inputs, the outputs and the remediation requests; the node-status
+    topic is compacted (a reader holds every node's current status)."""
+    plain = (*settings.input_topics, settings.alerts_topic, settings.verdicts_topic,
+             settings.deadletter_topic, settings.remediation_topic)
+    return plain, (settings.status_topic,)
+
+
+async def create_project_topics(settings: Settings) -> dict[str, str]:
+    """Create every topic of :func:`project_topics` (idempotent); topic -> created | exists."""
+    plain, compacted = project_topics(settings)
+    result = await create_topics(settings, plain, settings.partitions)
+    result.update(await create_topics(settings, compacted, settings.partitions, compacted=True))
     return result
 
 

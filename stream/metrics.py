@@ -111,7 +111,10 @@ from stream.domain.engine import (
     ORPHANED_REFERENT,
     REPLACED,
     SEQUENCE_GAP,
+    UNVERIFIABLE_CHECKPOINT,
+    NodeSummary,
     Output,
+    node_status,
 )
 from stream import __version__
 from stream.domain.events import CheckpointEvent, Event
@@ -124,7 +127,9 @@ disable_created_metrics()
 PREFIX = "checkpoint_guard_"
 LEVELS = ("leaf", "section", "root")
 KINDS = ("prohibitions", "instructions")
-NODE_RULES = (ORPHANED_REFERENT, NEGATIVE_CONSTRAINT_DROPPED, NON_IDEMPOTENT)
+NODE_RULES = (ORPHANED_REFERENT, NEGATIVE_CONSTRAINT_DROPPED, NON_IDEMPOTENT, UNVERIFIABLE_CHECKPOINT)
+#: Rules whose alerts also resolve.
+RESOLVING_RULES = (ORPHANED_REFERENT, NEGATIVE_CONSTRAINT_DROPPED, UNVERIFIABLE_CHECKPOINT)
 VERDICTS = (ACCEPTED, REPLACED, FROZEN, IGNORED_FROZEN)
 OUTCOMES = ("applied", "duplicate", "dropped", "buffered", "dead_letter")
 
@@ -207,6 +212,22 @@ def figures_of(rec: Mapping[str, Any] | None, sets: Mapping[str, Any] | None) ->
                        bool(sets.get("o")), bool(sets.get("m")), bool(rec["frozen"]))
 
 
+class _OneNode:
+    """The three tables :func:`node_status` reads, for one scanned node."""
+
+    __slots__ = ("nodes", "alert_sets", "reach")
+
+    def __init__(self, key: tuple, rec: Any, sets: Any, reach: Any) -> None:
+        self.nodes, self.alert_sets, self.reach = {key: rec}, {key: sets} if sets else {}, {key: reach} if reach else {}
+
+
+def summary_of(key: tuple, rec: Mapping[str, Any], sets: Any, reach: Any) -> NodeSummary:
+    """The :class:`NodeSummary` of a scanned node (the engine's own status rule)."""
+    status = node_status(_OneNode(key, rec, sets, reach), key[0], key[1])  # type: ignore[arg-type]
+    assert status is not None
+    return NodeSummary(rec["level"], status["authoritative"], status["degraded_count"] > 0, bool(rec.get("opaque")))
+
+
 @dataclass
 class StateGauges:
     """The engine-state gauges as plain sums (read by the collector at scrape time)."""
@@ -217,6 +238,10 @@ class StateGauges:
     carried: dict[tuple[str, str], int] = field(default_factory=dict)
     raw: dict[tuple[str, str], int] = field(default_factory=dict)
     waiting: int = 0
+    #: level -> stored nodes / authoritative nodes / degraded nodes (DESIGN.md §4 Node status)
+    nodes: dict[str, int] = field(default_factory=dict)
+    authoritative: dict[str, int] = field(default_factory=dict)
+    degraded: dict[str, int] = field(default_factory=dict)
     #: contexts with a declared sequence gap (not in the state; see the docstring)
     gap_contexts: set[str] = field(default_factory=set)
     #: (ctx, node) -> last version seen of a frozen node (since the last rebuild)
@@ -233,6 +258,20 @@ class StateGauges:
             if flag:
                 self.open[(rule, lvl)] = self.open.get((rule, lvl), 0) + sign
 
+    def add_summary(self, n: NodeSummary | None, sign: int) -> None:
+        """A node's status figures: stored, authoritative, degraded, unverifiable, per level."""
+        if n is None:
+            return
+        lvl = n.level
+        self.nodes[lvl] = self.nodes.get(lvl, 0) + sign
+        if n.authoritative:
+            self.authoritative[lvl] = self.authoritative.get(lvl, 0) + sign
+        if n.degraded:
+            self.degraded[lvl] = self.degraded.get(lvl, 0) + sign
+        if n.opaque:
+            key = (UNVERIFIABLE_CHECKPOINT, lvl)
+            self.open[key] = self.open.get(key, 0) + sign
+
     def add_survival(self, s: Survival | None, sign: int) -> None:
         if s is None:
             return
@@ -247,21 +286,22 @@ class StateGauges:
         alert_sets: Iterable[tuple[tuple, Mapping[str, Any]]],
         seq: Iterable[tuple[tuple, Mapping[str, Any]]],
         owns_context: Callable[[str], bool] = lambda ctx: True,
+        reach: Iterable[tuple[tuple, Any]] = (),
     ) -> int:
         """Recompute every sum from a scan of the state; returns the number of nodes."""
-        self.declared.clear()
-        self.unreachable.clear()
-        self.open.clear()
-        self.carried.clear()
-        self.raw.clear()
-        self.frozen_last.clear()
+        for sums in (self.declared, self.unreachable, self.open, self.carried, self.raw,
+                     self.frozen_last, self.nodes, self.authoritative, self.degraded):
+            sums.clear()
         self.gap_contexts = {ctx for ctx in self.gap_contexts if owns_context(ctx)}
         sets = {tuple(k): v for k, v in alert_sets}
+        reaches = {tuple(k): v for k, v in reach}
         n = 0
         for key, rec in nodes:
             n += 1
-            self.add_node(figures_of(rec, sets.get(tuple(key))), +1)
+            key = tuple(key)
+            self.add_node(figures_of(rec, sets.get(key)), +1)
             self.add_survival(survival_of_record(rec), +1)
+            self.add_summary(summary_of(key, rec, sets.get(key), reaches.get(key)), +1)
         self.waiting = sum(len(v.get("waiting") or ()) for _, v in seq)
         return n
 
@@ -310,6 +350,10 @@ class _StateCollector:
                 fams[PREFIX + "constraints_carried"].add_metric([kind, lvl], carried)
                 if raw:
                     fams[PREFIX + "survival_ratio"].add_metric([kind, lvl], carried / raw)
+        for lvl in LEVELS:
+            fams[PREFIX + "nodes"].add_metric([lvl], g.nodes.get(lvl, 0))
+            fams[PREFIX + "authoritative_nodes"].add_metric([lvl], g.authoritative.get(lvl, 0))
+            fams[PREFIX + "degraded_nodes"].add_metric([lvl], g.degraded.get(lvl, 0))
         fams[PREFIX + "waiting_events"].add_metric([], g.waiting)
         for (topic, partition), lag in sorted(self.m.consumer_lag().items()):
             fams[PREFIX + "consumer_lag"].add_metric([topic, str(partition)], lag)
@@ -328,6 +372,11 @@ _STATE_GAUGES = (
     (PREFIX + "constraints_raw", "Sum of |raw| constraints over the last version of each node.", ["kind", "level"]),
     (PREFIX + "constraints_carried", "Sum of |carried ∩ raw| over the last version of each node.", ["kind", "level"]),
     (PREFIX + "survival_ratio", "constraints_carried / constraints_raw.", ["kind", "level"]),
+    (PREFIX + "nodes", "Stored summary nodes by level (owned partitions).", ["level"]),
+    (PREFIX + "authoritative_nodes", "Nodes an agent may recover from: no open alert, not frozen, "
+     "not degraded (DESIGN.md §4).", ["level"]),
+    (PREFIX + "degraded_nodes", "Nodes with a node below them that has an open orphaned_referent or "
+     "unverifiable_checkpoint alert.", ["level"]),
     (PREFIX + "waiting_events", "Events waiting in the seq buffers (owned partitions).", []),
     (PREFIX + "consumer_lag", "High watermark minus next offset to process, per owned input partition.",
      ["topic", "partition"]),
@@ -378,23 +427,23 @@ class Metrics:
     """The worker's metrics on their own registry. One instance per process
     (:data:`METRICS`); tests build their own."""
 
-    def __init__(self, registry: CollectorRegistry | None = None, *,
-                 output_topics: Iterable[str] = ()) -> None:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
         r = self.registry
         # Counters; the fixed label sets exist (as 0) from the start.
         self.events: dict[tuple[str, str], int] = {(t, o): 0 for t in ("checkpoint", "artifact") for o in OUTCOMES}
         self.dead_letters: dict[str, int] = dict.fromkeys(DEAD_LETTER_REASONS, 0)
-        self.rejected: dict[str, int] = dict.fromkeys(output_topics, 0)
         #: set by :mod:`stream.web`: () -> True while /readyz answers 200
         self.ready_source: Callable[[], bool] | None = None
         #: set by :mod:`stream.web` from the settings (exported as seq_gap_limit)
         self.seq_gap_limit: int | None = None
         self.alerts: dict[tuple[str, str], int] = {
             (rule, status): 0 for rule in (*NODE_RULES, SEQUENCE_GAP)
-            for status in ((OPEN, "resolved") if rule in (ORPHANED_REFERENT, NEGATIVE_CONSTRAINT_DROPPED) else (OPEN,))
+            for status in ((OPEN, "resolved") if rule in RESOLVING_RULES else (OPEN,))
         }
         self.checkpoints: dict[tuple[str, str], int] = {(lvl, v): 0 for lvl in LEVELS for v in VERDICTS}
+        #: topic -> output records the broker rejected for good (see :meth:`output_rejected`)
+        self.rejected: dict[str, int] = {}
         self.orphan_set_size = Histogram(PREFIX + "orphan_set_size",
                                          "Orphan-set size of each open orphaned_referent alert.",
                                          buckets=ORPHAN_SET_BUCKETS, registry=r)
@@ -414,11 +463,6 @@ class Metrics:
         GCCollector(registry=r)
 
     # ------------------------------------------------------------------ hooks
-    def output_rejected(self, topic: str) -> None:
-        """The broker rejected an output record for ``topic`` for good (DESIGN.md §4,
-        bounded outputs); the record was dead-lettered with its trigger instead."""
-        self.rejected[topic] = self.rejected.get(topic, 0) + 1
-
     def dead_letter(self, event_type: str, reason: str, topic: str | None = None,
                     partition: int | None = None, offset: int | None = None) -> None:
         """A message went to the dead-letter topic (after the broker acked it)."""
@@ -427,6 +471,15 @@ class Metrics:
         label = dead_letter_reason(reason)
         self.dead_letters[label] = self.dead_letters.get(label, 0) + 1
         self._processed(topic, partition, offset)
+
+    def output_rejected(self, topic: str) -> None:
+        """An output record for ``topic`` was rejected for good and dead-lettered instead."""
+        self.rejected[topic] = self.rejected.get(topic, 0) + 1
+
+    def expect_topics(self, topics: Iterable[str]) -> None:
+        """Create the ``output_rejected_total{topic}`` series at 0 (an alert rule sees the first)."""
+        for t in topics:
+            self.rejected.setdefault(t, 0)
 
     @staticmethod
     def measure(event: Event, out: Output, base: Any) -> Observed:
@@ -501,6 +554,9 @@ class Metrics:
         # --- state gauges: after - before, per touched node
         if obs.before:
             self._apply_node_changes(obs)
+        for was, now in out.node_changes:
+            self.state.add_summary(was, -1)
+            self.state.add_summary(now, +1)
         if offset is not None:
             self.processed[(topic, partition)] = offset + 1  # type: ignore[index]
 
@@ -601,9 +657,6 @@ def rows_of(table_items: Iterable[tuple[str, Any]]) -> Iterable[tuple[tuple, Any
 class _NoMetrics:
     """The agent's hooks as no-ops (``CG_METRICS_ENABLED=false``)."""
 
-    def output_rejected(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
     def dead_letter(self, *args: Any, **kwargs: Any) -> None:
         pass
 
@@ -611,6 +664,9 @@ class _NoMetrics:
         return None
 
     def record(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def output_rejected(self, *args: Any, **kwargs: Any) -> None:
         pass
 
 
@@ -640,15 +696,8 @@ def rolled_forward(rows: Iterable[tuple[tuple, Any]],
             yield key, value
 
 
-def _output_topics() -> tuple[str, ...]:
-    from stream.settings import get_settings
-
-    s = get_settings()
-    return (s.alerts_topic, s.verdicts_topic, s.status_topic, s.deadletter_topic)
-
-
 #: The worker's metrics (the agent's hooks and ``/metrics`` use this one).
-METRICS = Metrics(output_topics=_output_topics())
+METRICS = Metrics()
 REGISTRY = METRICS.registry
 NO_METRICS = _NoMetrics()
 

@@ -20,6 +20,10 @@ alert action        desired requests of the case
 ``resync`` / other  none (``sequence_gap`` has no node; a human resyncs the producer)
 ==================  =====================================================================
 
+``unverifiable_checkpoint`` (an opaque summary; action ``escalate``) asks for one
+``recompact`` of the node (nothing to re-fetch: it must be summarized readably), with
+``missing_constraints`` and ``subtree`` empty; its ``resolved`` cancels it.
+
 The case's *pending* requests are diffed with the desired ones: a desired request that
 is not pending is emitted; a pending one that is no longer desired gets a ``cancel``;
 one that is both stays pending and is not sent again. So an ``open`` again with a new
@@ -135,6 +139,14 @@ SCHEMA_VERSION = 1
 
 #: alert action -> the request kind it asks for (other actions ask for nothing).
 KIND_OF_ACTION: dict[str, str] = {"escalate": "refetch", "reject_subtree": "recompact", "freeze": "freeze"}
+#: rules whose request kind is not their action's: an opaque summary (``escalate``) has
+#: nothing to re-fetch — it must be summarized again, readably.
+KIND_OF_RULE: dict[str, str] = {"unverifiable_checkpoint": "recompact"}
+
+
+def kind_of(alert: Mapping[str, Any]) -> str | None:
+    """The request kind an alert asks for (None: it asks for nothing)."""
+    return KIND_OF_RULE.get(alert.get("rule")) or KIND_OF_ACTION.get(alert.get("action"))  # type: ignore[arg-type]
 
 # ============================================================================ pure core
 
@@ -220,7 +232,7 @@ def _request(
 
 def _desired(alert: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The requests an ``open`` alert asks for (its case's full desired set)."""
-    kind = KIND_OF_ACTION[alert["action"]]
+    kind = kind_of(alert)
     if kind == "refetch":
         return [_request(alert, kind, referent=a) for a in sorted(set(alert.get("orphans") or ()))]
     if kind == "recompact":
@@ -232,7 +244,7 @@ def _desired(alert: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def is_actionable(alert: Mapping[str, Any]) -> bool:
     """Does this alert's action map to requests (and name a node)?"""
-    return alert.get("action") in KIND_OF_ACTION and alert.get("node_id") is not None
+    return kind_of(alert) is not None and alert.get("node_id") is not None
 
 
 def decide(state: ContextState, alert: Mapping[str, Any]) -> tuple[ContextState, list[dict[str, Any]]]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from stream.domain.engine import Engine
+from stream.domain.engine import MAX_OUTPUT_BYTES, Engine
 from stream.domain.events import OFFLINE
 from stream.domain.state import DictState
 from stream.errors import InvalidEvent
@@ -32,12 +32,16 @@ BOM = b"\xef\xbb\xbf"
 class ReplayResult:
     """Everything one replay produced.
 
-    ``alerts``: alert dicts in emission order. ``verdicts``: one per applied checkpoint.
+    ``alerts``: alert dicts in emission order. ``statuses``: node-status records.
+    ``records``: both, interleaved in output order (``replay --status``).
+    ``verdicts``: one per applied checkpoint.
     ``dead_letters``: ``(line number, reason)`` for bad lines (1-based, per input).
     ``waiting``: context -> seqs still waiting at end of input.
     """
 
     alerts: list[dict[str, Any]] = field(default_factory=list)
+    statuses: list[dict[str, Any]] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)
     verdicts: list[dict[str, Any]] = field(default_factory=list)
     dead_letters: list[tuple[int, str]] = field(default_factory=list)
     waiting: dict[str, list[int]] = field(default_factory=dict)
@@ -63,14 +67,18 @@ class ReplayResult:
 class Replayer:
     """Incremental replay: feed lines, collect alerts (used by the CLI and by tests)."""
 
-    def __init__(self, *, seq_gap_limit: int = 1000, since: bool = False, max_bytes: int = MAX_MESSAGE_BYTES):
-        self.engine = Engine(seq_gap_limit, start_at_first_seq=since)
+    def __init__(
+        self, *, seq_gap_limit: int = 1000, since: bool = False, max_bytes: int = MAX_MESSAGE_BYTES,
+        max_output_bytes: int = MAX_OUTPUT_BYTES,
+    ):
+        self.engine = Engine(seq_gap_limit, start_at_first_seq=since, max_output_bytes=max_output_bytes)
         self.state = DictState()
         self.result = ReplayResult()
         self.max_bytes = max_bytes
 
     def feed(self, line: bytes, lineno: int) -> list[dict[str, Any]] | None:
-        """Decode and apply one line; returns its alerts, or None if it was bad/blank."""
+        """Decode and apply one line; returns its output records (alerts and statuses in
+        output order), or None if it was bad/blank."""
         if not line.strip(b" \t\r"):
             return None
         try:
@@ -88,11 +96,13 @@ class Replayer:
         r.events += 1
         out = self.engine.process(self.state, event, OFFLINE)
         r.alerts.extend(out.alerts)
+        r.statuses.extend(out.statuses)
+        r.records.extend(out.records)
         r.verdicts.extend(out.verdicts)
         r.applied += len(out.applied)
         r.duplicates += out.duplicates
         r.dropped += out.dropped
-        return out.alerts
+        return out.records
 
     def finish(self) -> ReplayResult:
         self.result.waiting = {
@@ -120,9 +130,12 @@ def iter_lines(stream: BinaryIO) -> Iterator[bytes]:
         yield buf
 
 
-def replay_lines(lines: Iterable[bytes], *, seq_gap_limit: int = 1000, since: bool = False) -> ReplayResult:
+def replay_lines(
+    lines: Iterable[bytes], *, seq_gap_limit: int = 1000, since: bool = False,
+    max_output_bytes: int = MAX_OUTPUT_BYTES,
+) -> ReplayResult:
     """Replay JSONL lines (bytes, without their ``\\n``) through a fresh engine."""
-    rp = Replayer(seq_gap_limit=seq_gap_limit, since=since)
+    rp = Replayer(seq_gap_limit=seq_gap_limit, since=since, max_output_bytes=max_output_bytes)
     for i, line in enumerate(lines, 1):
         if isinstance(line, str):
             line = line.encode("utf-8")

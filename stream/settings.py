@@ -147,6 +147,15 @@ class Settings(BaseSettings):
         description="Longest constraint in characters: a string constraint, an object's id, and the key "
         "either becomes (NFKC can lengthen a text). Longer: dead letter (informational lists: absent).",
     )
+    max_json_depth: int = Field(
+        201, ge=1, le=201,
+        description="Deepest JSON nesting accepted (objects and arrays, the message itself included); "
+        "deeper: dead letter. 201 is also the most the parser reads.",
+    )
+    max_seq: int = Field(
+        (1 << 63) - 1, ge=0, le=(1 << 63) - 1,
+        description="Largest seq accepted (the int64 range every Kafka client can carry); larger: dead letter.",
+    )
     max_output_bytes: int = Field(
         16 << 20, ge=1 << 20,
         description="Largest record the worker writes (alerts, dead letters, table changelogs); the topics "
@@ -215,16 +224,14 @@ class Settings(BaseSettings):
         return (self.compaction_topic, self.artifact_topic)
 
     @property
-    def output_topics(self) -> tuple[str, str, str]:
-        return (self.alerts_topic, self.verdicts_topic, self.deadletter_topic)
+    def output_topics(self) -> tuple[str, str, str, str]:
+        return (self.alerts_topic, self.verdicts_topic, self.status_topic, self.deadletter_topic)
 
     @property
-    def external_topics(self) -> tuple[str, ...]:
-        """Every topic ``topics create`` makes (faust creates only its changelogs): the
-        inputs, the worker's outputs (alerts, verdicts, status, dead letters) and the
-        remediation requests."""
-        return (self.compaction_topic, self.artifact_topic, self.alerts_topic, self.verdicts_topic,
-                self.status_topic, self.deadletter_topic, self.remediation_topic)
+    def max_request_bytes(self) -> int:
+        """Producer request / topic ``max.message.bytes``: a record of ``max_output_bytes``
+        plus its key (two ids at most) and the batch framing."""
+        return self.max_output_bytes + (64 << 10)
 
 
 @lru_cache(maxsize=1)

@@ -53,9 +53,17 @@ def store_key(key: tuple) -> bytes:
     return json.dumps(encode_key(key)).encode()
 
 
+def _sorted_set(value: Any) -> Any:
+    """JSON for the engine's set-valued entries: a sorted list (deterministic bytes)."""
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    raise TypeError(f"{type(value).__name__} is not JSON-ready")
+
+
 def store_value(value: Any) -> bytes:
-    """The value bytes faust's ``json`` value serializer writes (compact, ASCII-escaped)."""
-    return json.dumps(value, separators=(",", ":")).encode()
+    """The value bytes faust's ``json`` value serializer writes (compact, ASCII-escaped);
+    a set (the engine's set-valued entries) is written as a sorted list."""
+    return json.dumps(value, separators=(",", ":"), default=_sorted_set).encode()
 
 
 class ChangelogRecord(NamedTuple):
@@ -159,6 +167,12 @@ class TableMap(MutableMapping):
         return len(self.table)
 
 
+def _private(value: Any) -> Any:
+    """A set read through an overlay is copied: the engine grows the sets it reads in
+    place (then re-assigns them), which must not reach the base before a flush."""
+    return set(value) if isinstance(value, set) else value
+
+
 class _OverlayMap(MutableMapping):
     """Reads fall through to ``base`` unless written in this overlay; writes are buffered."""
 
@@ -171,7 +185,7 @@ class _OverlayMap(MutableMapping):
     def __getitem__(self, key: tuple) -> Any:
         value = self.writes.get(key, _MISSING)
         if value is _MISSING:
-            return self.base[key]
+            return _private(self.base[key])
         if value is _DELETED:
             raise KeyError(key)
         return value
@@ -179,7 +193,7 @@ class _OverlayMap(MutableMapping):
     def get(self, key: tuple, default: Any = None) -> Any:
         value = self.writes.get(key, _MISSING)
         if value is _MISSING:
-            return self.base.get(key, default)
+            return _private(self.base.get(key, default))
         return default if value is _DELETED else value
 
     def __contains__(self, key: object) -> bool:

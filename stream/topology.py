@@ -40,6 +40,11 @@ checkpoint_alerts = app.topic(settings.alerts_topic, **_raw)
 #: key: context_id; value: verdict JSON, one per applied checkpoint. Optional consumers.
 checkpoint_verdicts = app.topic(settings.verdicts_topic, **_raw)
 
+#: key: compact JSON ``["<context_id>","<node_id>"]``; value: node-status JSON (DESIGN.md
+#: §4 Node status), written to the partition number of the context's input. Compacted:
+#: a reader holds the current status of every node (agent runtimes: may I recover?).
+checkpoint_status = app.topic(settings.status_topic, **_raw)
+
 #: key: the original key (or none); value: dead-letter JSON (original bytes base64,
 #: source topic/partition/offset, one-line reason). Read by operators.
 dead_letters = app.topic(settings.deadletter_topic, **_raw)
@@ -62,5 +67,5 @@ tables = {
 #: crash between keys is rolled forward on restart (stream.tables).
 journal = app.Table("journal", default=None, partitions=settings.partitions, help="write-ahead journal")
 
-#: Topics we create ourselves (faust creates only its internal changelog topics).
-EXTERNAL_TOPICS = settings.external_topics
+# The topics we create ourselves (faust creates only its changelogs) are listed, with
+# their cleanup policy, in stream.kafka_clients.project_topics (`topics create`).

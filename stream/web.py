@@ -7,10 +7,11 @@
                                 or recovery in progress); else 503 ``{"status": "not ready",
                                 "reasons": [...]}``
 ``GET /metrics``                Prometheus text exposition of :data:`stream.metrics.REGISTRY`
-``GET /nodes/{ctx}/{node}``     a node's status, read from the tables: level, versions, frozen,
-                                authoritative, open rules, orphans, missing constraints
-                                (404 for an unknown node); ids are path segments, so
-                                percent-encode them (``a/b`` -> ``a%2Fb``)
+``GET /nodes/{ctx}/{node}``     a node's status, read from the tables (DESIGN.md §4 Node
+                                status: authoritative, frozen, open rules, degraded_by) plus
+                                level, versions, orphans, missing constraints (404 for an
+                                unknown node); ids are path segments, so percent-encode
+                                them (``a/b`` -> ``a%2Fb``)
 ==============================  ===============================================================
 
 Why node status is forwarded: a context's state lives only on the worker that owns its
@@ -48,7 +49,7 @@ from yarl import URL
 
 from stream import topology
 from stream.app import app, settings
-from stream.domain.engine import NEGATIVE_CONSTRAINT_DROPPED, NON_IDEMPOTENT, ORPHANED_REFERENT
+from stream.domain.engine import node_status as engine_node_status
 from stream.metrics import METRICS, journal_pending, rolled_forward, rows_of
 from stream.tables import TableMap, TableState
 
@@ -93,42 +94,51 @@ def not_ready_reasons() -> list[str]:
     return reasons
 
 
-def _read(name: str, key: tuple, pending: dict[str, dict[tuple, tuple[Any, bool]]]) -> Any:
-    if key in pending.get(name, ()):
-        value, deleted = pending[name][key]
-        return None if deleted else value
-    return getattr(_state, name).get(key)
+class _JournalView:
+    """The tables :func:`stream.domain.engine.node_status` reads, through a journal
+    record's pending writes (``{table: {key: (value, deleted)}}``)."""
+
+    def __init__(self, pending: dict[str, dict[tuple, tuple[Any, bool]]]) -> None:
+        for name in ("nodes", "alert_sets", "reach"):
+            setattr(self, name, _PendingMap(getattr(_state, name), pending.get(name) or {}))
+
+
+class _PendingMap:
+    def __init__(self, table: Any, pending: dict[tuple, tuple[Any, bool]]) -> None:
+        self.table, self.pending = table, pending
+
+    def get(self, key: tuple, default: Any = None) -> Any:
+        if key in self.pending:
+            value, deleted = self.pending[key]
+            return default if deleted else value
+        return self.table.get(key, default)
 
 
 def node_status(context_id: str, node_id: str) -> dict[str, Any] | None:
     """A node's status from the tables (this worker must own the context's partition).
 
     Reads through the context's last journal record: after a crash that cut a write
-    set, the agent rolls it forward only on the context's next event.
+    set, the agent rolls it forward only on the context's next event. The status is the
+    engine's own (DESIGN.md §4 Node status), plus the kept version's details.
     """
     last = _journal.get((context_id,)) if _journal is not None else None
-    pending = journal_pending([(None, last)]) if last else {}
-    key = (context_id, node_id)
-    rec = _read("nodes", key, pending)
-    if rec is None:
+    view = _JournalView(journal_pending([(None, last)]) if last else {})
+    status = engine_node_status(view, context_id, node_id)  # type: ignore[arg-type]
+    if status is None:
         return None
-    sets = _read("alert_sets", key, pending) or {}
-    orphans, missing = sets.get("o") or [], sets.get("m") or []
-    open_rules = [rule for rule, is_open in (
-        (NON_IDEMPOTENT, rec["frozen"]), (ORPHANED_REFERENT, orphans), (NEGATIVE_CONSTRAINT_DROPPED, missing),
-    ) if is_open]
+    key = (context_id, node_id)
+    rec = view.nodes.get(key)
+    sets = view.alert_sets.get(key) or {}
     return {
         "context_id": context_id,
         "node_id": node_id,
-        "level": rec["level"],
+        **status,
         "versions": rec["versions"],
-        "frozen": rec["frozen"],
-        "authoritative": not open_rules,
-        "open_rules": open_rules,
-        "orphans": orphans,
-        "missing_constraints": missing,
+        "opaque": rec["opaque"],
+        "orphans": sets.get("o") or [],
+        "missing_constraints": sets.get("m") or [],
         "referents": rec["referents"],
-        "children": rec["children"],
+        "children": rec["lchildren"],
     }
 
 
@@ -245,6 +255,7 @@ async def _rebuild_state_gauges(sender: Any = None, **kwargs: Any) -> None:
             rolled_forward(rows_of(tables["alert_sets"].items()), pending.get("alert_sets")),
             rolled_forward(rows_of(tables["seq"].items()), pending.get("seq")),
             owns_context=lambda ctx: partition_of(ctx, settings.partitions) in owned,
+            reach=rolled_forward(rows_of(tables["reach"].items()), pending.get("reach")),
         )
     except Exception:  # metrics must never break a rebalance
         log.exception("could not rebuild the state gauges from the tables")

@@ -65,6 +65,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional, Union
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
 
+from stream.domain.engine import encode_record
 from stream.domain.events import ArtifactEvent, CheckpointEvent, Event, constraint_key
 from stream.errors import InvalidEvent
 
@@ -89,8 +90,8 @@ class Limits:
     """Input limits checked while decoding (the ``CG_MAX_*`` settings; README "Settings").
 
     A message over any of them is dead-lettered with a reason naming the limit and its
-    setting. The defaults are DESIGN.md §3's (1 MiB, 1,024-character ids, 10,000
-    entries per list) plus 4,096 characters per constraint.
+    setting. The defaults are DESIGN.md §3's: 1 MiB, 1,024-character ids, 10,000 entries
+    per list, 4,096 characters per constraint, 201 levels of nesting, seq <= 2^63 - 1.
     """
 
     max_message_bytes: int = MAX_MESSAGE_BYTES
@@ -99,6 +100,8 @@ class Limits:
     max_children: int = MAX_LIST_ENTRIES
     max_constraints: int = MAX_LIST_ENTRIES
     max_constraint_chars: int = MAX_CONSTRAINT_CHARS
+    max_json_depth: int = MAX_JSON_DEPTH
+    max_seq: int = MAX_INT64
 
     @classmethod
     def from_settings(cls, settings: "Settings") -> "Limits":
@@ -109,6 +112,8 @@ class Limits:
             max_children=settings.max_children,
             max_constraints=settings.max_constraints,
             max_constraint_chars=settings.max_constraint_chars,
+            max_json_depth=settings.max_json_depth,
+            max_seq=settings.max_seq,
         )
 
 
@@ -158,7 +163,7 @@ def _build_models(limits: Limits) -> SimpleNamespace:
         schema_version: Optional[int] = Field(None, description="Must be 1 when present.")
         event_id: Id
         context_id: Id = Field(description="The agent working context; the partition key.")
-        seq: Optional[Annotated[int, Field(ge=0, le=MAX_INT64)]] = Field(
+        seq: Optional[Annotated[int, Field(ge=0, le=limits.max_seq)]] = Field(
             None, description="Per-context counter shared by both event kinds, first event 0."
         )
         occurred_at: Any = Field(None, description="RFC 3339 time, informational.")
@@ -391,6 +396,10 @@ def _reason(err: ValidationError, obj: dict[str, Any], limits: Limits) -> str:
         n = first.get("ctx", {}).get("actual_length")
         n = len(first["input"]) if n is None and isinstance(first.get("input"), list) else n
         return f"{where}: {n} items, limit is {getattr(limits, attr)} ({setting}){more}"
+    if first["type"] == "less_than_equal" and loc == ["seq"]:
+        value = first.get("input")
+        shown = repr(value) if isinstance(value, int) and value <= MAX_INT64 else "beyond 64 bits"
+        return f"seq: {shown}, limit is {limits.max_seq} (CG_MAX_SEQ){more}"
     if first["type"] == "string_too_long" and loc and loc[0] in _ID_FIELDS and isinstance(first.get("input"), str):
         return _chars_over(where, len(first["input"]), limits.max_id_chars, "CG_MAX_ID_CHARS") + more
     if first.get("input", "") is None and first["type"] not in ("missing",):
@@ -474,19 +483,24 @@ def _too_deep(obj: Any, limit: int) -> bool:
     return False
 
 
-def _parse_grammatical(text: bytes, jiter_error: str) -> Any:
+def _parse_grammatical(text: bytes, jiter_error: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """Re-read what jiter refused with Python's json; InvalidEvent if that fails too."""
     try:
         obj = json.loads(
             text.decode("utf-8"), parse_int=_int_or_huge, parse_constant=_no_constant
         )
     except RecursionError:
-        raise InvalidEvent(f"not JSON: nested deeper than {MAX_JSON_DEPTH} levels") from None
+        raise InvalidEvent(_too_deep_reason(max_depth)) from None
     except ValueError:  # UnicodeDecodeError included
         raise InvalidEvent(f"not JSON: {jiter_error}"[:300]) from None
-    if _too_deep(obj, MAX_JSON_DEPTH):
-        raise InvalidEvent(f"not JSON: nested deeper than {MAX_JSON_DEPTH} levels")
+    if _too_deep(obj, max_depth):
+        raise InvalidEvent(_too_deep_reason(max_depth))
     return obj
+
+
+def _too_deep_reason(max_depth: int) -> str:
+    setting = " (CG_MAX_JSON_DEPTH)" if max_depth != MAX_JSON_DEPTH else ""
+    return f"not JSON: nested deeper than {max_depth} levels{setting}"
 
 
 def _is_unicode(s: str) -> bool:
@@ -524,28 +538,31 @@ def _check_unicode(obj: dict[str, Any]) -> None:
 
 
 def parse_json(data: bytes | str, *, max_bytes: int | None = None) -> Any:
-    """Parse strict JSON (UTF-8, no NaN/Infinity, at most :data:`MAX_JSON_DEPTH` deep);
+    """Parse strict JSON (UTF-8, no NaN/Infinity, at most ``CG_MAX_JSON_DEPTH`` deep);
     raise InvalidEvent on anything else. ``max_bytes``: default the configured limit."""
-    if max_bytes is None:
-        max_bytes = configured_limits().max_message_bytes
-    obj, _ = _parse(data, max_bytes)
+    limits = configured_limits()
+    obj, _ = _parse(data, limits.max_message_bytes if max_bytes is None else max_bytes, limits.max_json_depth)
     return obj
 
 
-def _parse(data: bytes | str, max_bytes: int) -> tuple[Any, bool]:
+def _parse(data: bytes | str, max_bytes: int, max_depth: int = MAX_JSON_DEPTH) -> tuple[Any, bool]:
     """(parsed value, whether Python's json had to re-read it)."""
     if isinstance(data, str):
         data = data.encode("utf-8", "surrogatepass")
     if len(data) > max_bytes:
         raise InvalidEvent(f"message is {len(data)} bytes, over the {max_bytes}-byte limit")
     try:
-        return pydantic_core.from_json(data, allow_inf_nan=False), False
+        obj = pydantic_core.from_json(data, allow_inf_nan=False)
     except ValueError as exc:
         text = str(exc).splitlines()[0] if str(exc) else "not JSON"
+    else:
+        if max_depth < MAX_JSON_DEPTH and _too_deep(obj, max_depth):  # jiter itself stops at 201
+            raise InvalidEvent(_too_deep_reason(max_depth))
+        return obj, False
     if text.startswith("recursion limit exceeded"):
-        raise InvalidEvent(f"not JSON: nested deeper than {MAX_JSON_DEPTH} levels ({text})"[:300])
+        raise InvalidEvent(f"{_too_deep_reason(max_depth)} ({text})"[:300])
     if any(marker in text for marker in _FALLBACK_ERRORS):
-        return _parse_grammatical(data, text), True
+        return _parse_grammatical(data, text, max_depth), True
     raise InvalidEvent(f"not JSON: {text}"[:300])
 
 
@@ -564,7 +581,7 @@ def decode_event(data: bytes | str, *, max_bytes: int | None = None, limits: Lim
         InvalidEvent: with a one-line reason (the caller dead-letters the message).
     """
     limits = limits or configured_limits()
-    obj, reread = _parse(data, limits.max_message_bytes if max_bytes is None else max_bytes)
+    obj, reread = _parse(data, limits.max_message_bytes if max_bytes is None else max_bytes, limits.max_json_depth)
     if not isinstance(obj, dict):
         raise InvalidEvent(f"message: must be a JSON object, got {type(obj).__name__}")
     if reread:
@@ -637,8 +654,8 @@ def decode_message(
 # ----------------------------------------------------------------------------- encoding
 
 
-def _dumps(obj: dict[str, Any]) -> bytes:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+def _dumps(obj: Any) -> bytes:
+    return encode_record(obj)  # the engine's encoding: its size bounds are in these bytes
 
 
 def encode_alert(alert: dict[str, Any]) -> bytes:

@@ -1,24 +1,78 @@
-"""A second, deliberately naive reading of DESIGN.md §3–§4, to check the engine against.
+"""A second, deliberately naive reading of DESIGN.md (contract v2) §3–§4, to check the engine.
 
-Why it exists: the engine is incremental (dependents index, child -> parents index,
-evaluation of *affected* nodes only). Incremental code is where bugs hide, so this
-module implements the same contract the dumbest correct way and the property tests
-compare the two. It was written from DESIGN.md alone, without reading the engine.
+Why it exists: the engine is incremental (indexes, evaluation of *affected* nodes only).
+Incremental code is where bugs hide, so this module implements the same contract the
+dumbest obviously-correct way and the property tests compare the two. It was written from
+DESIGN.md alone, without reading the engine or its tests.
 
 How it is naive, on purpose:
 
-* After every applied event it recomputes, for *every* stored node of the context,
-  ``O(n) = referents(n) − reachable`` and ``M(n) = required(n) − carried(n)`` from
-  scratch (``required`` by a fresh depth-first walk over ``children``), and compares
-  them with the sets it last recorded. That the spec only evaluates *affected* nodes
-  makes no difference to the output: a set can only change for a node the spec calls
-  affected (a node whose referent changed tier; the node and the nodes that reach it).
-* No index of any kind: ancestors, dependents and reachability are all rescans.
+* After every applied event it recomputes, for *every* stored node of the context, every
+  rule's set from scratch — ``O(n) = referents(n) − reachable``,
+  ``M(n) = required(n) − carried(n)`` (``required`` by a fresh walk over the ledgers'
+  children), the kept version's ``opaque`` — compares each with the set last recorded,
+  and emits an alert on change. Then it recomputes every stored node's status
+  ``(authoritative, frozen, open_rules, degraded_by)`` (``degraded_by`` by a fresh walk)
+  and emits a status record where it differs from the last one. That the spec evaluates
+  only *affected* nodes makes no difference to the output: a rule's set can only change
+  for a node the spec calls affected, and the spec asks a status record for *every* node
+  whose status changed.
+* No index of any kind: ancestors, dependents, reachability are all rescans.
 
-Input events are already-valid event dicts (the shape of DESIGN.md §3 after
-validation; ``null`` for an optional field means absent). Output is the alert
-*projection* the property tests compare (see ``Projection``), or richer dicts from
-``naive_run`` for the fields the projection leaves out.
+Input: already-valid event dicts (DESIGN.md §3 after validation; ``None`` for an optional
+field means absent). Output: full alert dicts in §3 field order without ``alert_id``, and
+status records, interleaved in output order (``NaiveResult.records``).
+
+Readings of ambiguous clauses (the most literal one, chosen here):
+
+1. *Ledger.* A node's ledger grows by the version stored on its first arrival and by every
+   version that replaced the kept one (an identical re-emission included). A version that
+   triggered ``non_idempotent`` (discarded) or reached a frozen node (ignored) adds
+   nothing, nor does a duplicate. Only stored nodes have a ledger, so a child never seen
+   contributes nothing and links to nothing.
+2. *Reachable through ledger children* is followed through stored nodes only; the start
+   node is included (it is "n included" for ``required``), cycles are walked once.
+3. ``subtree`` = the stored nodes reachable from the node through ledger children, minus
+   the node itself even when a cycle reaches it back; child ids never seen are not listed.
+   It is given on ``open`` and ``resolved`` negative_constraint_dropped alerts alike
+   (``None``, with ``subtree_size`` ``None``, on every other rule).
+4. ``degraded_by(n)`` = stored nodes ≠ n reachable from n through ledger children whose
+   *current* ``orphaned_referent`` set is non-empty or whose kept version is opaque (i.e.
+   an open alert of those rules, after this event's alerts). A frozen descendant counts
+   like any other.
+5. ``open_rules`` holds the rules whose last alert for the node is ``open``;
+   ``non_idempotent`` is open for ever once emitted (it is never resolved), so a frozen
+   node lists it. "sorted" is plain string order:
+   ``negative_constraint_dropped < non_idempotent < orphaned_referent <
+   unverifiable_checkpoint`` (not the alert emission order).
+6. A status *change* is judged on (authoritative, frozen, open_rules, the **full**
+   degraded_by set); ``level`` and ``degraded_count`` are not part of it (a level change
+   alone emits nothing; degraded_count changes only with degraded_by). The record's
+   ``degraded_by`` is the first 1,000 in sorted order.
+7. ``non_idempotent``: the alert's ``level`` is the kept (old) version's level; it carries
+   ``orphans`` = after, ``previous_orphans`` = before and ``missing_constraints = []``.
+8. On the alert of one rule, the *other* rule's set is an empty list (``orphans`` on a
+   negative_constraint_dropped alert is ``[]``, and vice versa; sequence_gap carries
+   ``[]`` for both); only ``unverifiable_checkpoint`` carries ``None`` for both.
+9. ``opaque: None`` (or absent) is false.
+10. ``since`` (``replay --since``): a context's expected seq starts at the seq of the first
+    event of that context *that carries a seq*; events without seq before it change
+    nothing about it.
+11. Gap: at most one sequence_gap alert per arriving event (the check runs once, after the
+    first drain); with the limit respected before the arrival, one jump always suffices.
+    Events without seq, dropped events and duplicates never trigger the check.
+12. Status and alert order: everything an applied event causes comes out right after it:
+    its alerts (non_idempotent, then by node id, orphaned_referent <
+    negative_constraint_dropped < unverifiable_checkpoint), then its status records by node
+    id. A sequence_gap alert comes after the records of the events drained before the jump
+    and before those drained after it.
+13. "Applied" event ids: every event that reaches *Applying* past the duplicate check is
+    recorded, including one ignored because its node is frozen (§3: ids are unique per
+    context, so a later event reusing that id is a duplicate delivery and is ignored even
+    if its content differs). An event *dropped* on arrival (seq below the next expected,
+    or equal to a waiting one) was never applied: a later event with its id is applied.
+14. ``level`` of every alert and status record is the kept version's level after the
+    event; ``sequence_gap`` has ``level`` ``None``.
 """
 
 from __future__ import annotations
@@ -28,16 +82,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-# (rule, status, context_id, node_id, orphans, previous_orphans|None,
-#  missing_constraints, gap|None, trigger_event_id)
+# (rule, status, context_id, node_id, orphans|None, previous_orphans|None,
+#  missing_constraints|None, gap|None, trigger_event_id)
 Projection = tuple[
     str,
     str,
     str,
     "str | None",
-    tuple[str, ...],
     "tuple[str, ...] | None",
-    tuple[str, ...],
+    "tuple[str, ...] | None",
+    "tuple[str, ...] | None",
     "tuple[int, int] | None",
     str,
 ]
@@ -47,7 +101,16 @@ ACTIONS = {
     "negative_constraint_dropped": "reject_subtree",
     "non_idempotent": "freeze",
     "sequence_gap": "resync",
+    "unverifiable_checkpoint": "escalate",
 }
+SEVERITIES = {
+    "orphaned_referent": "critical",
+    "negative_constraint_dropped": "critical",
+    "non_idempotent": "high",
+    "sequence_gap": "warning",
+    "unverifiable_checkpoint": "warning",
+}
+MAX_LISTED = 1000  # DESIGN.md §4 Bounded outputs: subtree, degraded_by
 
 
 def constraint_key(constraint: str | Mapping[str, Any]) -> str:
@@ -74,6 +137,7 @@ class _Version:
     children: frozenset[str]
     carried: frozenset[str]
     raw: frozenset[str]
+    opaque: bool
 
     @classmethod
     def of(cls, event: Mapping[str, Any]) -> _Version:
@@ -83,20 +147,29 @@ class _Version:
             children=_ids(event.get("children")),
             carried=_keys(event.get("negative_constraints")),
             raw=_keys(event.get("raw_negative_constraints")),
+            opaque=event.get("opaque") is True,
         )
+
+
+Status = tuple[bool, bool, tuple[str, ...], tuple[str, ...]]
 
 
 @dataclass
 class _Context:
     tiers: dict[str, set[str]] = field(default_factory=dict)
-    nodes: dict[str, _Version] = field(default_factory=dict)
+    nodes: dict[str, _Version] = field(default_factory=dict)  # kept version
+    # The ledger: every version ever applied to the node (stored or replacing).
+    ledger: dict[str, list[_Version]] = field(default_factory=dict)
     frozen: set[str] = field(default_factory=set)
     applied: set[str] = field(default_factory=set)
     next_seq: int | None = None  # None: no seq read yet
     waiting: dict[int, Mapping[str, Any]] = field(default_factory=dict)
-    # Last recorded set per node, per rule; absent == empty.
+    # Last recorded set per node and rule; absent == empty / closed.
     orphans: dict[str, frozenset[str]] = field(default_factory=dict)
     missing: dict[str, frozenset[str]] = field(default_factory=dict)
+    opaque_open: set[str] = field(default_factory=set)
+    non_idempotent_open: set[str] = field(default_factory=set)
+    statuses: dict[str, Status] = field(default_factory=dict)
 
     def is_reachable(self, artifact_id: str) -> bool:
         return bool(self.tiers.get(artifact_id))
@@ -104,8 +177,20 @@ class _Context:
     def orphans_of(self, referents: Iterable[str]) -> frozenset[str]:
         return frozenset(a for a in referents if not self.is_reachable(a))
 
+    def ledger_children(self, node_id: str) -> set[str]:
+        out: set[str] = set()
+        for version in self.ledger[node_id]:
+            out |= version.children
+        return out
+
+    def ledger_raw(self, node_id: str) -> set[str]:
+        out: set[str] = set()
+        for version in self.ledger[node_id]:
+            out |= version.raw
+        return out
+
     def reachable_nodes(self, start: str) -> set[str]:
-        """Stored nodes reachable from ``start`` through children, ``start`` included."""
+        """Stored nodes reachable from ``start`` through ledger children, ``start`` included."""
         seen: set[str] = set()
         stack = [start]
         while stack:
@@ -113,49 +198,105 @@ class _Context:
             if node_id in seen or node_id not in self.nodes:
                 continue
             seen.add(node_id)
-            stack.extend(self.nodes[node_id].children)
+            stack.extend(self.ledger_children(node_id))
         return seen
 
     def required(self, node_id: str) -> frozenset[str]:
         keys: set[str] = set()
         for reached in self.reachable_nodes(node_id):
-            keys |= self.nodes[reached].raw
+            keys |= self.ledger_raw(reached)
         return frozenset(keys)
+
+    def open_rules(self, node_id: str) -> tuple[str, ...]:
+        rules = []
+        if self.orphans.get(node_id):
+            rules.append("orphaned_referent")
+        if self.missing.get(node_id):
+            rules.append("negative_constraint_dropped")
+        if node_id in self.non_idempotent_open:
+            rules.append("non_idempotent")
+        if node_id in self.opaque_open:
+            rules.append("unverifiable_checkpoint")
+        return tuple(sorted(rules))
+
+    def degraded_by(self, node_id: str) -> tuple[str, ...]:
+        return tuple(
+            sorted(
+                other
+                for other in self.reachable_nodes(node_id) - {node_id}
+                if self.orphans.get(other) or other in self.opaque_open
+            )
+        )
+
+    def status(self, node_id: str) -> Status:
+        open_rules = self.open_rules(node_id)
+        frozen = node_id in self.frozen
+        degraded_by = self.degraded_by(node_id)
+        authoritative = not open_rules and not frozen and not degraded_by
+        return (authoritative, frozen, open_rules, degraded_by)
 
 
 @dataclass
 class NaiveResult:
-    alerts: list[dict[str, Any]]
+    records: list[dict[str, Any]]  # alerts and statuses, in output order
     waiting: dict[str, list[int]]
+
+    @property
+    def alerts(self) -> list[dict[str, Any]]:
+        return [r for r in self.records if r["type"] == "alert"]
+
+    @property
+    def statuses(self) -> list[dict[str, Any]]:
+        return [r for r in self.records if r["type"] == "status"]
+
+
+def _trigger(event: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "event_id": event["event_id"],
+        "type": event["type"],
+        "topic": None,
+        "partition": None,
+        "offset": None,
+    }
+
+
+def _detected_at(event: Mapping[str, Any]) -> str | None:
+    occurred_at = event.get("occurred_at")
+    return occurred_at if isinstance(occurred_at, str) else None
 
 
 class NaiveReference:
-    """Feed valid event dicts one by one in arrival order; collects alert dicts."""
+    """Feed valid event dicts one by one in arrival order; collects alert and status dicts."""
 
     def __init__(self, seq_gap_limit: int = 1000, *, since: bool = False) -> None:
         self.seq_gap_limit = seq_gap_limit
         self.since = since  # replay --since: expected seq starts at the first one read
         self.contexts: dict[str, _Context] = {}
-        self.alerts: list[dict[str, Any]] = []
+        self.records: list[dict[str, Any]] = []
+
+    @property
+    def alerts(self) -> list[dict[str, Any]]:
+        return [r for r in self.records if r["type"] == "alert"]
 
     # -- arrival (§4 Arrival) -------------------------------------------------------
     def arrive(self, event: Mapping[str, Any]) -> None:
-        ctx = self.contexts.setdefault(event["context_id"], _Context())
+        ctx_id = event["context_id"]
+        ctx = self.contexts.setdefault(ctx_id, _Context())
         seq = event.get("seq")
         if seq is None:
-            self._apply(ctx, event)
+            self._apply(ctx_id, ctx, event)
             return
         if ctx.next_seq is None:
             ctx.next_seq = seq if self.since else 0
         if seq < ctx.next_seq or seq in ctx.waiting:
             return  # dropped: first one wins
         ctx.waiting[seq] = event
-        self._drain(ctx)
+        self._drain(ctx_id, ctx)
         if len(ctx.waiting) > self.seq_gap_limit:
             lowest = min(ctx.waiting)
-            self.alerts.append(
+            self.records.append(
                 self._alert(
-                    ctx_id=event["context_id"],
+                    ctx_id=ctx_id,
                     rule="sequence_gap",
                     status="open",
                     node_id=None,
@@ -165,21 +306,21 @@ class NaiveReference:
                 )
             )
             ctx.next_seq = lowest
-            self._drain(ctx)
+            self._drain(ctx_id, ctx)
 
-    def _drain(self, ctx: _Context) -> None:
+    def _drain(self, ctx_id: str, ctx: _Context) -> None:
         while ctx.next_seq in ctx.waiting:
             event = ctx.waiting.pop(ctx.next_seq)
             ctx.next_seq += 1
-            self._apply(ctx, event)
+            self._apply(ctx_id, ctx, event)
 
     # -- applying (§4 Applying) -----------------------------------------------------
-    def _apply(self, ctx: _Context, event: Mapping[str, Any]) -> None:
+    def _apply(self, ctx_id: str, ctx: _Context, event: Mapping[str, Any]) -> None:
         if event["event_id"] in ctx.applied:
-            return
+            return  # 1. duplicate: ignored entirely
         ctx.applied.add(event["event_id"])
         first: list[dict[str, Any]] = []
-        if event["type"] == "artifact":
+        if event["type"] == "artifact":  # 2.
             tiers = ctx.tiers.setdefault(event["artifact_id"], set())
             tier = event.get("tier") or "live"
             if event["op"] == "admitted":
@@ -190,18 +331,20 @@ class NaiveReference:
             node_id = event["node_id"]
             new = _Version.of(event)
             old = ctx.nodes.get(node_id)
-            if old is None:
+            if old is None:  # 3. new node: store it
                 ctx.nodes[node_id] = new
+                ctx.ledger[node_id] = [new]
             elif node_id in ctx.frozen:
-                return  # ignored, no alert
+                return  # 4. frozen: ignored, no alert
             else:
                 before = ctx.orphans_of(old.referents)
                 after = ctx.orphans_of(new.referents)
                 if before != after:
                     ctx.frozen.add(node_id)
+                    ctx.non_idempotent_open.add(node_id)
                     first.append(
                         self._alert(
-                            ctx_id=event["context_id"],
+                            ctx_id=ctx_id,
                             rule="non_idempotent",
                             status="open",
                             node_id=node_id,
@@ -213,12 +356,16 @@ class NaiveReference:
                     )
                 else:
                     ctx.nodes[node_id] = new
-        self.alerts.extend(first)
-        self.alerts.extend(self._recompute_everything(ctx, event))
+                    ctx.ledger[node_id].append(new)
+        self.records.extend(first)
+        self.records.extend(self._recompute_rules(ctx_id, ctx, event))
+        self.records.extend(self._recompute_statuses(ctx_id, ctx, event))
 
-    def _recompute_everything(
-        self, ctx: _Context, event: Mapping[str, Any]
+    def _recompute_rules(
+        self, ctx_id: str, ctx: _Context, event: Mapping[str, Any]
     ) -> list[dict[str, Any]]:
+        # The rules read the store, kept versions and ledgers, never each other's alerts,
+        # so recording as we go is safe; statuses are computed after all of them.
         out: list[dict[str, Any]] = []
         for node_id in sorted(ctx.nodes):
             version = ctx.nodes[node_id]
@@ -226,7 +373,7 @@ class NaiveReference:
             if orphans != ctx.orphans.get(node_id, frozenset()):
                 out.append(
                     self._alert(
-                        ctx_id=event["context_id"],
+                        ctx_id=ctx_id,
                         rule="orphaned_referent",
                         status="open" if orphans else "resolved",
                         node_id=node_id,
@@ -240,7 +387,7 @@ class NaiveReference:
             if missing != ctx.missing.get(node_id, frozenset()):
                 out.append(
                     self._alert(
-                        ctx_id=event["context_id"],
+                        ctx_id=ctx_id,
                         rule="negative_constraint_dropped",
                         status="open" if missing else "resolved",
                         node_id=node_id,
@@ -251,6 +398,51 @@ class NaiveReference:
                     )
                 )
                 ctx.missing[node_id] = missing
+            if version.opaque != (node_id in ctx.opaque_open):
+                out.append(
+                    self._alert(
+                        ctx_id=ctx_id,
+                        rule="unverifiable_checkpoint",
+                        status="open" if version.opaque else "resolved",
+                        node_id=node_id,
+                        level=version.level,
+                        orphans=None,
+                        missing=None,
+                        trigger=event,
+                    )
+                )
+                if version.opaque:
+                    ctx.opaque_open.add(node_id)
+                else:
+                    ctx.opaque_open.discard(node_id)
+        return out
+
+    def _recompute_statuses(
+        self, ctx_id: str, ctx: _Context, event: Mapping[str, Any]
+    ) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for node_id in sorted(ctx.nodes):
+            status = ctx.status(node_id)
+            if ctx.statuses.get(node_id) == status:
+                continue
+            ctx.statuses[node_id] = status
+            authoritative, frozen, open_rules, degraded_by = status
+            out.append(
+                {
+                    "schema_version": 1,
+                    "type": "status",
+                    "context_id": ctx_id,
+                    "node_id": node_id,
+                    "level": ctx.nodes[node_id].level,
+                    "authoritative": authoritative,
+                    "frozen": frozen,
+                    "open_rules": list(open_rules),
+                    "degraded_by": list(degraded_by[:MAX_LISTED]),
+                    "degraded_count": len(degraded_by),
+                    "trigger": _trigger(event),
+                    "detected_at": _detected_at(event),
+                }
+            )
         return out
 
     @staticmethod
@@ -262,33 +454,31 @@ class NaiveReference:
         node_id: str | None,
         level: str | None,
         trigger: Mapping[str, Any],
-        orphans: Iterable[str] = (),
+        orphans: Iterable[str] | None = (),
         previous_orphans: Iterable[str] | None = None,
-        missing: Iterable[str] = (),
+        missing: Iterable[str] | None = (),
         subtree: Iterable[str] | None = None,
         gap: tuple[int, int] | None = None,
     ) -> dict[str, Any]:
-        occurred_at = trigger.get("occurred_at")
+        listed = None if subtree is None else sorted(subtree)
         return {
-            "rule": rule,
+            "schema_version": 1,
+            "type": "alert",
             "status": status,
+            "rule": rule,
             "action": ACTIONS[rule],
+            "severity": SEVERITIES[rule],
             "context_id": ctx_id,
             "node_id": node_id,
             "level": level,
-            "orphans": sorted(orphans),
+            "orphans": None if orphans is None else sorted(orphans),
             "previous_orphans": None if previous_orphans is None else sorted(previous_orphans),
-            "missing_constraints": sorted(missing),
-            "subtree": None if subtree is None else sorted(subtree),
+            "missing_constraints": None if missing is None else sorted(missing),
+            "subtree": None if listed is None else listed[:MAX_LISTED],
+            "subtree_size": None if listed is None else len(listed),
             "gap": None if gap is None else list(gap),
-            "trigger": {
-                "event_id": trigger["event_id"],
-                "type": trigger["type"],
-                "topic": None,
-                "partition": None,
-                "offset": None,
-            },
-            "detected_at": occurred_at if isinstance(occurred_at, str) else None,
+            "trigger": _trigger(trigger),
+            "detected_at": _detected_at(trigger),
         }
 
     def waiting(self) -> dict[str, list[int]]:
@@ -303,21 +493,24 @@ def naive_run(
     reference = NaiveReference(seq_gap_limit, since=since)
     for event in events:
         reference.arrive(event)
-    return NaiveResult(alerts=reference.alerts, waiting=reference.waiting())
+    return NaiveResult(records=reference.records, waiting=reference.waiting())
+
+
+def _tuple(value: Iterable[Any] | None) -> tuple[Any, ...] | None:
+    return None if value is None else tuple(value)
 
 
 def project(alert: Mapping[str, Any]) -> Projection:
     """The fields both readings of the spec must agree on, from an alert dict."""
-    previous = alert.get("previous_orphans")
     gap = alert.get("gap")
     return (
         alert["rule"],
         alert["status"],
         alert["context_id"],
         alert["node_id"],
-        tuple(alert["orphans"]),
-        None if previous is None else tuple(previous),
-        tuple(alert["missing_constraints"]),
+        _tuple(alert["orphans"]),
+        _tuple(alert.get("previous_orphans")),
+        _tuple(alert["missing_constraints"]),
         None if gap is None else (gap[0], gap[1]),
         alert["trigger"]["event_id"],
     )

@@ -11,9 +11,9 @@ from typing import Any
 from stream.settings import get_settings
 from stream.commands._base import argument, command, fail, option
 from stream.errors import ConfigurationError
+from stream.domain.engine import encode_record
+from stream.forensics import Record, parse_time, read_topics, replay_records, verify, verify_statuses
 from stream.kafka_clients import kafka_error
-from stream.forensics import Record, parse_time, read_topics, replay_records, verify
-from stream.wire import encode_alert
 
 settings = get_settings()
 
@@ -52,32 +52,60 @@ def read(topics, *, since: str | None = None, until: str | None = None, context:
 
 
 def replay_from_kafka(*, since: str | None, until: str | None, context: str | None, verify: bool,
-                      out: str | None, seq_gap_limit: int, strict: bool = False) -> int:
-    """Replay the input topics; alerts to ``out`` or stdout (with ``verify``: only to ``out``).
+                      out: str | None, seq_gap_limit: int, status: bool = False, strict: bool = False) -> int:
+    """Replay the input topics; alerts (and with ``status`` node statuses) to ``out`` or
+    stdout — with ``verify`` only to ``out``, so stdout is not flooded.
 
     Exit code: 1 when ``verify`` found a difference, or ``strict`` and a record was
     dead-lettered; else 0.
     """
     records, rng = read(settings.input_topics, since=since, until=until, context=context)
     result = replay_records(records, seq_gap_limit=seq_gap_limit, since=since is not None,
-                            max_bytes=settings.max_message_bytes)
+                            max_bytes=settings.max_message_bytes, max_output_bytes=settings.max_output_bytes)
     if out or not verify:  # --verify prints the differences, not every alert, unless --out asks
         sink = open(out, "wb") if out else sys.stdout.buffer
         try:
-            for alert in result.alerts:
-                sink.write(encode_alert(alert) + b"\n")
+            for record in result.records if status else result.alerts:
+                sink.write(encode_record(record) + b"\n")
         finally:
             sink.flush()
             if out:
                 sink.close()
     print(f"replay --from-kafka: {len(records)} records, {result.events} events, "
-          f"{len(result.dead_letters)} dead letters, {len(result.alerts)} alerts", file=sys.stderr)
+          f"{len(result.dead_letters)} dead letters, {len(result.alerts)} alerts, "
+          f"{len(result.statuses)} status records", file=sys.stderr)
     failed = strict and bool(result.dead_letters)
     if not verify:
         return 1 if failed else 0
     published, _ = read((settings.alerts_topic,), context=context)
     report = verify_alerts(result.alerts, published, rng)
-    return 0 if report.ok and not failed else 1
+    status_records, _ = read((settings.status_topic,), context=None)
+    status_report = verify_status_records(result.statuses, status_records, rng, context)
+    return 0 if report.ok and status_report.ok and not failed else 1
+
+
+def verify_status_records(replayed, published_records: list[Record], rng, context: str | None):
+    """Final node statuses: replay vs the compacted status topic (one line per difference)."""
+    published = []
+    for rec in published_records:
+        try:
+            value = json.loads(rec.value)
+        except (TypeError, ValueError):
+            print(f"verify: unreadable record {rec.topic}[{rec.partition}]@{rec.offset}", file=sys.stderr)
+            continue
+        if context is None or value.get("context_id") == context:
+            published.append(value)
+    report = verify_statuses(replayed, published, rng)
+    for s in report.missing:
+        print(f"missing  status {s['context_id']}/{s['node_id']}", file=sys.stderr)
+    for s in report.extra:
+        print(f"extra    status {s.get('context_id')}/{s.get('node_id')}", file=sys.stderr)
+    for mine, theirs in report.different:
+        print(f"differs  status {mine['context_id']}/{mine['node_id']}: replay authoritative="
+              f"{mine['authoritative']} {mine['open_rules']}, topic authoritative={theirs.get('authoritative')} "
+              f"{theirs.get('open_rules')}", file=sys.stderr)
+    print(report.summary(), file=sys.stderr)
+    return report
 
 
 def verify_alerts(replayed, published_records: list[Record], rng):

@@ -1,4 +1,4 @@
-"""``python -m stream demo`` — the main job end to end on real input (see stream.demo)."""
+"""``checkpoint-guard demo`` — the main job end to end on real input (see stream.devtools.demo)."""
 
 from __future__ import annotations
 

@@ -24,7 +24,8 @@ def explain(context_id: str, node_id: str, as_json: bool) -> int:
     Replays the context's events (read from Kafka without a consumer group) and shows
     every version of the node with its referents and constraints, each reachability
     change of its referents (event id, topic/partition/offset), every alert raised or
-    resolved and what triggered it, and whether the node is authoritative now.
+    resolved and what triggered it, every status change, and whether the node is
+    authoritative now (and which nodes below it degrade it).
     Exit code 3 when the node never appeared.
     """
     records, _ = read(settings.input_topics, context=context_id)
@@ -42,6 +43,9 @@ def explain(context_id: str, node_id: str, as_json: bool) -> int:
         return 3
     state = "[green]authoritative[/]" if h.authoritative else "[red]NOT authoritative[/]"
     extra = (" — frozen" if h.frozen else "") + (f" — open: {', '.join(h.open_rules)}" if h.open_rules else "")
+    if h.degraded_count:
+        more = f" (+{h.degraded_count - len(h.degraded_by)})" if h.degraded_count > len(h.degraded_by) else ""
+        extra += f" — degraded by {', '.join(h.degraded_by)}{more}"
     con.rule(f"{context_id} / {node_id}: {state}{extra}")
     t = Table(title="versions")
     for col in ("#", "event", "at", "verdict", "referents", "carried", "raw prohibitions"):
@@ -62,8 +66,16 @@ def explain(context_id: str, node_id: str, as_json: bool) -> int:
         a.add_column(col, overflow="fold")
     for al in h.alerts:
         tr = al["trigger"]
-        items = al["orphans"] or al["missing_constraints"]
+        items = al["orphans"] or al["missing_constraints"] or ()
         a.add_row(al["rule"], al["status"], ", ".join(items) or "-", tr["event_id"],
                   f"{tr['topic']}[{tr['partition']}]@{tr['offset']}")
     con.print(a)
+    st = Table(title="status changes (what checkpoint-status recorded)")
+    for col in ("authoritative", "open rules", "degraded by", "trigger", "at"):
+        st.add_column(col, overflow="fold")
+    for s in h.statuses:
+        tr = s["trigger"]
+        st.add_row("yes" if s["authoritative"] else "no", ", ".join(s["open_rules"]) or "-",
+                   ", ".join(s["degraded_by"]) or "-", tr["event_id"], f"{tr['topic']}[{tr['partition']}]@{tr['offset']}")
+    con.print(st)
     return 0

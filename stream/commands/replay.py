@@ -8,11 +8,12 @@ Two sources:
   read with a group-less consumer: no offset commits, the live worker is untouched.
   ``--verify`` compares the result with the alerts topic over the same range.
 
-Both write only alerts (one JSON object per line) to stdout or ``--out`` (with
-``--verify`` only to ``--out``: stdout then carries nothing), and a one-line summary on
-stderr. Exit code 0 even when there were dead letters or alerts (they are output, not
-failure) unless ``--strict`` (1 on any dead letter); 1 when ``--verify`` found a
-difference; 2 on a usage error or an unreadable input.
+Both write alerts (one JSON object per line; with ``--status`` also node-status records,
+each after the alerts of its event) to stdout or ``--out`` (with ``--verify`` only to
+``--out``: stdout then carries nothing), and a one-line summary on stderr. Exit code 0
+even when there were dead letters or alerts (they are output, not failure) unless
+``--strict`` (1 on any dead letter); 1 when ``--verify`` found a difference; 2 on a
+usage error or an unreadable input.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path
 from stream.settings import get_settings
 from stream.commands._base import argument, check_output_file, command, fail, option
 from stream.replay import Replayer, iter_lines
-from stream.wire import encode_alert
+from stream.domain.engine import encode_record
 
 settings = get_settings()
 
@@ -46,20 +47,23 @@ settings = get_settings()
     option("--until", type=str, default=None, help="--from-kafka: stop at records stamped at/after TIME (RFC 3339)."),
     option("--context", type=str, default=None, help="--from-kafka: only this context_id."),
     option("--verify", is_flag=True, default=False,
-           help="--from-kafka: compare with the alerts topic over the same range; exit 1 on any difference. "
-                "The replayed alerts are then written only with --out (stdout carries nothing else)."),
+           help="--from-kafka: compare with the alerts (and status) topics over the same range; exit 1 on any "
+                "difference. The replayed records are then written only with --out (stdout carries nothing else)."),
+    option("--status", is_flag=True, default=False,
+           help="Also write node-status records (DESIGN.md §4), each after the alerts of its event."),
     option("--strict", is_flag=True, default=False,
            help="Exit 1 when any input was dead-lettered (bad lines are still reported and skipped)."),
 )
 def replay(
     paths: tuple[str, ...], out: str | None, seq_gap_limit: int | None, since: str | None,
     from_kafka: bool, from_beginning: bool, until: str | None, context: str | None, verify: bool,
-    strict: bool,
+    status: bool, strict: bool,
 ) -> int:
     """Replay input events through a fresh engine and print the alerts.
 
     PATH... are JSONL files of input events (both kinds, DESIGN.md §3), read one after
-    another in the order given; '-' reads stdin. No broker is needed.
+    another in the order given; '-' reads stdin. No broker is needed. --status also
+    writes the node-status records (may an agent recover from this node?).
 
     --from-kafka reads the input topics instead (CG_BROKER), from the beginning or
     --since TIME up to their current end or --until TIME, without committing offsets;
@@ -80,7 +84,7 @@ def replay(
 
         return replay_from_kafka(
             since=since or None, until=until, context=context, verify=verify, out=out, seq_gap_limit=limit,
-            strict=strict,
+            status=status, strict=strict,
         )
     if verify or until or context or from_beginning:
         fail("--verify, --until, --context and --from-beginning need --from-kafka")
@@ -103,13 +107,14 @@ def replay(
             fail(f"--out {out} is one of the inputs; it would be overwritten")
         if os.path.isdir(out) or not os.path.isdir(os.path.dirname(os.path.abspath(out))):
             fail(f"cannot write --out {out}: not a file in an existing directory")
-    rp = Replayer(seq_gap_limit=limit, since=since_flag, max_bytes=settings.max_message_bytes)
+    rp = Replayer(seq_gap_limit=limit, since=since_flag, max_bytes=settings.max_message_bytes,
+                  max_output_bytes=settings.max_output_bytes)
     try:
         sink = open(out, "wb") if out else sys.stdout.buffer
     except OSError as exc:
         fail(f"cannot write --out {out}: {exc.strerror}")
     try:
-        return _run(rp, paths, sink, strict=strict)
+        return _run(rp, paths, sink, status, strict=strict)
     except OSError as exc:
         if isinstance(exc, BrokenPipeError):  # `replay ... | head`: the reader left; not an error
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -120,7 +125,7 @@ def replay(
             sink.close()
 
 
-def _run(rp: Replayer, paths: tuple[str, ...], sink, *, strict: bool = False) -> int:
+def _run(rp: Replayer, paths: tuple[str, ...], sink, status: bool, *, strict: bool = False) -> int:
     try:
         for path in paths:
             try:
@@ -130,12 +135,13 @@ def _run(rp: Replayer, paths: tuple[str, ...], sink, *, strict: bool = False) ->
             with fh if path != "-" else _nullcontext(fh):
                 n_dead = len(rp.result.dead_letters)
                 for lineno, line in enumerate(iter_lines(fh), 1):
-                    alerts = rp.feed(line, lineno)
+                    records = rp.feed(line, lineno)
                     if len(rp.result.dead_letters) != n_dead:
                         n_dead = len(rp.result.dead_letters)
                         print(f"{path}:{lineno}: {rp.result.dead_letters[-1][1]}", file=sys.stderr)
-                    for alert in alerts or ():
-                        sink.write(encode_alert(alert) + b"\n")
+                    for record in records or ():
+                        if status or record["type"] == "alert":
+                            sink.write(encode_record(record) + b"\n")
         result = rp.finish()
     finally:
         sink.flush()

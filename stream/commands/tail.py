@@ -154,7 +154,7 @@ def tail(rule: str | None, context: str | None, as_json: bool, from_beginning: b
         fail(str(exc), code=1)
     except KeyboardInterrupt:
         return 0
-    except BrokenPipeError:  # `tail | head`: SyncCommand turns this into a quiet exit 0
+    except BrokenPipeError:  # `tail | head`: the command wrapper turns this into a quiet exit 0
         raise
     except Exception as exc:  # noqa: BLE001 - connection/auth errors: one line
         from stream.kafka_clients import kafka_error

@@ -1,8 +1,8 @@
 """``python -m stream topics create|describe`` — the topics faust does not create.
 
 faust creates only its internal topics (table changelogs). The 7 topics of
-:attr:`Settings.external_topics` (inputs, alerts, verdicts, status, dead letters,
-remediation requests) are created here with ``CG_PARTITIONS`` partitions (DESIGN.md
+:func:`stream.kafka_clients.project_topics` (inputs, alerts, verdicts, status, dead
+letters, remediation requests) are created here with ``CG_PARTITIONS`` partitions (DESIGN.md
 §7.3); ``checkpoint-status`` is compacted (one record per node). Creating is idempotent,
 and an existing topic with another partition count is an error (exit 1), never
 silently accepted.
@@ -17,7 +17,7 @@ import click
 from stream.settings import get_settings
 from stream.commands._base import argument, command, fail
 from stream.errors import ConfigurationError
-from stream.kafka_clients import create_topics, kafka_error, topic_partitions
+from stream.kafka_clients import create_project_topics, kafka_error, project_topics, topic_partitions
 
 settings = get_settings()
 
@@ -30,13 +30,15 @@ def topics(action: str) -> int:
     one with a different partition count is an error. describe: partition counts.
     """
     try:
+        plain, compacted_topics = project_topics(settings)
         if action == "create":
-            result = asyncio.run(_create())
-            for name in settings.external_topics:
-                print(f"{name}: {result[name]} ({settings.partitions} partitions)")
+            result = asyncio.run(create_project_topics(settings))
+            for name in (*plain, *compacted_topics):
+                compacted = ", compacted" if name in compacted_topics else ""
+                print(f"{name}: {result[name]} ({settings.partitions} partitions{compacted})")
         else:
-            counts = asyncio.run(topic_partitions(settings, settings.external_topics))
-            for name in settings.external_topics:
+            counts = asyncio.run(topic_partitions(settings, (*plain, *compacted_topics)))
+            for name in (*plain, *compacted_topics):
                 n = counts.get(name)
                 print(f"{name}: {'missing' if n is None else f'{n} partitions'}")
     except ConfigurationError as exc:
@@ -45,10 +47,3 @@ def topics(action: str) -> int:
         fail(kafka_error(settings, exc), code=1)
     return 0
 
-
-async def _create() -> dict[str, str]:
-    """Create every external topic; the status topic compacted (a table of node statuses)."""
-    plain = [t for t in settings.external_topics if t != settings.status_topic]
-    result = await create_topics(settings, plain, settings.partitions)
-    result.update(await create_topics(settings, [settings.status_topic], settings.partitions, compacted=True))
-    return result

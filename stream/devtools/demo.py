@@ -9,9 +9,10 @@
 4. turns the trajectories into events (:mod:`stream.adapters`) and produces them to the
    two input topics;
 5. waits until the worker's consumer group has committed every input offset (drained);
-6. reads the alerts, dead-letter and input topics back and prints the report
-   (:mod:`stream.devtools.report`), plus a check that the live alerts equal offline replay of
-   the same events;
+6. reads the alerts, status, dead-letter and input topics back and prints the report
+   (:mod:`stream.devtools.report`: alerts per rule and level, survival, nodes
+   authoritative per level at the end), plus a check that the live alerts and status
+   records equal offline replay of the same events;
 7. stops the worker and the broker (``--keep-running`` leaves them up).
 
 Everything it starts lives under ``<user data dir>/demo/`` (:data:`DEMO_HOME`).
@@ -34,10 +35,11 @@ from stream.adapters import SimulationParams, encode_event, load_trajectories, s
 from stream.devtools import kafka_local
 from stream.devtools.report import StreamReport
 from stream.errors import ConfigurationError
-from stream.kafka_clients import admin, consumer, create_topics, producer
+from stream.kafka_clients import admin, consumer, create_project_topics, producer
 from stream.replay import replay_lines
+from stream.domain.engine import encode_record
 from stream.settings import USER_DATA_DIR, Settings
-from stream.wire import decode_event, encode_alert
+from stream.wire import decode_event
 
 #: Where the demo keeps its broker, worker state and logs (a user-owned directory).
 DEMO_HOME = USER_DATA_DIR / "demo"
@@ -74,6 +76,7 @@ class Demo:
             "CG_DATA_DIR": str(DEMO_HOME / "worker"), "CG_WEB_PORT": str(kafka_local.free_ports(1)[0]),
             "CG_COMPACTION_TOPIC": s.compaction_topic, "CG_ARTIFACT_TOPIC": s.artifact_topic,
             "CG_ALERTS_TOPIC": s.alerts_topic, "CG_VERDICTS_TOPIC": s.verdicts_topic,
+            "CG_STATUS_TOPIC": s.status_topic,
             "CG_DEADLETTER_TOPIC": s.deadletter_topic, "CG_SEQ_GAP_LIMIT": str(s.seq_gap_limit),
             "CG_STORE": s.store,
         })
@@ -206,26 +209,36 @@ class Demo:
         live = [json.loads(m.value) for m in await self.read_topic(s.alerts_topic)]
         for a in live:
             rep.add_alert(a)
+        statuses = [json.loads(m.value) for m in await self.read_topic(s.status_topic)]
+        for st in statuses:
+            rep.add_status(st)
         rep.render(self.console)
-        self.live_equals_replay(live, events)
+        self.live_equals_replay(live, statuses, events)
         return rep
 
-    def live_equals_replay(self, live: list[dict[str, Any]], events: list[dict[str, Any]]) -> bool:
-        """Compare per context (Kafka orders per partition), triggers' offsets nulled."""
-        def by_ctx(alerts):
+    def live_equals_replay(self, live: list[dict[str, Any]], statuses: list[dict[str, Any]],
+                           events: list[dict[str, Any]]) -> bool:
+        """Compare alerts and status records per context (Kafka orders per partition),
+        triggers' offsets nulled. The status topic is compacted, but a fresh run's
+        records are all still there (compaction never touches the active segment)."""
+        def by_ctx(records):
             out = defaultdict(list)
-            for a in alerts:
-                a = {**a, "trigger": {**a["trigger"], "topic": None, "partition": None, "offset": None}}
-                out[a["context_id"]].append(encode_alert(a))
+            for r in records:
+                r = {**r, "trigger": {**r["trigger"], "topic": None, "partition": None, "offset": None}}
+                out[r["context_id"]].append(encode_record(r))
             return dict(out)
 
-        offline = replay_lines((encode_event(e).encode() for e in events), seq_gap_limit=self.settings.seq_gap_limit)
-        same = by_ctx(live) == by_ctx(offline.alerts)
-        mark = "[green]✓ equal[/]" if same else "[red]✗ DIFFERENT[/]"
-        self.console.print(f"live alerts vs offline replay of the same events: {mark} "
-                           f"({len(live)} live, {len(offline.alerts)} offline)")
-        self.same = same
-        return same
+        offline = replay_lines((encode_event(e).encode() for e in events), seq_gap_limit=self.settings.seq_gap_limit,
+                               max_output_bytes=self.settings.max_output_bytes)
+        same_alerts = by_ctx(live) == by_ctx(offline.alerts)
+        same_status = by_ctx(statuses) == by_ctx(offline.statuses)
+        for what, same, n_live, n_off in (("alerts", same_alerts, len(live), len(offline.alerts)),
+                                          ("status records", same_status, len(statuses), len(offline.statuses))):
+            mark = "[green]✓ equal[/]" if same else "[red]✗ DIFFERENT[/]"
+            self.console.print(f"live {what} vs offline replay of the same events: {mark} "
+                               f"({n_live} live, {n_off} offline)")
+        self.same = same_alerts and same_status
+        return self.same
 
     def stop(self) -> None:
         if self.worker is not None and self.worker.poll() is None:
@@ -247,8 +260,7 @@ class Demo:
         try:
             if start_broker:
                 self.start_broker()
-            asyncio.run(create_topics(self.settings, [*self.settings.input_topics, *self.settings.output_topics],
-                                      self.settings.partitions))
+            asyncio.run(create_project_topics(self.settings))
             events = self.build_events(paths, params)
             self.start_worker()
             asyncio.run(self.produce(events))

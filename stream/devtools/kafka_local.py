@@ -383,7 +383,7 @@ def render_server_properties(
     else:
         listener, security = "PLAINTEXT", []
     lines = [
-        "# Written by stream/kafka_local.py; rewritten on every start.",
+        "# Written by stream/devtools/kafka_local.py; rewritten on every start.",
         "process.roles=broker,controller",
         "node.id=1",
         f"controller.quorum.voters=1@{HOST}:{cport}",

@@ -10,7 +10,9 @@ asks for first:
   node its **last** checkpoint version on the stream counts; ``kept = Σ |carried ∩ raw|``
   and ``total = Σ |raw|`` over the nodes of a level, with keys as in DESIGN.md §3;
 * the most-orphaned referents: for each referent, how many nodes' *current* orphan sets
-  (the last orphaned_referent alert of each node) contain it.
+  (the last orphaned_referent alert of each node) contain it;
+* per level, how many nodes are authoritative at the end (the last status record of each
+  node, DESIGN.md §4 Node status), how many are degraded by a node below them.
 
 Pure (no Kafka): feed it decoded events and alert dicts, from Kafka or from files.
 """
@@ -33,6 +35,7 @@ class StreamReport:
     alerts: Counter = field(default_factory=Counter)  # (rule, status, level) -> n
     _last: dict[tuple[str, str], CheckpointEvent] = field(default_factory=dict)
     _orphans: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    _status: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     alert_total: int = 0
 
     def add_event(self, event: Event) -> None:
@@ -48,6 +51,19 @@ class StreamReport:
         self.alerts[(alert["rule"], alert["status"], alert.get("level") or "-")] += 1
         if alert["rule"] == "orphaned_referent":
             self._orphans[(alert["context_id"], alert["node_id"])] = alert["orphans"]
+
+    def add_status(self, status: dict[str, Any]) -> None:
+        self._status[(status["context_id"], status["node_id"])] = status
+
+    def authority(self) -> dict[str, tuple[int, int, int]]:
+        """``{level: (nodes, authoritative, degraded)}`` from each node's last status."""
+        out = {lvl: [0, 0, 0] for lvl in LEVELS}
+        for st in self._status.values():
+            row = out.setdefault(st["level"], [0, 0, 0])
+            row[0] += 1
+            row[1] += bool(st["authoritative"])
+            row[2] += bool(st["degraded_count"])
+        return {lvl: (r[0], r[1], r[2]) for lvl, r in out.items()}
 
     def survival(self) -> dict[str, dict[str, tuple[int, int]]]:
         """``{"prohibitions"|"instructions": {level: (kept, total)}}``."""
@@ -105,6 +121,17 @@ class StreamReport:
                 cells.append(f"{100 * kept / total:.0f}% ({kept}/{total})" if total else "n/a")
             sv.add_row("prohibitions (do not ...)" if kind == "prohibitions" else "positive instructions", *cells)
         console.print(sv)
+
+        au = Table(title="may an agent recover from it? nodes at the end, per level (status records)")
+        for col in ("", *LEVELS):
+            au.add_column(col, justify="right" if col else "left")
+        authority = self.authority()
+        au.add_row("nodes", *(str(authority[lvl][0]) for lvl in LEVELS))
+        au.add_row("authoritative", *(
+            f"{authority[lvl][1]} ({100 * authority[lvl][1] / authority[lvl][0]:.0f}%)" if authority[lvl][0] else "0"
+            for lvl in LEVELS))
+        au.add_row("degraded by a node below", *(str(authority[lvl][2]) for lvl in LEVELS))
+        console.print(au)
 
         mo = Table(title="most-orphaned referents (nodes whose summary depends on them)")
         mo.add_column("referent")

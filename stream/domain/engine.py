@@ -1,38 +1,43 @@
-"""The decision engine: DESIGN.md §4 as a fold ``(state, event) -> alerts``.
+"""The decision engine: DESIGN.md §4 (contract v2) as a fold ``(state, event) -> Output``.
 
 Why it is incremental: a context can track 10^5 artifacts and 10^4 summary nodes, and
-every event must be decided in microseconds. So nothing here scans "all nodes" or "all
-artifacts": an artifact event touches only its *dependents* (nodes whose kept version
-lists it as a referent, from the dependents index), and a checkpoint touches only the
-node and its *ancestors* (from the child -> parents index, which also holds children
-that have not arrived yet). ``required(n)`` — the transitive union of
-``raw_negative_constraints`` below ``n`` — is cached per node and recomputed only for
-the affected nodes, strongly-connected component by component (children cycles are
-legal and must not loop).
+DESIGN.md §4 "Cost per event" bounds an event's work by its output and by the nodes
+whose state really changes. Nothing here scans "all nodes", a subtree or a parent's
+children list on the way in:
 
-Invariant the incremental updates rest on: for every stored node, ``alert_sets`` holds
-exactly the current orphan set ``O(n)`` and missing set ``M(n)``. Each event re-derives
-the sets only where they can change and emits an alert only where they did.
+* the **ledger** (union of every applied version's raw constraint keys and children)
+  only grows, so ``required(n)`` and ``reach(n)`` only grow along new links: a change is
+  pushed up the child -> parents index as a *delta* and stops at the first node that
+  already has it (cycles terminate the same way);
+* ``reach(n)`` is the set of *bad* nodes (open ``orphaned_referent`` or
+  ``unverifiable_checkpoint``) reachable from ``n``, ``n`` included; a node that stops
+  being bad is removed from exactly the ancestors that hold it. ``degraded_by(n)`` is
+  ``reach(n) - {n}``;
+* an artifact event touches only its dependents (the nodes whose kept version lists it).
 
-Node record (``state.nodes[(ctx, node_id)]``, JSON-ready)::
+Only an alert's ``subtree`` is computed by walking (the alert is the output it is
+proportional to). Invariants: ``alert_sets`` holds each stored node's current orphan
+set ``O(n)`` and missing set ``M(n)``; ``required``/``reach`` are exact for stored nodes.
 
-    {"level": str, "referents": [..], "children": [..], "carried": [..], "raw": [..],
-     "req": [..] (cached required keys), "frozen": bool, "versions": int,
-     "instructions": [..], "raw_instructions": [..]}
+Node record (``state.nodes[(ctx, node_id)]``)::
 
-Alert order (DESIGN.md §4): alerts come out in the order their causing events are
-applied; within one applied event ``non_idempotent`` first, then by node id,
-``orphaned_referent`` before ``negative_constraint_dropped``. The ``sequence_gap``
-alert comes out when the gap is declared, between the events drained before and after.
+    {"level", "referents", "carried", "raw", "opaque", "frozen", "versions",
+     "instructions", "raw_instructions",   # the kept version
+     "lraw", "lchildren"}                   # the ledger (sorted lists)
+
+Order within one applied event (§4): ``non_idempotent`` first, then by node id
+``orphaned_referent``, ``negative_constraint_dropped``, ``unverifiable_checkpoint``;
+then the status records of the nodes whose status changed, by node id.
 """
 
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
 from bisect import bisect_left, insort
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from stream.domain.events import (
     ArtifactEvent,
@@ -49,6 +54,7 @@ ORPHANED_REFERENT = "orphaned_referent"
 NEGATIVE_CONSTRAINT_DROPPED = "negative_constraint_dropped"
 NON_IDEMPOTENT = "non_idempotent"
 SEQUENCE_GAP = "sequence_gap"
+UNVERIFIABLE_CHECKPOINT = "unverifiable_checkpoint"
 
 #: rule -> (action, severity). The actions are what remediation workers act on.
 RULES: dict[str, tuple[str, str]] = {
@@ -56,6 +62,7 @@ RULES: dict[str, tuple[str, str]] = {
     NEGATIVE_CONSTRAINT_DROPPED: ("reject_subtree", "critical"),
     NON_IDEMPOTENT: ("freeze", "high"),
     SEQUENCE_GAP: ("resync", "warning"),
+    UNVERIFIABLE_CHECKPOINT: ("escalate", "warning"),
 }
 
 OPEN = "open"
@@ -67,31 +74,66 @@ REPLACED = "replaced"
 IGNORED_FROZEN = "ignored-frozen"
 FROZEN = "frozen"
 
+#: Most ids an alert's ``subtree`` / a status record's ``degraded_by`` lists (§4 Bounded outputs).
+SUBTREE_LIMIT = 1000
+DEGRADED_LIMIT = 1000
+#: Largest output record (``CG_MAX_OUTPUT_BYTES``), in bytes of :func:`encode_record`.
+MAX_OUTPUT_BYTES = 16 << 20
+
+
+def encode_record(obj: Any) -> bytes:
+    """The deterministic JSON bytes of every output record (compact, UTF-8, key order kept)."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+class NodeSummary(NamedTuple):
+    """What the per-level gauges count of one node."""
+
+    level: str
+    authoritative: bool
+    degraded: bool
+    opaque: bool
+
 
 @dataclass(slots=True)
 class Output:
     """What one :meth:`Engine.process` call produced, in order.
 
-    ``alerts``: alert dicts (DESIGN.md §3), emission order. ``verdicts``: one dict per
-    applied checkpoint. ``applied``: ``(event, source)`` of every event applied
-    (drained ones included, each with its own source);
+    ``alerts``: alert dicts (DESIGN.md §3), emission order. ``statuses``: node-status
+    records (§4 Node status). ``records``: alerts and statuses interleaved in output
+    order (each event's alerts, then its statuses). ``node_changes``: ``(before, after)``
+    :class:`NodeSummary` of every node whose summary changed (before None: a new node)
+    — what the metrics' per-level gauges follow. ``verdicts``: one dict per applied checkpoint. ``applied``: ``(event,
+    source)`` of every event applied (drained ones included, each with its own source);
     ``duplicates``: applied-time duplicates ignored; ``dropped``: seq below the next
     expected or already waiting; ``buffered``: 1 if the arriving event now waits.
     """
 
     alerts: list[dict[str, Any]] = field(default_factory=list)
+    statuses: list[dict[str, Any]] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)
+    node_changes: list[tuple[NodeSummary | None, NodeSummary]] = field(default_factory=list)
     verdicts: list[dict[str, Any]] = field(default_factory=list)
     applied: list[tuple[Event, Source]] = field(default_factory=list)
     duplicates: int = 0
     dropped: int = 0
     buffered: int = 0
 
+    def alert(self, alert: dict[str, Any]) -> None:
+        self.alerts.append(alert)
+        self.records.append(alert)
+
+    def status(self, status: dict[str, Any]) -> None:
+        self.statuses.append(status)
+        self.records.append(status)
+
 
 def alert_id(context_id: str, node_id: str | None, rule: str, status: str, sets: Any, trigger_event_id: str) -> str:
     """Deterministic alert id: sha256 over (context, node, rule, status, set, trigger).
 
     Returns 32 hex chars. Never depends on a clock or a random number (DESIGN.md §3),
-    so a crash-replayed alert carries the same id as the original.
+    so a crash-replayed alert carries the same id as the original. ``sets`` is always
+    the *full* set, also when the alert carries a truncated one.
     """
     blob = json.dumps(
         [context_id, node_id, rule, status, sets, trigger_event_id],
@@ -123,21 +165,37 @@ def make_alert(
     previous_orphans: list[str] | None = None,
     missing: list[str] | None = None,
     subtree: list[str] | None = None,
+    subtree_size: int | None = None,
     gap: list[int] | None = None,
+    max_bytes: int = MAX_OUTPUT_BYTES,
 ) -> dict[str, Any]:
-    """Build one alert dict with every §3 field, in the wire order."""
+    """Build one alert dict with every §3 field, in the wire order, within ``max_bytes``.
+
+    ``subtree`` is cut to its first :data:`SUBTREE_LIMIT` ids (``subtree_size`` = the
+    full count). If the alert is still over ``max_bytes`` the rule's set keeps its first
+    entries that fit (``truncated: true``, ``set_size``); ``alert_id`` is computed first,
+    from the full set.
+    """
     action, severity = RULES[rule]
-    orphans = orphans or []
-    missing = missing or []
-    if rule == NON_IDEMPOTENT:
-        sets: Any = [orphans, previous_orphans]
-    elif rule == NEGATIVE_CONSTRAINT_DROPPED:
-        sets = missing
-    elif rule == SEQUENCE_GAP:
-        sets = gap
+    if rule == UNVERIFIABLE_CHECKPOINT:
+        orphans = missing = None
+        sets: Any = None
     else:
-        sets = orphans
-    return {
+        orphans = orphans or []
+        missing = missing or []
+        if rule == NON_IDEMPOTENT:
+            sets = [orphans, previous_orphans]
+        elif rule == NEGATIVE_CONSTRAINT_DROPPED:
+            sets = missing
+        elif rule == SEQUENCE_GAP:
+            sets = gap
+        else:
+            sets = orphans
+    if subtree is not None:
+        if subtree_size is None:
+            subtree_size = len(subtree)
+        subtree = subtree[:SUBTREE_LIMIT]
+    alert = {
         "schema_version": SCHEMA_VERSION,
         "type": "alert",
         "alert_id": alert_id(event.context_id, node_id, rule, status, sets, event.event_id),
@@ -152,31 +210,175 @@ def make_alert(
         "previous_orphans": previous_orphans,
         "missing_constraints": missing,
         "subtree": subtree,
+        "subtree_size": subtree_size,
         "gap": gap,
         "trigger": _trigger(event, source),
         "detected_at": event.occurred_at,
     }
+    field_name = "missing_constraints" if rule == NEGATIVE_CONSTRAINT_DROPPED else "orphans"
+    if _may_exceed(alert, max_bytes):
+        _fit(alert, field_name, max_bytes, mark=True)
+        for extra in ("subtree", "previous_orphans"):
+            _fit(alert, extra, max_bytes, mark=False)
+    return alert
+
+
+# --- bounded outputs (DESIGN.md §4 [v2]) -------------------------------------------------
+
+#: Fixed part of any record: ids up to 1,024 characters, field names, numbers (generous).
+_RECORD_OVERHEAD = 64 << 10
+
+
+def _list_bound(items: list[str] | None) -> int:
+    # a code point is at most 6 bytes of JSON (a \u00XX escape), plus quotes and a comma
+    return 0 if not items else 6 * sum(map(len, items)) + 3 * len(items)
+
+
+def _may_exceed(record: dict[str, Any], max_bytes: int) -> bool:
+    """Cheap upper bound of the record's size (exact check only when it may not fit)."""
+    bound = _RECORD_OVERHEAD
+    for name in ("orphans", "previous_orphans", "missing_constraints", "subtree", "degraded_by"):
+        bound += _list_bound(record.get(name))
+    for name in ("context_id", "node_id"):
+        bound += 6 * len(record.get(name) or "")
+    trig = record.get("trigger")
+    if trig:
+        bound += 6 * (len(trig["event_id"]) + len(trig.get("topic") or ""))
+    return bound > max_bytes
+
+
+def _fit(record: dict[str, Any], name: str, max_bytes: int, *, mark: bool) -> None:
+    """Cut list field ``name`` to its first entries that keep the record within ``max_bytes``.
+
+    ``mark``: also add ``truncated: true`` and ``set_size`` (the full count) when cut.
+    """
+    items = record.get(name)
+    if not items:
+        return
+    size = len(encode_record(record))
+    if size <= max_bytes:
+        return
+    record[name] = []
+    if mark:
+        record["truncated"] = True
+        record["set_size"] = len(items)
+    budget = max_bytes - len(encode_record(record))
+    kept = 0
+    for item in items:
+        cost = len(encode_record(item)) + (1 if kept else 0)
+        if cost > budget:
+            break
+        budget -= cost
+        kept += 1
+    record[name] = items[:kept]
+
+
+# --- node status ---------------------------------------------------------------------------
+
+
+def _open_rules(rec: dict[str, Any], sets: dict[str, Any] | None) -> tuple[str, ...]:
+    """Rules with an open alert on a node, sorted (§4 Node status)."""
+    rules = []
+    if sets and sets.get("m"):
+        rules.append(NEGATIVE_CONSTRAINT_DROPPED)
+    if rec["frozen"]:
+        rules.append(NON_IDEMPOTENT)
+    if sets and sets.get("o"):
+        rules.append(ORPHANED_REFERENT)
+    if rec["opaque"]:
+        rules.append(UNVERIFIABLE_CHECKPOINT)
+    return tuple(rules)
+
+
+def _degraded_count(reach: Any, node_id: str) -> int:
+    """``degraded_count``: the bad nodes under ``node_id`` (its reach minus itself)."""
+    return len(reach) - (1 if node_id in reach else 0) if reach else 0
+
+
+def _degraded(reach: Any, node_id: str) -> tuple[list[str], int]:
+    """``degraded_by`` (first :data:`DEGRADED_LIMIT`, sorted) and ``degraded_count``."""
+    count = _degraded_count(reach, node_id)
+    if count <= 0:
+        return [], 0
+    if len(reach) <= DEGRADED_LIMIT + 1:
+        first = sorted(reach)
+    else:
+        first = heapq.nsmallest(DEGRADED_LIMIT + 1, reach)
+    return [x for x in first if x != node_id][:DEGRADED_LIMIT], count
+
+
+def node_status(state: State, context_id: str, node_id: str) -> dict[str, Any] | None:
+    """The current status of a stored node (the fields of a status record without
+    trigger), or None for a node never stored. For views (web, explain)."""
+    key = (context_id, node_id)
+    rec = state.nodes.get(key)
+    if rec is None:
+        return None
+    rules = _open_rules(rec, state.alert_sets.get(key))
+    degraded_by, count = _degraded(state.reach.get(key), node_id)
+    return {
+        "level": rec["level"],
+        "authoritative": not rules and not count,
+        "frozen": rec["frozen"],
+        "open_rules": list(rules),
+        "degraded_by": degraded_by,
+        "degraded_count": count,
+    }
+
+
+def _as_set(value: Any) -> set:
+    """A set-valued table entry as a set (tables hand back sorted lists)."""
+    if value is None:
+        return set()
+    return value if isinstance(value, set) else set(value)
+
+
+class _Step:
+    """Scratch of one applied event: what may have changed, and the statuses before.
+
+    ``o`` / ``m``: node -> its new orphan / missing set, for nodes whose set may have
+    changed (compared with ``alert_sets`` at emission). ``u``: node -> whether its kept
+    version is now opaque, for nodes where that flipped. ``before``: node -> ``(level,
+    frozen, open_rules, had_degraded, opaque)`` captured before the event changed it
+    (None: the node is new). ``deg``: node -> net change of ``degraded_by`` (element -> +1/-1).
+    """
+
+    __slots__ = ("ctx", "o", "m", "u", "before", "deg")
+
+    def __init__(self, ctx: str) -> None:
+        self.ctx = ctx
+        self.o: dict[str, list[str]] = {}
+        self.m: dict[str, set[str]] = {}
+        self.u: dict[str, bool] = {}
+        self.before: dict[str, tuple | None] = {}
+        self.deg: dict[str, dict[str, int]] = {}
 
 
 class Engine:
-    """Apply input events to a :class:`~stream.domain.state.State`; return alerts.
+    """Apply input events to a :class:`~stream.domain.state.State`; return what changed.
 
     Parameters:
         seq_gap_limit: waiting events per context beyond which a ``sequence_gap`` is
             declared (DESIGN.md §4 Arrival.4). Default 1000.
         start_at_first_seq: ``replay --since``: a context's expected seq starts at the
             first seq read for it instead of 0.
+        max_output_bytes: largest output record (``CG_MAX_OUTPUT_BYTES``); sets are cut
+            to fit (§4 Bounded outputs).
 
     Thread-unsafe, stateless itself: all state lives in the ``State`` passed in.
     """
 
-    __slots__ = ("seq_gap_limit", "start_at_first_seq")
+    __slots__ = ("seq_gap_limit", "start_at_first_seq", "max_output_bytes")
 
-    def __init__(self, seq_gap_limit: int = 1000, *, start_at_first_seq: bool = False) -> None:
+    def __init__(
+        self, seq_gap_limit: int = 1000, *, start_at_first_seq: bool = False,
+        max_output_bytes: int = MAX_OUTPUT_BYTES,
+    ) -> None:
         if seq_gap_limit < 0:
             raise ValueError("seq_gap_limit must be >= 0")
         self.seq_gap_limit = seq_gap_limit
         self.start_at_first_seq = start_at_first_seq
+        self.max_output_bytes = max_output_bytes
 
     # ------------------------------------------------------------------ arrival
     def process(self, state: State, event: Event, source: Source) -> Output:
@@ -214,9 +416,10 @@ class Engine:
         nxt = self._drain(state, ctx, nxt, waiting, out)
         while len(waiting) > self.seq_gap_limit:
             lowest = waiting[0]
-            out.alerts.append(make_alert(SEQUENCE_GAP, OPEN, event, source, gap=[nxt, lowest - 1]))
+            out.alert(make_alert(SEQUENCE_GAP, OPEN, event, source, gap=[nxt, lowest - 1]))
             nxt = self._drain(state, ctx, lowest, waiting, out)
-        state.seq[skey] = {"next": nxt, "waiting": waiting}
+        if seqst is None or nxt != seqst["next"] or waiting != seqst["waiting"]:
+            state.seq[skey] = {"next": nxt, "waiting": waiting}
         return out
 
     def _drain(self, state: State, ctx: str, nxt: int, waiting: list[int], out: Output) -> int:
@@ -236,12 +439,18 @@ class Engine:
             return
         state.seen[seen_key] = 1
         out.applied.append((event, source))
+        step = _Step(event.context_id)
         if isinstance(event, ArtifactEvent):
-            self._apply_artifact(state, event, source, out)
-        else:
-            self._apply_checkpoint(state, event, source, out)
+            self._apply_artifact(state, event, step)
+            self._emit(state, event, source, step, out)
+            return
+        verdict = self._apply_checkpoint(state, event, source, step, out)
+        if verdict is not None:
+            self._emit(state, event, source, step, out)
+            rec = state.nodes[(event.context_id, event.node_id)]
+            out.verdicts.append(self._verdict(state, event, source, rec, verdict))
 
-    def _apply_artifact(self, state: State, ev: ArtifactEvent, source: Source, out: Output) -> None:
+    def _apply_artifact(self, state: State, ev: ArtifactEvent, step: _Step) -> None:
         ctx, aid = ev.context_id, ev.artifact_id
         akey = (ctx, aid)
         tiers: list[str] = state.artifacts.get(akey) or []
@@ -263,8 +472,8 @@ class Engine:
         if was == now:
             return
         # Reachability of ``aid`` flipped: only its dependents' orphan sets change,
-        # by exactly ``aid`` (invariant: alert_sets holds the current O(n)).
-        for node_id in state.dependents.get(akey) or ():
+        # by exactly ``aid``; a node whose set becomes (non-)empty changes its badness.
+        for node_id in sorted(state.dependents.get(akey) or ()):
             sets = state.alert_sets.get((ctx, node_id)) or {}
             old = sets.get("o") or []
             if now:
@@ -273,140 +482,325 @@ class Engine:
                 new = list(old)
                 if not _contains(new, aid):
                     insort(new, aid)
-            if new != old:
+            if new == old:
+                continue
+            self._touch(state, step, node_id)
+            step.o[node_id] = new
+            if bool(new) != bool(old):
                 rec = state.nodes[(ctx, node_id)]
-                self._transition(state, ctx, node_id, rec, ORPHANED_REFERENT, sets, new, ev, source, out)
+                if not rec["opaque"]:
+                    self._set_bad(state, step, node_id, bool(new))
 
-    def _apply_checkpoint(self, state: State, ev: CheckpointEvent, source: Source, out: Output) -> None:
+    def _apply_checkpoint(
+        self, state: State, ev: CheckpointEvent, source: Source, step: _Step, out: Output,
+    ) -> str | None:
+        """Store / replace / freeze; returns the verdict, None for an ignored frozen node
+        (whose verdict is already out: nothing changed)."""
         ctx, nid = ev.context_id, ev.node_id
         nkey = (ctx, nid)
         old = state.nodes.get(nkey)
         if old is not None and old["frozen"]:
             out.verdicts.append(self._verdict(state, ev, source, old, IGNORED_FROZEN))
-            return
+            return None
 
-        orphans_after = [r for r in ev.referents if not state.artifacts.get((ctx, r))]
+        artifacts = state.artifacts
+        orphans_after = [r for r in ev.referents if not artifacts.get((ctx, r))]
+        self._touch(state, step, nid)
         if old is not None:
-            orphans_before = [r for r in old["referents"] if not state.artifacts.get((ctx, r))]
+            orphans_before = [r for r in old["referents"] if not artifacts.get((ctx, r))]
             if orphans_before != orphans_after:
                 # Re-summarization changed the orphan set: not idempotent -> freeze the
-                # node at its first compaction; the new version is discarded.
+                # node at its first compaction; the new version is discarded (and does
+                # not enter the ledger).
                 frozen = {**old, "frozen": True}
                 state.nodes[nkey] = frozen
-                out.alerts.append(
+                out.alert(
                     make_alert(
                         NON_IDEMPOTENT, OPEN, ev, source,
                         node_id=nid, level=old["level"],
                         orphans=orphans_after, previous_orphans=orphans_before,
+                        max_bytes=self.max_output_bytes,
                     )
                 )
-                out.verdicts.append(self._verdict(state, ev, source, frozen, FROZEN))
-                return
+                return FROZEN
 
+        old_lraw = old["lraw"] if old is not None else []
+        old_lchildren = old["lchildren"] if old is not None else []
+        new_raw = [k for k in ev.raw_negative_constraints if not _contains(old_lraw, k)]
+        new_children = [c for c in ev.children if not _contains(old_lchildren, c)]
         rec = {
             "level": ev.level,
             "referents": list(ev.referents),
-            "children": list(ev.children),
             "carried": list(ev.negative_constraints),
             "raw": list(ev.raw_negative_constraints),
-            "req": old["req"] if old is not None else [],
+            "opaque": ev.opaque,
             "frozen": False,
             "versions": (old["versions"] + 1) if old is not None else 1,
             "instructions": list(ev.instructions),
             "raw_instructions": list(ev.raw_instructions),
+            "lraw": sorted([*old_lraw, *new_raw]) if new_raw else old_lraw,
+            "lchildren": sorted([*old_lchildren, *new_children]) if new_children else old_lchildren,
         }
-        old_refs = old["referents"] if old is not None else []
-        old_children = old["children"] if old is not None else []
-        _reindex(state.dependents, ctx, nid, old_refs, rec["referents"])
-        _reindex(state.parents, ctx, nid, old_children, rec["children"])
         state.nodes[nkey] = rec
+        _reindex(state.dependents, ctx, nid, old["referents"] if old is not None else [], rec["referents"])
+        for c in new_children:
+            pkey = (ctx, c)
+            ps = _as_set(state.parents.get(pkey))
+            ps.add(nid)
+            state.parents[pkey] = ps
 
-        pending: dict[str, tuple[dict, list[str] | None, list[str] | None]] = {}
-        # orphaned_referent for the node itself (ancestors' referents did not change).
-        sets = state.alert_sets.get(nkey) or {}
-        new_o = orphans_after if (sets.get("o") or []) != orphans_after else None
-        pending[nid] = (rec, new_o, None)
-        # negative_constraint_dropped for the node and every ancestor.
-        for node_id, node_rec, missing in self._recompute_required(state, ctx, nid):
-            prev = pending.get(node_id)
-            pending[node_id] = (node_rec, prev[1] if prev else None, missing)
+        # orphaned_referent: a new node's set; a replacement keeps the same set.
+        if old is None and orphans_after:
+            step.o[nid] = orphans_after
 
-        for node_id in sorted(pending):
-            node_rec, new_o, new_m = pending[node_id]
-            nsets = state.alert_sets.get((ctx, node_id)) or {}
-            if new_o is not None:
-                nsets = self._transition(state, ctx, node_id, node_rec, ORPHANED_REFERENT, nsets, new_o, ev, source, out)
-            if new_m is not None and new_m != (nsets.get("m") or []):
-                self._transition(state, ctx, node_id, node_rec, NEGATIVE_CONSTRAINT_DROPPED, nsets, new_m, ev, source, out)
-        out.verdicts.append(self._verdict(state, ev, source, state.nodes[nkey], REPLACED if old is not None else ACCEPTED))
-
-    # ------------------------------------------------------------------ rules
-    def _transition(
-        self, state: State, ctx: str, node_id: str, rec: dict, rule: str,
-        sets: dict, new: list[str], ev: Event, source: Source, out: Output,
-    ) -> dict:
-        """Record a changed set and emit open/resolved (alert only on change)."""
-        slot = "o" if rule == ORPHANED_REFERENT else "m"
-        status = OPEN if new else RESOLVED
-        if rule == ORPHANED_REFERENT:
-            alert = make_alert(rule, status, ev, source, node_id=node_id, level=rec["level"], orphans=new)
+        nodes = state.nodes
+        required = state.required
+        # required + missing: the node's own ...
+        if old is None:
+            req: set[str] = set(rec["lraw"])
+            for c in new_children:
+                if c != nid and (ctx, c) in nodes:
+                    creq = required.get((ctx, c))
+                    if creq:
+                        req.update(creq)
+            if req:
+                required[nkey] = req
+            carried = ev.negative_constraints
+            missing = {k for k in req if not _contains(carried, k)} if carried else set(req)
+            if missing:
+                step.m[nid] = missing
+            grown = set(req)
         else:
-            alert = make_alert(
-                rule, status, ev, source, node_id=node_id, level=rec["level"],
-                missing=new, subtree=_subtree(state, ctx, node_id),
-            )
-        out.alerts.append(alert)
-        nsets = {**sets, slot: new}
-        if nsets.get("o") or nsets.get("m"):
-            state.alert_sets[(ctx, node_id)] = {"o": nsets.get("o") or [], "m": nsets.get("m") or []}
-        elif (ctx, node_id) in state.alert_sets:
-            del state.alert_sets[(ctx, node_id)]
-        return nsets
+            req = _as_set(required.get(nkey))
+            grown = set(new_raw)
+            for c in new_children:
+                if c != nid and (ctx, c) in nodes:
+                    creq = required.get((ctx, c))
+                    if creq:
+                        grown.update(creq)
+            grown.difference_update(req)
+            if grown:
+                req |= grown
+                required[nkey] = req
+            if old["carried"] != rec["carried"] or grown:
+                sets = state.alert_sets.get(nkey) or {}
+                carried = rec["carried"]
+                m = set(sets.get("m") or ())
+                for k in old["carried"]:  # no longer carried, still required
+                    if k in req:
+                        m.add(k)
+                m.update(grown)
+                m = {k for k in m if not _contains(carried, k)}
+                step.m[nid] = m
+        # ... then every ancestor that gains keys (ledger parents; stops where known).
+        if grown:
+            for p in list(state.parents.get(nkey) or ()):
+                if p != nid:
+                    self._grow_required(state, step, p, grown)
 
-    def _recompute_required(self, state: State, ctx: str, nid: str) -> list[tuple[str, dict, list[str]]]:
-        """Recompute ``required`` for ``nid`` and its ancestors; return their M(n).
+        # degradation: the node's badness and its new children's bad nodes.
+        bad_now = bool(orphans_after) or ev.opaque
+        if old is None:
+            reach: set[str] = {nid} if bad_now else set()
+            for c in new_children:
+                if c != nid and (ctx, c) in nodes:
+                    creach = state.reach.get((ctx, c))
+                    if creach:
+                        reach.update(creach)
+            if reach:
+                state.reach[nkey] = reach
+                _net(step, nid, reach, +1)
+                delta = set(reach)
+                for p in list(state.parents.get(nkey) or ()):
+                    if p != nid:
+                        self._grow_reach(state, step, p, delta)
+            if ev.opaque:
+                step.u[nid] = True
+        else:
+            bad_before = bool(orphans_before) or old["opaque"]
+            if bad_before != bad_now:
+                self._set_bad(state, step, nid, bad_now)
+            for c in new_children:
+                if c != nid and (ctx, c) in nodes:
+                    creach = state.reach.get((ctx, c))
+                    if creach:
+                        self._grow_reach(state, step, nid, set(creach))
+            if old["opaque"] != ev.opaque:
+                step.u[nid] = ev.opaque
+        return ACCEPTED if old is None else REPLACED
 
-        Only nodes from which ``nid`` is reachable can see their ``required`` change;
-        every other node's cached ``req`` stays valid. Among the affected nodes,
-        strongly-connected components (children cycles) are solved sinks-first
-        (Tarjan's order), each component sharing one required set.
-        Returns ``[(node_id, record, missing_sorted)]`` for every affected node.
-        """
-        affected = _ancestors(state, ctx, nid)
-        affected.add(nid)
-        recs = {n: state.nodes[(ctx, n)] for n in affected}
-        req: dict[str, frozenset[str]] = {}
-        for comp in _sccs(affected, recs):
-            members = set(comp)
-            acc: set[str] = set()
-            for m in comp:
-                acc.update(recs[m]["raw"])
-                for c in recs[m]["children"]:
-                    if c in members:
-                        continue
-                    if c in req:
-                        acc |= req[c]
-                    else:
-                        crec = state.nodes.get((ctx, c))
-                        if crec is not None:
-                            acc.update(crec["req"])
-            frozen_acc = frozenset(acc)
-            for m in comp:
-                req[m] = frozen_acc
-        result = []
-        for n in affected:
-            rec = recs[n]
-            new_req = sorted(req[n])
-            if new_req != rec["req"]:
-                rec = {**rec, "req": new_req}
-                state.nodes[(ctx, n)] = rec
-            carried = set(rec["carried"])
-            result.append((n, rec, [k for k in new_req if k not in carried]))
-        return result
+    # ------------------------------------------------------------------ propagation
+    def _touch(self, state: State, step: _Step, node_id: str) -> None:
+        """Capture a node's status before the event changes it (once per event)."""
+        if node_id in step.before:
+            return
+        key = (step.ctx, node_id)
+        rec = state.nodes.get(key)
+        if rec is None:
+            step.before[node_id] = None
+            return
+        sets = state.alert_sets.get(key)
+        degraded = _degraded_count(state.reach.get(key), node_id) > 0
+        step.before[node_id] = (rec["level"], rec["frozen"], _open_rules(rec, sets), degraded, rec["opaque"])
+
+    def _grow_required(self, state: State, step: _Step, start: str, delta: set[str]) -> None:
+        """Add ``delta`` to ``required(start)`` and push what is new up the ledger parents."""
+        ctx = step.ctx
+        required, nodes, parents = state.required, state.nodes, state.parents
+        work = [(start, delta)]
+        while work:
+            nid, d = work.pop()
+            key = (ctx, nid)
+            req = _as_set(required.get(key))
+            new = {k for k in d if k not in req} if len(d) < len(req) else d - req
+            if not new:
+                continue
+            req |= new
+            required[key] = req
+            carried = nodes[key]["carried"]
+            gained = [k for k in new if not _contains(carried, k)]
+            if gained:
+                m = step.m.get(nid)
+                if m is None:
+                    self._touch(state, step, nid)
+                    sets = state.alert_sets.get(key) or {}
+                    m = step.m[nid] = set(sets.get("m") or ())
+                m.update(gained)
+            for p in parents.get(key) or ():
+                if p != nid:
+                    work.append((p, new))
+
+    def _grow_reach(self, state: State, step: _Step, start: str, delta: set[str]) -> None:
+        """Add bad nodes ``delta`` to ``reach(start)`` and push what is new up."""
+        ctx = step.ctx
+        reach_t, parents = state.reach, state.parents
+        work = [(start, delta)]
+        while work:
+            nid, d = work.pop()
+            key = (ctx, nid)
+            reach = _as_set(reach_t.get(key))
+            new = {x for x in d if x not in reach} if len(d) < len(reach) else d - reach
+            if not new:
+                continue
+            self._touch(state, step, nid)  # before the set changes (it may be the stored one)
+            reach |= new
+            reach_t[key] = reach
+            _net(step, nid, new, +1)
+            for p in parents.get(key) or ():
+                if p != nid:
+                    work.append((p, new))
+
+    def _set_bad(self, state: State, step: _Step, node_id: str, bad: bool) -> None:
+        """``node_id`` became bad (add it to the reach of itself and every ancestor) or
+        stopped being bad (remove it from exactly the nodes that hold it)."""
+        if bad:
+            self._grow_reach(state, step, node_id, {node_id})
+            return
+        ctx = step.ctx
+        reach_t, parents = state.reach, state.parents
+        work = [node_id]
+        done: set[str] = set()
+        while work:
+            nid = work.pop()
+            if nid in done:
+                continue
+            done.add(nid)
+            key = (ctx, nid)
+            reach = reach_t.get(key)
+            if not reach or node_id not in reach:
+                continue
+            self._touch(state, step, nid)  # before the set changes (it may be the stored one)
+            reach = _as_set(reach)
+            reach.discard(node_id)
+            if reach:
+                reach_t[key] = reach
+            else:
+                del reach_t[key]
+            _net(step, nid, (node_id,), -1)
+            work.extend(parents.get(key) or ())
+
+    # ------------------------------------------------------------------ emission
+    def _emit(self, state: State, ev: Event, source: Source, step: _Step, out: Output) -> None:
+        """Alerts of the event's changed sets (by node id, rule order), then statuses."""
+        ctx = step.ctx
+        max_bytes = self.max_output_bytes
+        for nid in sorted({*step.o, *step.m, *step.u}):
+            key = (ctx, nid)
+            rec = state.nodes[key]
+            sets = state.alert_sets.get(key) or {}
+            o_old = sets.get("o") or []
+            m_old = sets.get("m") or []
+            o_new = step.o.get(nid, o_old)
+            m_new = sorted(step.m[nid]) if nid in step.m else m_old
+            if o_new != o_old:
+                status = OPEN if o_new else RESOLVED
+                out.alert(make_alert(
+                    ORPHANED_REFERENT, status, ev, source, node_id=nid, level=rec["level"],
+                    orphans=o_new, max_bytes=max_bytes,
+                ))
+            if m_new != m_old:
+                status = OPEN if m_new else RESOLVED
+                subtree = _subtree(state, ctx, nid)
+                out.alert(make_alert(
+                    NEGATIVE_CONSTRAINT_DROPPED, status, ev, source, node_id=nid, level=rec["level"],
+                    missing=m_new, subtree=subtree, subtree_size=len(subtree), max_bytes=max_bytes,
+                ))
+            if nid in step.u:
+                out.alert(make_alert(
+                    UNVERIFIABLE_CHECKPOINT, OPEN if step.u[nid] else RESOLVED, ev, source,
+                    node_id=nid, level=rec["level"], max_bytes=max_bytes,
+                ))
+            if o_new != o_old or m_new != m_old:
+                if o_new or m_new:
+                    state.alert_sets[key] = {"o": o_new, "m": m_new}
+                elif key in state.alert_sets:
+                    del state.alert_sets[key]
+
+        trigger = _trigger(ev, source)
+        for nid in sorted(step.before):
+            key = (ctx, nid)
+            rec = state.nodes.get(key)
+            if rec is None:  # never stored (cannot happen for a touched node; be safe)
+                continue
+            before = step.before[nid]
+            rules = _open_rules(rec, state.alert_sets.get(key))
+            reach = state.reach.get(key)
+            summary = NodeSummary(rec["level"], not rules and not _degraded_count(reach, nid),
+                                  _degraded_count(reach, nid) > 0, rec["opaque"])
+            if before is None:
+                out.node_changes.append((None, summary))
+            else:
+                was = NodeSummary(before[0], not before[2] and not before[3], before[3], before[4])
+                if was != summary:
+                    out.node_changes.append((was, summary))
+            deg = step.deg.get(nid)
+            deg_changed = bool(deg) and any(deg.values())
+            if before is not None and before[1] == rec["frozen"] and before[2] == rules and not deg_changed:
+                continue
+            degraded_by, count = _degraded(reach, nid)
+            authoritative = not rules and not count
+            status = {
+                "schema_version": SCHEMA_VERSION,
+                "type": "status",
+                "context_id": ctx,
+                "node_id": nid,
+                "level": rec["level"],
+                "authoritative": authoritative,
+                "frozen": rec["frozen"],
+                "open_rules": list(rules),
+                "degraded_by": degraded_by,
+                "degraded_count": count,
+                "trigger": trigger,
+                "detected_at": ev.occurred_at,
+            }
+            if _may_exceed(status, max_bytes):
+                _fit(status, "degraded_by", max_bytes, mark=False)
+            out.status(status)
 
     # ------------------------------------------------------------------ verdicts
     def _verdict(self, state: State, ev: CheckpointEvent, source: Source, rec: dict, verdict: str) -> dict[str, Any]:
-        sets = state.alert_sets.get((ev.context_id, ev.node_id)) or {}
+        key = (ev.context_id, ev.node_id)
+        sets = state.alert_sets.get(key) or {}
         open_rules = []
         if rec["frozen"]:
             open_rules.append(NON_IDEMPOTENT)
@@ -414,6 +808,9 @@ class Engine:
             open_rules.append(ORPHANED_REFERENT)
         if sets.get("m"):
             open_rules.append(NEGATIVE_CONSTRAINT_DROPPED)
+        if rec["opaque"]:
+            open_rules.append(UNVERIFIABLE_CHECKPOINT)
+        degraded = _degraded_count(state.reach.get(key), ev.node_id)
         return {
             "schema_version": SCHEMA_VERSION,
             "type": "verdict",
@@ -421,7 +818,7 @@ class Engine:
             "node_id": ev.node_id,
             "level": rec["level"],
             "verdict": verdict,
-            "authoritative": not open_rules,
+            "authoritative": not open_rules and not degraded,
             "frozen": rec["frozen"],
             "open_rules": open_rules,
             "versions": rec["versions"],
@@ -431,104 +828,54 @@ class Engine:
 
 
 # ---------------------------------------------------------------------- helpers
-def _contains(sorted_list: list, item: Any) -> bool:
+def _contains(sorted_list: Any, item: Any) -> bool:
     i = bisect_left(sorted_list, item)
     return i < len(sorted_list) and sorted_list[i] == item
 
 
+def _net(step: _Step, node_id: str, items: Any, sign: int) -> None:
+    """Record a net change of ``degraded_by(node_id)`` (the node itself does not count)."""
+    d = step.deg.get(node_id)
+    if d is None:
+        d = step.deg[node_id] = {}
+    for x in items:
+        if x != node_id:
+            d[x] = d.get(x, 0) + sign
+
+
 def _reindex(index: Any, ctx: str, nid: str, old: list[str], new: list[str]) -> None:
-    """Move ``nid`` between the reverse-index entries of ``old`` and ``new`` ids."""
+    """Move ``nid`` between the (set-valued) reverse-index entries of ``old`` and ``new`` ids."""
     if old == new:
         return
     old_set, new_set = set(old), set(new)
     for x in old_set - new_set:
         key = (ctx, x)
-        lst = [n for n in (index.get(key) or ()) if n != nid]
-        if lst:
-            index[key] = lst
+        s = _as_set(index.get(key))
+        s.discard(nid)
+        if s:
+            index[key] = s
         else:
             index.pop(key, None)
     for x in new_set - old_set:
         key = (ctx, x)
-        lst = list(index.get(key) or ())
-        if not _contains(lst, nid):
-            insort(lst, nid)
-            index[key] = lst
-
-
-def _ancestors(state: State, ctx: str, nid: str) -> set[str]:
-    """Every stored node from which ``nid`` is reachable through children links.
-
-    Includes ``nid`` itself only when it lies on a children cycle.
-    """
-    seen: set[str] = set()
-    stack = [nid]
-    while stack:
-        for p in state.parents.get((ctx, stack.pop())) or ():
-            if p not in seen:
-                seen.add(p)
-                stack.append(p)
-    return seen
-
-
-def _sccs(nodes: set[str], recs: dict[str, dict]) -> list[list[str]]:
-    """Tarjan's SCCs of the subgraph induced by ``nodes``, sinks first (iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    on_stack: set[str] = set()
-    stack: list[str] = []
-    result: list[list[str]] = []
-    counter = 0
-    for root in sorted(nodes):
-        if root in index:
-            continue
-        work = [(root, iter(sorted(c for c in set(recs[root]["children"]) if c in nodes)))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            v, it = work[-1]
-            advanced = False
-            for w in it:
-                if w not in index:
-                    index[w] = low[w] = counter
-                    counter += 1
-                    stack.append(w)
-                    on_stack.add(w)
-                    work.append((w, iter(sorted(c for c in set(recs[w]["children"]) if c in nodes))))
-                    advanced = True
-                    break
-                if w in on_stack:
-                    low[v] = min(low[v], index[w])
-            if advanced:
-                continue
-            work.pop()
-            if work:
-                u = work[-1][0]
-                low[u] = min(low[u], low[v])
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    comp.append(w)
-                    if w == v:
-                        break
-                result.append(comp)
-    return result
+        s = _as_set(index.get(key))
+        if nid not in s:
+            s.add(nid)
+            index[key] = s
 
 
 def _subtree(state: State, ctx: str, nid: str) -> list[str]:
-    """Sorted ids of stored nodes reachable from ``nid`` via children, ``nid`` excluded."""
+    """Sorted ids of stored nodes reachable from ``nid`` through ledger children, ``nid``
+    excluded (the walk is the alert's own output: ``subtree`` + ``subtree_size``)."""
+    nodes = state.nodes
     seen: set[str] = set()
     stack = [nid]
     while stack:
-        rec = state.nodes.get((ctx, stack.pop()))
+        rec = nodes.get((ctx, stack.pop()))
         if rec is None:
             continue
-        for c in rec["children"]:
-            if c not in seen and (ctx, c) in state.nodes:
+        for c in rec["lchildren"]:
+            if c not in seen and (ctx, c) in nodes:
                 seen.add(c)
                 stack.append(c)
     seen.discard(nid)

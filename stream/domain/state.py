@@ -3,12 +3,13 @@
 The engine never sees a faust table or a dict directly: it sees a :class:`State` whose
 attributes are ``MutableMapping``\\ s keyed by tuples that start with the context id.
 Offline (replay, tests, benchmarks) those are plain dicts (:class:`DictState`); in the
-worker each is a faust table behind a key codec (``stream.tables``). Same engine, two
-storages — so "live equals replay" holds by construction.
+worker each is a table behind a key codec. Same engine, two storages — so "live equals
+replay" holds by construction.
 
-Values are JSON-ready (lists, dicts, ints, strings, bools) because faust tables
-round-trip values through JSON (DESIGN.md §7.2); the engine always *re-assigns* a value
-it changed (in-place mutation writes no changelog record).
+Values are JSON-ready (lists, dicts, ints, strings, bools) **or Python sets**, which a
+table stores as sorted lists (faust tables round-trip values through JSON, DESIGN.md
+§7.2). The engine reads a set-valued entry as either, may grow a set it read in place,
+and always *re-assigns* every value it changed: a table only records what is assigned.
 
 Tables (key -> value):
 
@@ -17,13 +18,17 @@ attribute      key                      value
 =============  =======================  ==============================================
 artifacts      (ctx, artifact_id)       sorted list of tiers, e.g. ``["durable"]``;
                                         absent = unreachable
-nodes          (ctx, node_id)           node record (kept version), see ``engine``
-dependents     (ctx, artifact_id)       sorted node ids whose kept version lists it as
+nodes          (ctx, node_id)           kept version + ledger (``stream.domain.engine``)
+required       (ctx, node_id)           set of required constraint keys (DESIGN.md §4)
+reach          (ctx, node_id)           set of *bad* nodes (open orphaned_referent or
+                                        unverifiable_checkpoint) reachable from the node
+                                        through ledger children, itself included
+dependents     (ctx, artifact_id)       set of node ids whose kept version lists it as
                                         a referent
-parents        (ctx, node_id)           sorted node ids whose kept version lists it as
-                                        a child (the child may not exist yet)
-alert_sets     (ctx, node_id)           ``{"o": orphans, "m": missing}`` currently open;
-                                        absent = nothing open
+parents        (ctx, node_id)           set of node ids whose ledger lists it as a
+                                        child (the child may not exist yet)
+alert_sets     (ctx, node_id)           ``{"o": orphans, "m": missing}`` currently open
+                                        (sorted lists); absent = nothing open
 seen           (ctx, event_id)          ``1``: the event was applied
 seq            (ctx,)                   ``{"next": int, "waiting": sorted seqs}``
 waiting        (ctx, seq)               ``{"event": record, "source": record}``
@@ -38,6 +43,8 @@ from typing import Any, Protocol
 TABLES = (
     "artifacts",
     "nodes",
+    "required",
+    "reach",
     "dependents",
     "parents",
     "alert_sets",
@@ -52,6 +59,8 @@ class State(Protocol):
 
     artifacts: MutableMapping[tuple, Any]
     nodes: MutableMapping[tuple, Any]
+    required: MutableMapping[tuple, Any]
+    reach: MutableMapping[tuple, Any]
     dependents: MutableMapping[tuple, Any]
     parents: MutableMapping[tuple, Any]
     alert_sets: MutableMapping[tuple, Any]

@@ -38,6 +38,7 @@ def worker_env(bootstrap: str, tmp_path: Path, *, partitions: int = 4, **extra: 
         "CG_ARTIFACT_TOPIC": f"artifact-{tag}",
         "CG_ALERTS_TOPIC": f"alerts-{tag}",
         "CG_VERDICTS_TOPIC": f"verdicts-{tag}",
+        "CG_STATUS_TOPIC": f"status-{tag}",
         "CG_DEADLETTER_TOPIC": f"deadletter-{tag}",
         "CG_REMEDIATION_TOPIC": f"remediation-{tag}",
         "CG_REMEDIATION_GROUP": f"cg-test-remediation-{tag}",

@@ -12,7 +12,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from bench import bench_engine, bench_scaling, flamegraph
+from bench import bench_engine, bench_scaling, bench_shapes, flamegraph
 from bench.bench_scaleout import ideal_speedup
 from bench.common import command_line
 
@@ -38,6 +38,15 @@ def test_cost_growth_writes_both_tables(tmp_path: Path) -> None:
     # The hot artifact's eviction opens one alert per dependent (D constant across repetitions).
     row = next(line for line in text.splitlines() if line.startswith("| 50 |"))
     assert "(50)" in row
+
+
+def test_adversarial_shapes_end_alike_in_both_orders_and_write_the_table(tmp_path: Path) -> None:
+    out = tmp_path / "shapes.md"
+    assert bench_shapes.main(["--scale", "0.01", "--out", str(out)]) == 0
+    text = out.read_text()
+    for shape in ("chain", "wide root", "hot artifact", "prohibition under a deep chain"):
+        assert f"| {shape} |" in text
+    assert "worst hostile/friendly" in Path(f"{out}.summary").read_text()
 
 
 def test_fan_in_keeps_the_dependent_count_constant() -> None:

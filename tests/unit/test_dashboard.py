@@ -28,10 +28,6 @@ PROVIDERS = DEPLOY / "grafana" / "provisioning" / "dashboards" / "checkpoint-gua
 PROMETHEUS = DEPLOY / "prometheus" / "prometheus.yml"
 COMPOSE = PROJECT_ROOT / "docker-compose.yml"
 
-#: Gauges the lead adds with issue 14 (node status); the dashboard and alert rules use
-#: them already. Remove a name here when stream/metrics.py exports it (a test below
-#: fails as soon as it does, so this list cannot outlive its reason).
-PENDING_METRICS = {"checkpoint_guard_nodes", "checkpoint_guard_authoritative_nodes", "checkpoint_guard_degraded_nodes"}
 #: Series Prometheus adds itself.
 PROMETHEUS_SERIES = {"up"}
 
@@ -99,16 +95,12 @@ def test_dashboard_json_parses_with_unique_panel_ids_and_a_query_per_panel(dashb
 
 
 def test_every_metric_a_dashboard_query_uses_is_exported_by_the_worker(dashboard: dict) -> None:
-    exported = METRICS.sample_names() | PENDING_METRICS | PROMETHEUS_SERIES
+    exported = METRICS.sample_names() | PROMETHEUS_SERIES
     for title, expr in _queries(dashboard):
         names = metric_names(expr)
         assert names, f"{title}: no metric in {expr!r}"
         unknown = names - exported
         assert not unknown, f"panel {title!r} queries {sorted(unknown)}, not exported by stream.metrics"
-
-
-def test_pending_metrics_are_really_not_exported_yet() -> None:
-    assert not PENDING_METRICS & METRICS.sample_names(), "exported now: remove them from PENDING_METRICS"
 
 
 def test_every_exported_metric_has_a_panel(dashboard: dict) -> None:

@@ -303,9 +303,11 @@ def test_a_replaced_version_with_new_children_re_evaluates_its_ancestors():
         make_checkpoint(event_id="s-v3", node_id="s", level="section", children=["l1"],
                         negative_constraints=["k1"]),
     )
+    # v2 ledger: s-v3 drops the child l2, but l2 stays in s's ledger, so k2 stays
+    # required above it: the root's alert stays open and s itself now misses k2.
     assert project(result.alerts) == [
         dropped("open", "r", ["k2"], trigger="s-v2"),
-        dropped("resolved", "r", [], trigger="s-v3"),
+        dropped("open", "s", ["k2"], trigger="s-v3"),
     ]
 
 
@@ -808,7 +810,8 @@ def test_alert_fields_come_in_the_wire_order():
     result = run(make_checkpoint(event_id="e1", node_id="n1", referents=["gone"]))
     assert list(result.alerts[0]) == [
         "schema_version", "type", "alert_id", "status", "rule", "action", "severity", "context_id", "node_id",
-        "level", "orphans", "previous_orphans", "missing_constraints", "subtree", "gap", "trigger", "detected_at",
+        "level", "orphans", "previous_orphans", "missing_constraints", "subtree", "subtree_size", "gap", "trigger",
+        "detected_at",
     ]
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from stream.kafka_clients import project_topics
 from stream.settings import PROJECT_ROOT, Settings
 
 pytestmark = pytest.mark.unit
@@ -141,10 +142,10 @@ def test_the_topics_job_and_the_strimzi_topics_cover_the_seven_topics():
     assert job["metadata"]["annotations"]["helm.sh/hook"] == "pre-install,pre-upgrade"
     assert job["spec"]["template"]["spec"]["containers"][0]["command"] == ["checkpoint-guard", "topics", "create"]
     topics = [d for d in objects("topics.strimzi.enabled=true") if d["kind"] == "KafkaTopic"]
-    assert sorted(t["spec"]["topicName"] for t in topics) == sorted(Settings().external_topics)
+    assert sorted(t["spec"]["topicName"] for t in topics) == sorted(t for group in project_topics(Settings()) for t in group)
     for t in topics:
         assert t["metadata"]["labels"]["strimzi.io/cluster"] == "my-cluster"
-        assert t["spec"]["partitions"] == 4 and t["spec"]["config"]["max.message.bytes"] == DEFAULTS["max_output_bytes"]
+        assert t["spec"]["partitions"] == 4 and t["spec"]["config"]["max.message.bytes"] == Settings().max_request_bytes
         compacted = t["spec"]["config"].get("cleanup.policy") == "compact"
         assert compacted == (t["spec"]["topicName"] == DEFAULTS["status_topic"])
 

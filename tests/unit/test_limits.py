@@ -8,6 +8,7 @@ of its own: ``seq_gap_limit`` already bounds it (checked here against the engine
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pydantic_core
@@ -30,9 +31,17 @@ from stream.wire import (
     decode_event,
     decode_message,
 )
+from tests.unit import builders
 from tests.unit.builders import as_line, make_artifact, make_checkpoint
 
 pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(autouse=True)
+def _short_event_ids(monkeypatch):
+    """The builders' event ids count up over the session; here they must stay under the
+    8-character id limit of SMALL, whatever ran before."""
+    monkeypatch.setattr(builders, "_ids", itertools.count(1))
 
 SMALL = Limits(
     max_message_bytes=4096, max_id_chars=8, max_referents=3, max_children=2, max_constraints=2,
@@ -50,6 +59,19 @@ def reason_for(data: bytes | dict, limits: Limits = SMALL) -> str:
 
 
 # --------------------------------------------------------------------------- settings
+
+
+def test_a_seq_over_the_configured_limit_names_the_setting():
+    small = Limits(max_seq=100)
+    assert decode_event(as_line(make_checkpoint(seq=100)), limits=small).seq == 100
+    assert reason_for(make_checkpoint(seq=101), small) == "seq: 101, limit is 100 (CG_MAX_SEQ)"
+
+
+def test_a_lower_nesting_limit_dead_letters_what_the_parser_would_read():
+    shallow = Limits(max_json_depth=3)
+    assert decode_event(as_line(make_checkpoint(unknown={"a": 1})), limits=shallow)
+    deep = make_checkpoint(unknown={"a": {"b": [1]}})
+    assert reason_for(deep, shallow) == "not JSON: nested deeper than 3 levels (CG_MAX_JSON_DEPTH)"
 
 
 def test_the_default_limits_are_the_settings_defaults_and_design_md_s():
@@ -104,24 +126,26 @@ def test_a_hundred_thousand_referents_are_one_clear_reason_at_the_default_limit(
 
 @pytest.mark.parametrize("field", ["event_id", "context_id", "node_id"])
 def test_a_checkpoint_id_over_the_limit_is_dead_lettered_naming_the_setting(field):
-    assert decode_event(as_line(make_checkpoint(**{field: "x" * 8})), limits=SMALL)
-    assert reason_for(make_checkpoint(**{field: "é" * 9})) == f"{field}: 9 characters, limit is 8 (CG_MAX_ID_CHARS)"
+    assert decode_event(as_line(make_checkpoint(**{"event_id": "e", field: "x" * 8})), limits=SMALL)
+    assert reason_for(make_checkpoint(**{"event_id": "e", field: "é" * 9})) == (
+        f"{field}: 9 characters, limit is 8 (CG_MAX_ID_CHARS)")
 
 
 def test_an_artifact_id_over_the_limit_is_dead_lettered_naming_the_setting():
-    assert reason_for(make_artifact(artifact_id="a" * 20)) == "artifact_id: 20 characters, limit is 8 (CG_MAX_ID_CHARS)"
+    assert reason_for(make_artifact(event_id="e", artifact_id="a" * 20)) == (
+        "artifact_id: 20 characters, limit is 8 (CG_MAX_ID_CHARS)")
 
 
 @pytest.mark.parametrize("field", ["children", "referents"])
 def test_a_list_id_over_the_limit_names_its_position(field):
-    reason = reason_for(make_checkpoint(**{field: ["ok", "x" * 9]}))
+    reason = reason_for(make_checkpoint(**{"event_id": "e", field: ["ok", "x" * 9]}))
     assert reason == f"{field}.1: 9 characters, limit is 8 (CG_MAX_ID_CHARS)"
 
 
 @pytest.mark.parametrize("field", ["negative_constraints", "raw_negative_constraints"])
 def test_a_constraint_over_the_limit_is_dead_lettered_naming_the_setting(field):
-    assert decode_event(as_line(make_checkpoint(**{field: ["x" * 10]})), limits=SMALL)
-    assert reason_for(make_checkpoint(**{field: ["ok", "y" * 11]})) == (
+    assert decode_event(as_line(make_checkpoint(**{"event_id": "e", field: ["x" * 10]})), limits=SMALL)
+    assert reason_for(make_checkpoint(**{"event_id": "e", field: ["ok", "y" * 11]})) == (
         f"{field}.1: 11 characters, limit is 10 (CG_MAX_CONSTRAINT_CHARS)")
     assert reason_for(make_checkpoint(**{field: [{"id": "z" * 12, "text": "t" * 100}]})) == (
         f"{field}.0.id: 12 characters, limit is 10 (CG_MAX_CONSTRAINT_CHARS)")
@@ -228,7 +252,7 @@ def test_an_integer_of_5000_digits_in_an_informational_field_is_treated_as_absen
 
 
 @pytest.mark.parametrize(("literal", "reason"), [
-    (b"9" * 5000, "seq: Input should be less than or equal to 9223372036854775807"),
+    (b"9" * 5000, "seq: beyond 64 bits, limit is 9223372036854775807 (CG_MAX_SEQ)"),
     (b"-" + b"9" * 5000, "seq: Input should be greater than or equal to 0"),
 ])
 def test_an_integer_of_5000_digits_as_seq_is_out_of_range(literal, reason):

@@ -77,7 +77,7 @@ class Driven:
         other = Driven(self.engine.seq_gap_limit)
         other.state = self.state
         other.metrics.state.rebuild(self.state.nodes.items(), self.state.alert_sets.items(),
-                                    self.state.seq.items())
+                                    self.state.seq.items(), reach=self.state.reach.items())
         return other
 
 
@@ -86,30 +86,53 @@ def _lines(events: Iterable[dict[str, Any]]) -> list[bytes]:
 
 
 def expected_state_gauges(state: DictState) -> dict[str, dict]:
-    """The state gauges recomputed from scratch: O(n) from the artifact tiers."""
+    """The state gauges recomputed from scratch: O(n) from the artifact tiers; degraded
+    by a walk of the ledger children (DESIGN.md §4 Node status)."""
     declared: Counter = Counter()
     unreachable: Counter = Counter()
     open_: Counter = Counter()
+    nodes: Counter = Counter()
+    authoritative: Counter = Counter()
+    degraded: Counter = Counter()
+
+    def orphans_of(ctx: str, rec: dict) -> list[str]:
+        return [r for r in rec["referents"] if not state.artifacts.get((ctx, r))]
+
+    def bad(ctx: str, node: str) -> bool:
+        rec = state.nodes[(ctx, node)]
+        return bool(orphans_of(ctx, rec)) or rec["opaque"]
+
     for (ctx, node), rec in state.nodes.items():
         lvl = rec["level"]
         declared[lvl] += len(rec["referents"])
-        orphans = [r for r in rec["referents"] if not state.artifacts.get((ctx, r))]
+        orphans = orphans_of(ctx, rec)
         unreachable[lvl] += len(orphans)
-        if orphans:
-            open_[("orphaned_referent", lvl)] += 1
-        if (state.alert_sets.get((ctx, node)) or {}).get("m"):
-            open_[("negative_constraint_dropped", lvl)] += 1
-        if rec["frozen"]:
-            open_[("non_idempotent", lvl)] += 1
+        missing = bool((state.alert_sets.get((ctx, node)) or {}).get("m"))
+        for rule, is_open in (("orphaned_referent", orphans), ("negative_constraint_dropped", missing),
+                              ("non_idempotent", rec["frozen"]), ("unverifiable_checkpoint", rec["opaque"])):
+            if is_open:
+                open_[(rule, lvl)] += 1
+        seen, stack = set(), list(rec["lchildren"])
+        while stack:
+            c = stack.pop()
+            if c not in seen and (ctx, c) in state.nodes:
+                seen.add(c)
+                stack.extend(state.nodes[(ctx, c)]["lchildren"])
+        is_degraded = any(bad(ctx, c) for c in seen - {node})
+        nodes[lvl] += 1
+        degraded[lvl] += is_degraded
+        authoritative[lvl] += not (orphans or missing or rec["frozen"] or rec["opaque"] or is_degraded)
     nz = lambda c: {k: v for k, v in c.items() if v}  # noqa: E731
     return {"declared": nz(declared), "unreachable": nz(unreachable), "open": nz(open_),
-            "waiting": len(state.waiting)}
+            "waiting": len(state.waiting), "nodes": nz(nodes), "authoritative": nz(authoritative),
+            "degraded": nz(degraded)}
 
 
 def actual_state_gauges(g: StateGauges) -> dict[str, dict]:
     nz = lambda d: {k: v for k, v in d.items() if v}  # noqa: E731
     return {"declared": nz(g.declared), "unreachable": nz(g.unreachable), "open": nz(g.open),
-            "waiting": g.waiting}
+            "waiting": g.waiting, "nodes": nz(g.nodes), "authoritative": nz(g.authoritative),
+            "degraded": nz(g.degraded)}
 
 
 def expected_survival(versions: Iterable[Any]) -> dict[str, dict]:
@@ -381,7 +404,8 @@ def test_every_dead_letter_reason_series_exists_at_zero_before_the_first_dead_le
 
 
 def test_output_rejected_counts_by_topic_from_zero() -> None:
-    m = Metrics(output_topics=("alerts", "status"))
+    m = Metrics()
+    m.expect_topics(("alerts", "status"))
     assert _samples(m)[("checkpoint_guard_output_rejected_total", (("topic", "status"),))] == 0
     m.output_rejected("status")
     m.output_rejected("status")

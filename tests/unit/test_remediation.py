@@ -116,6 +116,21 @@ def test_a_freeze_with_an_empty_orphan_set_still_freezes():
     assert kinds(reqs) == [("freeze", "L1", None)]
 
 
+def test_an_opaque_checkpoint_asks_one_recompact_and_its_resolve_cancels_it():
+    lines = [json.dumps(e).encode() for e in (
+        {"type": "checkpoint", "event_id": "v1", "context_id": CTX, "node_id": "S", "level": "section", "opaque": True},
+        {"type": "checkpoint", "event_id": "v2", "context_id": CTX, "node_id": "S", "level": "section"},
+    )]
+    opened, resolved = replay_lines(lines).alerts
+    assert opened["rule"] == "unverifiable_checkpoint" and opened["action"] == "escalate"
+    state, reqs = decide(EMPTY, opened)
+    assert kinds(reqs) == [("recompact", "S", ())]
+    assert reqs[0]["rule"] == "unverifiable_checkpoint" and reqs[0]["subtree"] == []
+    RemediationRequest.model_validate(reqs[0])
+    _, cancels = decide(state, resolved)
+    assert [(r["kind"], r["cancels"]) for r in cancels] == [("cancel", reqs[0]["request_id"])]
+
+
 def test_sequence_gap_alert_asks_nothing_but_is_remembered():
     a = alert("sequence_gap", node=None, gap=[3, 9])
     state, reqs = decide(EMPTY, a)

@@ -1,0 +1,317 @@
+"""Contract v2 (DESIGN.md §3-§4 [v2]), one behaviour per clause, through ``replay``'s path.
+
+The ledger (no laundering), ``opaque`` and ``unverifiable_checkpoint``, node status with
+inherited degradation, bounded outputs, and adversarial shapes giving the same result
+as a friendly order.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from stream.domain.engine import SUBTREE_LIMIT, encode_record
+from stream.replay import replay_lines
+from stream.wire import decode_event
+from tests.unit.builders import admit, as_lines, dropped, evict, make_checkpoint, orphaned, project, run
+
+pytestmark = pytest.mark.unit
+
+
+def statuses(result) -> list[tuple[str, bool, list[str], list[str], str]]:
+    """``(node, authoritative, open_rules, degraded_by, trigger)`` of every status record."""
+    return [(s["node_id"], s["authoritative"], s["open_rules"], s["degraded_by"], s["trigger"]["event_id"])
+            for s in result.statuses]
+
+
+def final_statuses(result) -> dict[str, dict]:
+    """The last status record per node, without its trigger (what the compacted topic holds)."""
+    last = {}
+    for s in result.statuses:
+        last[s["node_id"]] = {k: v for k, v in s.items() if k not in ("trigger", "detected_at")}
+    return last
+
+
+def open_sets(result) -> dict[tuple[str, str], object]:
+    """The last alert per (node, rule): the state of every rule at the end."""
+    last = {}
+    for a in result.alerts:
+        last[(a["node_id"], a["rule"])] = (a["status"], a["orphans"], a["missing_constraints"])
+    return {k: v for k, v in last.items() if v[0] == "open"}
+
+
+# --------------------------------------------------------------------------- the ledger
+
+
+def test_a_re_emission_without_the_raw_constraint_does_not_resolve_the_drop():
+    result = run(
+        make_checkpoint(event_id="v1", node_id="leaf", raw_negative_constraints=["do not push"]),
+        make_checkpoint(event_id="v2", node_id="leaf", raw_negative_constraints=[]),
+    )
+    assert project(result.alerts) == [dropped("open", "leaf", ["do not push"], trigger="v1")]
+    assert statuses(result) == [("leaf", False, ["negative_constraint_dropped"], [], "v1")]
+
+
+def test_a_root_re_emitted_without_the_child_that_held_the_prohibition_still_requires_it():
+    result = run(
+        make_checkpoint(event_id="leaf", node_id="leaf", raw_negative_constraints=["k"], negative_constraints=["k"]),
+        make_checkpoint(event_id="r1", node_id="root", level="root", children=["leaf"]),
+        make_checkpoint(event_id="r2", node_id="root", level="root", children=[]),
+    )
+    assert project(result.alerts) == [dropped("open", "root", ["k"], trigger="r1")]
+    assert result.alerts[0]["subtree"] == ["leaf"]
+
+
+def test_a_replaced_section_cannot_launder_the_prohibition_of_the_leaf_it_dropped():
+    result = run(
+        make_checkpoint(event_id="l", node_id="l", raw_negative_constraints=["k"], negative_constraints=["k"]),
+        make_checkpoint(event_id="l2", node_id="l2"),
+        make_checkpoint(event_id="s1", node_id="s", level="section", children=["l"], negative_constraints=["k"]),
+        make_checkpoint(event_id="r", node_id="r", level="root", children=["s"], negative_constraints=["k"]),
+        make_checkpoint(event_id="s2", node_id="s", level="section", children=["l2"], negative_constraints=[]),
+    )
+    # s misses k (l stays in its ledger); the root still requires k through s and
+    # carries it, so nothing opens there
+    assert project(result.alerts) == [dropped("open", "s", ["k"], trigger="s2")]
+    assert result.alerts[0]["subtree"] == ["l", "l2"]
+
+
+def test_a_frozen_discarded_version_does_not_enter_the_ledger():
+    result = run(
+        admit("a"),
+        make_checkpoint(event_id="v1", node_id="n", referents=["a"]),
+        # v2's orphan set ["b"] differs from v1's [] -> frozen, v2 discarded
+        make_checkpoint(event_id="v2", node_id="n", referents=["b"], raw_negative_constraints=["k"]),
+        make_checkpoint(event_id="p", node_id="p", level="section", children=["n"]),
+    )
+    rules = [(a["rule"], a["node_id"]) for a in result.alerts]
+    assert ("non_idempotent", "n") in rules
+    # k came only with the discarded version: the parent does not require it
+    assert ("negative_constraint_dropped", "p") not in rules
+
+
+# --------------------------------------------------------------------------- opaque
+
+
+def test_an_opaque_checkpoint_opens_unverifiable_checkpoint():
+    result = run(make_checkpoint(event_id="o", node_id="n", opaque=True))
+    (alert,) = result.alerts
+    assert (alert["rule"], alert["status"], alert["action"], alert["severity"]) == (
+        "unverifiable_checkpoint", "open", "escalate", "warning")
+    assert alert["orphans"] is None and alert["missing_constraints"] is None
+    assert statuses(result) == [("n", False, ["unverifiable_checkpoint"], [], "o")]
+
+
+def test_an_opaque_version_replacing_a_clear_one_and_back_opens_then_resolves():
+    result = run(
+        make_checkpoint(event_id="v1", node_id="n"),
+        make_checkpoint(event_id="v2", node_id="n", opaque=True),
+        make_checkpoint(event_id="v3", node_id="n", opaque=False),
+    )
+    assert [(a["rule"], a["status"], a["trigger"]["event_id"]) for a in result.alerts] == [
+        ("unverifiable_checkpoint", "open", "v2"), ("unverifiable_checkpoint", "resolved", "v3"),
+    ]
+    assert statuses(result) == [
+        ("n", True, [], [], "v1"),
+        ("n", False, ["unverifiable_checkpoint"], [], "v2"),
+        ("n", True, [], [], "v3"),
+    ]
+
+
+def test_an_opaque_node_is_still_checked_by_the_other_rules_with_what_it_declares():
+    result = run(make_checkpoint(event_id="o", node_id="n", opaque=True, referents=["gone"],
+                                 raw_negative_constraints=["k"]))
+    assert [a["rule"] for a in result.alerts] == [
+        "orphaned_referent", "negative_constraint_dropped", "unverifiable_checkpoint"]
+    assert result.statuses[0]["open_rules"] == [
+        "negative_constraint_dropped", "orphaned_referent", "unverifiable_checkpoint"]
+
+
+def test_opaque_must_be_a_json_boolean():
+    base = {"type": "checkpoint", "event_id": "e", "context_id": "c", "node_id": "n", "level": "leaf"}
+    for bad in ("true", 1, 0, [], {}):
+        result = replay_lines([json.dumps({**base, "opaque": bad}).encode()])
+        assert result.dead_letters and result.dead_letters[0][1].startswith("opaque:")
+    assert decode_event(json.dumps({**base, "opaque": None}).encode()).opaque is False
+
+
+# --------------------------------------------------------------------------- node status
+
+
+def _tree(*extra):
+    return run(
+        admit("a", event_id="adm"),
+        make_checkpoint(event_id="leaf", node_id="leaf", referents=["a"]),
+        make_checkpoint(event_id="other", node_id="other"),
+        make_checkpoint(event_id="sec", node_id="sec", level="section", children=["leaf"]),
+        make_checkpoint(event_id="root", node_id="root", level="root", children=["sec", "other"]),
+        *extra,
+    )
+
+
+def test_an_eviction_two_levels_down_degrades_the_section_and_the_root():
+    result = _tree(evict("a", event_id="ev"), admit("a", event_id="back"))
+    assert project(result.alerts) == [
+        orphaned("open", "leaf", ["a"], trigger="ev"),
+        orphaned("resolved", "leaf", [], trigger="back"),
+    ]
+    assert statuses(result)[4:] == [
+        ("leaf", False, ["orphaned_referent"], [], "ev"),
+        ("root", False, [], ["leaf"], "ev"),
+        ("sec", False, [], ["leaf"], "ev"),
+        ("leaf", True, [], [], "back"),
+        ("root", True, [], [], "back"),
+        ("sec", True, [], [], "back"),
+    ]  # and none for "other", whose status never changed
+    assert [s["degraded_count"] for s in result.statuses[5:7]] == [1, 1]
+
+
+def test_every_node_gets_its_first_status_and_a_child_never_seen_gets_none():
+    result = run(make_checkpoint(event_id="r", node_id="root", level="root", children=["ghost"]))
+    assert statuses(result) == [("root", True, [], [], "r")]
+
+
+def test_a_node_arriving_degraded_degrades_the_parents_that_listed_it_before():
+    result = run(
+        make_checkpoint(event_id="r", node_id="root", level="root", children=["leaf"]),
+        make_checkpoint(event_id="l", node_id="leaf", referents=["never-admitted"]),
+    )
+    assert statuses(result) == [
+        ("root", True, [], [], "r"),
+        ("leaf", False, ["orphaned_referent"], [], "l"),
+        ("root", False, [], ["leaf"], "l"),
+    ]
+
+
+def test_a_frozen_node_is_not_authoritative():
+    result = run(
+        make_checkpoint(event_id="v1", node_id="n", referents=["x"]),
+        make_checkpoint(event_id="v2", node_id="n", referents=["y"]),
+        make_checkpoint(event_id="v3", node_id="n", referents=["z"]),  # ignored: no status
+    )
+    assert [s["frozen"] for s in result.statuses] == [False, True]
+    last = result.statuses[-1]
+    assert (last["authoritative"], last["open_rules"], last["trigger"]["event_id"]) == (
+        False, ["non_idempotent", "orphaned_referent"], "v2")
+
+
+def test_constraint_drops_do_not_degrade_ancestors():
+    result = run(
+        make_checkpoint(event_id="l", node_id="leaf", raw_negative_constraints=["k"]),
+        make_checkpoint(event_id="r", node_id="root", level="root", children=["leaf"], negative_constraints=["k"]),
+    )
+    assert statuses(result)[-1] == ("root", True, [], [], "r")
+
+
+def test_degradation_through_a_cycle_terminates_and_excludes_the_node_itself():
+    result = run(
+        make_checkpoint(event_id="a", node_id="a", children=["b"], referents=["gone"]),
+        make_checkpoint(event_id="b", node_id="b", children=["a"]),
+    )
+    final = final_statuses(result)
+    assert final["a"]["degraded_by"] == [] and final["a"]["open_rules"] == ["orphaned_referent"]
+    assert final["b"]["degraded_by"] == ["a"] and not final["b"]["authoritative"]
+
+
+def test_status_records_come_after_the_alerts_of_their_event():
+    result = _tree(evict("a", event_id="ev"))
+    kinds = [(r["type"], r["trigger"]["event_id"]) for r in result.records if r["trigger"]["event_id"] == "ev"]
+    assert kinds == [("alert", "ev"), ("status", "ev"), ("status", "ev"), ("status", "ev")]
+
+
+# --------------------------------------------------------------------------- bounded outputs
+
+
+def test_a_subtree_lists_its_first_thousand_ids_and_counts_them_all():
+    leaves = [make_checkpoint(event_id=f"l{i}", node_id=f"l{i:04d}") for i in range(1500)]
+    root = make_checkpoint(event_id="r", node_id="r", level="root",
+                           children=[f"l{i:04d}" for i in range(1500)], raw_negative_constraints=["k"])
+    (alert,) = run(*leaves, root).alerts
+    assert len(alert["subtree"]) == SUBTREE_LIMIT and alert["subtree_size"] == 1500
+    assert alert["subtree"] == sorted(alert["subtree"]) and alert["subtree"][-1] == "l0999"
+
+
+def test_degraded_by_lists_its_first_thousand_ids_and_counts_them_all():
+    leaves = [make_checkpoint(event_id=f"l{i}", node_id=f"l{i:04d}", opaque=True) for i in range(1200)]
+    root = make_checkpoint(event_id="r", node_id="r", level="root", children=[f"l{i:04d}" for i in range(1200)])
+    result = run(*leaves, root)
+    last = result.statuses[-1]
+    assert last["node_id"] == "r" and last["degraded_count"] == 1200
+    assert last["degraded_by"] == [f"l{i:04d}" for i in range(1000)]
+
+
+def test_an_alert_over_the_output_limit_is_cut_deterministically_and_keeps_its_id():
+    limit = 1 << 20
+    leaves = []
+    for j in range(6):  # six leaves of ~0.3 MB of prohibitions each, carried where they arise
+        keys = [f"do not touch file {j}-{i:05d} " + "x" * 300 for i in range(1000)]
+        leaves.append(make_checkpoint(event_id=f"l{j}", node_id=f"l{j}", raw_negative_constraints=keys,
+                                      negative_constraints=keys))
+    root = make_checkpoint(event_id="big", node_id="root", level="root", children=[f"l{j}" for j in range(6)])
+    events = as_lines(*leaves, root)
+    full = replay_lines(events).alerts[0]
+    cut = replay_lines(events, max_output_bytes=limit).alerts[0]
+    again = replay_lines(events, max_output_bytes=limit).alerts[0]
+    data = encode_record(cut)
+    assert len(encode_record(full)) > limit
+    assert len(data) <= limit and json.loads(data) == cut and cut == again
+    assert cut["truncated"] is True and cut["set_size"] == 6000 == len(full["missing_constraints"])
+    assert cut["missing_constraints"] == full["missing_constraints"][: len(cut["missing_constraints"])]
+    assert 0 < len(cut["missing_constraints"]) < 6000
+    assert cut["alert_id"] == full["alert_id"] and "truncated" not in full
+
+
+# --------------------------------------------------------------------------- adversarial shapes
+
+
+def _chain(n: int, *, top_down: bool):
+    nodes = [make_checkpoint(event_id=f"e{i}", node_id=f"n{i:05d}", level="section",
+                             children=[f"n{i + 1:05d}"] if i + 1 < n else [],
+                             referents=["a"] if i == n - 1 else [],
+                             raw_negative_constraints=["k"] if i == n - 1 else [],
+                             negative_constraints=["k"])
+             for i in range(n)]
+    return [admit("a", event_id="adm"), *(nodes if top_down else reversed(nodes)),
+            evict("a", event_id="ev"), admit("a", event_id="back")]
+
+
+def _final(result):
+    return final_statuses(result), open_sets(result)
+
+
+def test_a_twenty_thousand_node_chain_announced_top_down_ends_as_bottom_up():
+    top = run(*_chain(20_000, top_down=True))
+    bottom = run(*_chain(20_000, top_down=False))
+    assert _final(top) == _final(bottom)
+    # the eviction at the bottom reached every ancestor and the re-admission cleared it
+    evicted = [s for s in top.statuses if s["trigger"]["event_id"] == "ev"]
+    assert len(evicted) == 20_000 and all(s["degraded_by"] == ["n19999"] for s in evicted if s["node_id"] != "n19999")
+    assert all(s["authoritative"] for s in _final(top)[0].values())
+
+
+def _wide(n: int, *, root_first: bool):
+    kids = [make_checkpoint(event_id=f"c{i}", node_id=f"c{i:05d}", raw_negative_constraints=[f"k{i}"],
+                            negative_constraints=[f"k{i}"]) for i in range(n)]
+    root = make_checkpoint(event_id="r", node_id="root", level="root", children=[f"c{i:05d}" for i in range(n)],
+                           negative_constraints=[f"k{i}" for i in range(n)])
+    return [root, *kids] if root_first else [*kids, root]
+
+
+def test_a_root_with_ten_thousand_children_ends_the_same_in_both_orders():
+    first = run(*_wide(10_000, root_first=True))
+    last = run(*_wide(10_000, root_first=False))
+    assert _final(first) == _final(last)
+    assert not first.alerts and not last.alerts
+
+
+def test_every_record_the_engine_emits_matches_the_published_model():
+    from stream.wire import Alert, Status
+
+    result = _tree(evict("a", event_id="ev"), make_checkpoint(event_id="op", node_id="o", opaque=True),
+                   make_checkpoint(event_id="d", node_id="d", raw_negative_constraints=["k"], children=["leaf"]))
+    assert {r["rule"] for r in result.alerts} == {"orphaned_referent", "unverifiable_checkpoint",
+                                                   "negative_constraint_dropped"}
+    for record in result.records:
+        model = Alert if record["type"] == "alert" else Status
+        assert model.model_validate(record).model_dump(exclude_unset=True) == record
