@@ -26,17 +26,17 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# promtool from Debian's prometheus package (the tests need only its promtool).
-/usr/bin/promtool:
-	@command -v apt-get >/dev/null || { echo "checkpoint-guard: error: promtool not found; install Prometheus's promtool (Debian: apt-get install prometheus)" >&2; exit 1; }
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
-
 $(HELM):
 	@command -v go >/dev/null || { echo "checkpoint-guard: error: go not found (needed to build helm $(HELM_VERSION))" >&2; exit 1; }
 	GOBIN=$(abspath $(dir $(HELM))) GOFLAGS=-mod=mod go install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
 
-tools: /usr/bin/promtool $(HELM)
+# promtool from Debian's prometheus package (the tests need only its promtool).
+tools: $(HELM)
+	@command -v promtool >/dev/null || { \
+	  command -v apt-get >/dev/null || { echo "checkpoint-guard: error: promtool not found; install Prometheus's promtool (Debian: apt-get install prometheus)" >&2; exit 1; }; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+	@promtool --version 2>&1 | head -1
+	@$(HELM) version --short
 
 test: install tools
 	HELM_BIN=$(abspath $(HELM)) $(BIN)/python -m pytest
