@@ -8,8 +8,8 @@ import sys
 from contextlib import nullcontext
 from typing import Any
 
+from stream.commands._base import fail
 from stream.settings import get_settings
-from stream.commands._base import argument, command, fail, option
 from stream.errors import ConfigurationError
 from stream.domain.engine import encode_record
 from stream.forensics import Record, parse_time, read_topics, replay_records, verify, verify_statuses

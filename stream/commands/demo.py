@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-
 from stream.adapters import SimulationParams
 from stream.adapters.trajectories import DEFAULT_TRACES
-from stream.settings import get_settings
 from stream.commands._base import argument, command, fail, option
+from stream.settings import get_settings
 from stream.errors import GuardError
 
 settings = get_settings()

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 
-
-from stream.settings import get_settings
 from stream.commands._base import argument, command, option
+from stream.settings import get_settings
 from stream.commands._forensics import read
 from stream.forensics import explain as explain_node
 

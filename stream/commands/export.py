@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 
-
 from stream.commands._base import check_output_file, command, option
 from stream.settings import get_settings
 from stream.commands._forensics import read

@@ -35,7 +35,6 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import nullcontext
-from pathlib import Path
 from typing import Any, BinaryIO
 
 import click
@@ -50,8 +49,8 @@ from stream.adapters import (
     simulate,
 )
 from stream.adapters.compaction_logs import DEFAULT_MATCH_THRESHOLD, ProhibitionMatcher, ReadStats
-from stream.settings import get_settings
 from stream.commands._base import argument, check_output_file, command, fail, option
+from stream.settings import get_settings
 from stream.kafka_clients import kafka_error
 
 #: The traces shipped with the project (read-only input data).

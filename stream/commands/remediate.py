@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import sys
 
+from stream.commands._base import command, fail
 from stream.settings import get_settings
-from stream.commands._base import argument, command, fail, option
 from stream.errors import ConfigurationError
 
 settings = get_settings()

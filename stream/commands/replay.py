@@ -21,11 +21,9 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from pathlib import Path
 
-
-from stream.settings import get_settings
 from stream.commands._base import argument, check_output_file, command, fail, option
+from stream.settings import get_settings
 from stream.replay import Replayer, iter_lines
 from stream.domain.engine import encode_record
 

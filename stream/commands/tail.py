@@ -18,8 +18,8 @@ from typing import Any
 
 import click
 
+from stream.commands._base import command, fail, option
 from stream.settings import get_settings
-from stream.commands._base import argument, command, fail, option
 from stream.errors import ConfigurationError
 
 settings = get_settings()

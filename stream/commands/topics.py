@@ -14,8 +14,8 @@ import asyncio
 
 import click
 
-from stream.settings import get_settings
 from stream.commands._base import argument, command, fail
+from stream.settings import get_settings
 from stream.errors import ConfigurationError
 from stream.kafka_clients import create_project_topics, kafka_error, project_topics, topic_partitions
 

@@ -28,7 +28,6 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
 from stream.adapters import SimulationParams, encode_event, load_trajectories, simulate
