@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from stream import kafka_clients, kafka_local
+from stream import kafka_clients
+from stream.devtools import kafka_local
 from tests.integration.harness import (
     REPO,
     Worker,
