@@ -69,8 +69,11 @@ def login_hint(settings: Settings) -> str:
 def kafka_error(settings: Settings, exc: BaseException, doing: str = "cannot reach Kafka") -> str:
     """One line for a Kafka failure of a command: what, where, and what to check."""
     if isinstance(exc, KafkaConnectionError):
+        from stream.logs import KAFKA_ERRORS
+
         hint = login_hint(settings) or "check that the broker is running and CG_BROKER"
-        return f"{doing} at {settings.bootstrap_servers}: no broker answered; {hint}"
+        said = f" (aiokafka: {KAFKA_ERRORS.last})" if KAFKA_ERRORS.last else ""
+        return f"{doing} at {settings.bootstrap_servers}: no broker answered{said}; {hint}"
     text = str(exc).removeprefix(f"{type(exc).__name__}: ") or type(exc).__name__
     return f"{doing} at {settings.bootstrap_servers}: {type(exc).__name__}: {text}"
 

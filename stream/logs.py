@@ -66,12 +66,29 @@ def use_json(root: logging.Logger | None = None) -> None:
         handler.setFormatter(JsonLineFormatter())
 
 
+class KafkaErrors(logging.Handler):
+    """Keeps aiokafka's last error instead of printing it: the command's one error line
+    quotes it (:func:`stream.kafka_clients.kafka_error`), e.g. a refused SASL login."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.last: str | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.last = " ".join(record.getMessage().split())
+
+
+#: aiokafka's errors during a one-shot command (see :func:`setup_cli_logging`).
+KAFKA_ERRORS = KafkaErrors()
+
+
 def setup_cli_logging(*, quiet_kafka: bool, level: int = logging.WARNING) -> None:
     """Logging of a command other than the worker: warnings and errors on stderr.
 
-    ``quiet_kafka``: aiokafka's own connection errors are silenced — the command says in
-    its one ``checkpoint-guard: error:`` line what failed and what to do, so the same
-    failure is not printed three times in other words before it.
+    ``quiet_kafka``: aiokafka's own log lines are not printed but kept
+    (:data:`KAFKA_ERRORS`) — the command's one ``checkpoint-guard: error:`` line says
+    what failed, quoting aiokafka's last error, so the same failure is not printed three
+    times in other words before it.
     """
     from stream.settings import get_settings
 
@@ -81,4 +98,6 @@ def setup_cli_logging(*, quiet_kafka: bool, level: int = logging.WARNING) -> Non
     root.handlers[:] = [handler]
     root.setLevel(level)
     if quiet_kafka:
-        logging.getLogger("aiokafka").setLevel(logging.CRITICAL + 1)
+        aiokafka = logging.getLogger("aiokafka")
+        aiokafka.handlers[:] = [KAFKA_ERRORS]
+        aiokafka.propagate = False

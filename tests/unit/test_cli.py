@@ -140,7 +140,9 @@ def test_a_broker_url_with_a_foreign_scheme_is_one_line_with_exit_2_for_any_comm
 def test_a_broker_that_is_not_there_is_one_line_without_aiokafkas_noise(tmp_path, args):
     (port,) = free_ports(1)
     msg = one_error_line(cli(*args, cwd=tmp_path, CG_BROKER=f"kafka://127.0.0.1:{port}"), 1)
-    assert msg.endswith(f"at 127.0.0.1:{port}: no broker answered; check that the broker is running and CG_BROKER")
+    assert f"at 127.0.0.1:{port}: no broker answered (aiokafka: " in msg  # its reason, quoted once
+    assert "Connect call failed" in msg
+    assert msg.endswith("; check that the broker is running and CG_BROKER")
 
 
 def test_a_second_worker_on_the_same_web_port_refuses_to_start_with_one_line(tmp_path):
