@@ -140,11 +140,12 @@ async def topic_partitions(settings: Settings, topics: list[str] | tuple[str, ..
 
 
 async def create_topics(
-    settings: Settings, names: list[str] | tuple[str, ...], partitions: int, *, compacted: bool = False
+    settings: Settings, names: list[str] | tuple[str, ...], partitions: int, *, compacted: bool = False,
+    configs: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """Create missing topics; return topic -> "created" | "exists".
 
-    ``compacted``: ``cleanup.policy=compact`` (table changelogs).
+    ``compacted``: ``cleanup.policy=compact``; ``configs``: more topic configs.
 
     Raises ConfigurationError naming every existing topic whose partition count
     differs from ``partitions`` (a context would be split across partitions).
@@ -168,6 +169,7 @@ async def create_topics(
                         topic_configs={
                             "max.message.bytes": str(settings.max_request_bytes),
                             **({"cleanup.policy": "compact"} if compacted else {}),
+                            **(configs or {}),
                         },
                     )
                     for t in missing
@@ -231,19 +233,13 @@ async def check_copartitioned(settings: Settings) -> int:
     return counts[a]
 
 
-def changelog_topics(settings: Settings) -> list[str]:
-    """faust's changelog topic name of every engine table (``<app_id>-<table>-changelog``)."""
-    from stream.domain.state import TABLES
-
-    return [f"{settings.app_id}-{name}-changelog" for name in (*TABLES, "journal")]
+def state_topic(settings: Settings) -> str:
+    """The worker's state log (``stream.worker.durability``): ``<app_id>-state``."""
+    return f"{settings.app_id}-state"
 
 
-async def ensure_changelog_topics(settings: Settings) -> dict[str, str]:
-    """Create the tables' changelog topics (compacted) before faust starts.
-
-    faust would create them itself, but a consumer whose metadata predates the creation
-    sees them with 0 partitions and every table write then fails with
-    ``PartitionsMismatch`` until its metadata refreshes (minutes). Creating them before
-    the consumer starts removes that race.
-    """
-    return await create_topics(settings, changelog_topics(settings), settings.partitions, compacted=True)
+async def ensure_state_topic(settings: Settings) -> dict[str, str]:
+    """Create the state log if missing: one partition per input partition number, kept
+    forever (``retention.ms=-1``; the worker deletes what its snapshots make obsolete)."""
+    return await create_topics(settings, [state_topic(settings)], settings.partitions,
+                               configs={"retention.ms": "-1", "retention.bytes": "-1"})

@@ -80,6 +80,36 @@ class Settings(BaseSettings):
         "(bounds the latency batching adds).",
     )
 
+    commit_interval: float = Field(
+        1.0, gt=0, le=300,
+        description="Seconds between state commits (outputs acked -> one state-log record per partition -> "
+        "group offsets). Between commits writes are cached and deduplicated per key; a crash re-processes "
+        "at most this much input (and re-sends identical outputs).",
+    )
+    commit_max_events: int = Field(
+        10_000, ge=1,
+        description="A partition commits early once this many events were processed since its last commit.",
+    )
+    fetch_max_wait_ms: int = Field(
+        100, ge=0, le=60_000,
+        description="How long the broker may hold a fetch waiting for data (faust hard-codes 1500 ms; a long "
+        "wait delays the last events of a burst).",
+    )
+    state_chunk_bytes: int = Field(
+        1 << 20, ge=64 << 10,
+        description="A state commit over this many bytes is split into chunks closed by a marker (restore "
+        "applies chunks only with their marker).",
+    )
+    state_cache_entries: int = Field(
+        50_000, ge=100,
+        description="Decoded state values kept in memory per table and partition (the rest is read from RocksDB).",
+    )
+    snapshot_min_entries: int = Field(
+        1_000_000, ge=1000,
+        description="A partition writes a snapshot of its state once its state log holds more entries than "
+        "this and than the state itself since the last snapshot; the log before a snapshot is deleted.",
+    )
+
     # --- security (SSL / SASL) ---------------------------------------------------
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
     sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "PLAIN"
@@ -94,9 +124,9 @@ class Settings(BaseSettings):
     store: str = Field("rocksdb://", description="Table store URL: rocksdb:// or memory://.")
     data_dir: Path = Field(
         USER_DATA_DIR / "worker",
-        description="faust datadir (RocksDB files); one worker per directory (a lock file enforces it).",
+        description="faust datadir; the state's RocksDB files are under <data_dir>/state/. One worker per "
+        "directory (a lock file enforces it).",
     )
-    table_standby_replicas: int = Field(0, ge=0)
 
     # --- web -----------------------------------------------------------------------
     web_host: str = Field("127.0.0.1", description="Web views bind here; loopback unless told otherwise.")

@@ -87,12 +87,34 @@ def encode_record(obj: Any) -> bytes:
 
 
 class NodeSummary(NamedTuple):
-    """What the per-level gauges count of one node."""
+    """What the per-level gauges count of one node (its kept version and open sets).
+
+    ``declared``: its referents; ``unreachable``: its orphans; ``survival``: ``(carried ∩
+    raw, raw)`` prohibitions then instructions of the kept version.
+    """
 
     level: str
     authoritative: bool
     degraded: bool
     opaque: bool
+    frozen: bool
+    missing: bool
+    declared: int
+    unreachable: int
+    survival: tuple[int, int, int, int]
+
+
+def summarize(rec: dict[str, Any], sets: dict[str, Any] | None, reach: Any, node_id: str) -> NodeSummary:
+    """The :class:`NodeSummary` of a stored node from its three table values."""
+    orphans = (sets or {}).get("o") or ()
+    missing = bool((sets or {}).get("m"))
+    degraded = _degraded_count(reach, node_id) > 0
+    authoritative = not (orphans or missing or rec["frozen"] or rec["opaque"] or degraded)
+    raw, raw_ins = set(rec["raw"]), set(rec["raw_instructions"])
+    survival = (len(raw.intersection(rec["carried"])), len(raw),
+                len(raw_ins.intersection(rec["instructions"])), len(raw_ins))
+    return NodeSummary(rec["level"], authoritative, degraded, rec["opaque"], rec["frozen"], missing,
+                       len(rec["referents"]), len(orphans), survival)
 
 
 @dataclass(slots=True)
@@ -338,9 +360,8 @@ class _Step:
 
     ``o`` / ``m``: node -> its new orphan / missing set, for nodes whose set may have
     changed (compared with ``alert_sets`` at emission). ``u``: node -> whether its kept
-    version is now opaque, for nodes where that flipped. ``before``: node -> ``(level,
-    frozen, open_rules, had_degraded, opaque)`` captured before the event changed it
-    (None: the node is new). ``deg``: node -> net change of ``degraded_by`` (element -> +1/-1).
+    version is now opaque, for nodes where that flipped. ``before``: node -> its
+    :class:`NodeSummary` before the event changed it (None: the node is new). ``deg``: node -> net change of ``degraded_by`` (element -> +1/-1).
     """
 
     __slots__ = ("ctx", "o", "m", "u", "before", "deg")
@@ -639,9 +660,7 @@ class Engine:
         if rec is None:
             step.before[node_id] = None
             return
-        sets = state.alert_sets.get(key)
-        degraded = _degraded_count(state.reach.get(key), node_id) > 0
-        step.before[node_id] = (rec["level"], rec["frozen"], _open_rules(rec, sets), degraded, rec["opaque"])
+        step.before[node_id] = summarize(rec, state.alert_sets.get(key), state.reach.get(key), node_id)
 
     def _grow_required(self, state: State, step: _Step, start: str, delta: set[str]) -> None:
         """Add ``delta`` to ``required(start)`` and push what is new up the ledger parents."""
@@ -763,20 +782,18 @@ class Engine:
             if rec is None:  # never stored (cannot happen for a touched node; be safe)
                 continue
             before = step.before[nid]
-            rules = _open_rules(rec, state.alert_sets.get(key))
+            sets = state.alert_sets.get(key)
             reach = state.reach.get(key)
-            summary = NodeSummary(rec["level"], not rules and not _degraded_count(reach, nid),
-                                  _degraded_count(reach, nid) > 0, rec["opaque"])
-            if before is None:
-                out.node_changes.append((None, summary))
-            else:
-                was = NodeSummary(before[0], not before[2] and not before[3], before[3], before[4])
-                if was != summary:
-                    out.node_changes.append((was, summary))
+            summary = summarize(rec, sets, reach, nid)
+            if before != summary:
+                out.node_changes.append((before, summary))
+            rules = _open_rules(rec, sets)
             deg = step.deg.get(nid)
             deg_changed = bool(deg) and any(deg.values())
-            if before is not None and before[1] == rec["frozen"] and before[2] == rules and not deg_changed:
-                continue
+            if (before is not None and before.frozen == summary.frozen and not deg_changed
+                    and (before.missing, before.unreachable > 0, before.opaque)
+                    == (summary.missing, summary.unreachable > 0, summary.opaque)):
+                continue  # open rules, frozen and degraded_by unchanged: no status record
             degraded_by, count = _degraded(reach, nid)
             authoritative = not rules and not count
             status = {

@@ -131,7 +131,7 @@ EXPECTED: dict[str, dict[tuple, float]] = {
     "checkpoint_guard_referents_unreachable": {(("level", "leaf"),): 3, (("level", "section"),): 0},
     "checkpoint_guard_orphan_ratio": {(("level", "leaf"),): 3 / 7},
     "checkpoint_guard_constraints_raw": {
-        (("kind", "prohibitions"), ("level", "leaf")): 2,     # H1's 1 + F's last version seen: 1
+        (("kind", "prohibitions"), ("level", "leaf")): 1,     # H1's 1 (F's kept version has none)
         (("kind", "prohibitions"), ("level", "section")): 1,
         (("kind", "instructions"), ("level", "leaf")): 3,
         (("kind", "instructions"), ("level", "section")): 2,
@@ -143,7 +143,7 @@ EXPECTED: dict[str, dict[tuple, float]] = {
         (("kind", "instructions"), ("level", "section")): 1,
     },
     "checkpoint_guard_survival_ratio": {
-        (("kind", "prohibitions"), ("level", "leaf")): 0.5,
+        (("kind", "prohibitions"), ("level", "leaf")): 1.0,
         (("kind", "prohibitions"), ("level", "section")): 0.0,
         (("kind", "instructions"), ("level", "leaf")): 2 / 3,
         (("kind", "instructions"), ("level", "section")): 0.5,
@@ -155,21 +155,25 @@ NODE_L1 = {  # the orphaned node
     "context_id": "m-orphan", "node_id": "L1", "level": "leaf", "versions": 1, "frozen": False,
     "authoritative": False, "open_rules": ["orphaned_referent"], "orphans": ["a1", "a2"],
     "missing_constraints": [], "referents": ["a1", "a2"], "children": [],
+    "degraded_by": [], "degraded_count": 0, "opaque": False,
 }
 NODE_H1 = {  # the healthy node
     "context_id": "m-healthy", "node_id": "H1", "level": "leaf", "versions": 1, "frozen": False,
     "authoritative": True, "open_rules": [], "orphans": [], "missing_constraints": [],
     "referents": ["b1"], "children": [],
+    "degraded_by": [], "degraded_count": 0, "opaque": False,
 }
 NODE_S1 = {
     "context_id": "m-healthy", "node_id": "S1", "level": "section", "versions": 1, "frozen": False,
     "authoritative": False, "open_rules": ["negative_constraint_dropped"], "orphans": [],
     "missing_constraints": ["do not push", "never delete"], "referents": [], "children": ["H1"],
+    "degraded_by": [], "degraded_count": 0, "opaque": False,
 }
 NODE_F = {
     "context_id": "m-frozen", "node_id": "F", "level": "leaf", "versions": 1, "frozen": True,
     "authoritative": False, "open_rules": ["non_idempotent", "orphaned_referent"], "orphans": ["c1"],
     "missing_constraints": [], "referents": ["c1"], "children": [],
+    "degraded_by": [], "degraded_count": 0, "opaque": False,
 }
 
 
@@ -310,11 +314,8 @@ def test_metrics_report_the_scenario_exactly_and_the_state_gauges_survive_a_rest
         after = scrape(port)
         state_gauges = {name: dict(series) for name, series in EXPECTED.items()
                         if not name.endswith(("_total", "_count", "_sum", "_bucket"))}
-        # not in the state: the gap was declared by the previous process; and F's last
-        # version seen is forgotten -- its kept version counts again (no constraints).
+        # not in the state: the gap was declared by the previous process
         state_gauges["checkpoint_guard_open_alerts"][(("level", "none"), ("rule", "sequence_gap"))] = 0
-        state_gauges["checkpoint_guard_constraints_raw"][(("kind", "prohibitions"), ("level", "leaf"))] = 1
-        state_gauges["checkpoint_guard_survival_ratio"][(("kind", "prohibitions"), ("level", "leaf"))] = 1.0
         assert_expected(after, state_gauges)
         assert "metrics: state gauges rebuilt from 6 nodes" in worker.log_text()
     finally:
@@ -325,7 +326,7 @@ def test_two_workers_answer_node_status_alike_and_their_gauges_add_up_after_a_re
     kafka_bootstrap: str, env: dict[str, str], tmp_path: Path
 ) -> None:
     """The scenario is processed by one worker; a second one joins the group and takes
-    half the partitions (recovering their tables from the changelog topics). Then both
+    half the partitions (restoring their state from the state log). Then both
     answer node status alike, their state gauges add up to the scenario's, and an event
     processed after the rebalance shows up in both."""
     env2 = {**env, "CG_WEB_PORT": str(kafka_local.free_ports(1)[0]), "CG_DATA_DIR": str(tmp_path / "data-2")}
@@ -351,15 +352,13 @@ def test_two_workers_answer_node_status_alike_and_their_gauges_add_up_after_a_re
         urls = [f"http://127.0.0.1:{p}" for p in ports]
         assert set(owners) == set(urls)
 
-        # Each worker rebuilt its gauges from the tables of the partitions it now owns;
+        # Each worker rebuilt its gauges from the state of the partitions it now owns;
         # summed, they are the scenario's state. Not in the state: the gap declared by
-        # worker 1 counts only if worker 1 kept that context, and F's last version seen
-        # falls back to its kept version (no constraints).
+        # worker 1 counts only if worker 1 kept that context.
         expected = {name: dict(series) for name, series in EXPECTED.items()
                     if not name.endswith(("_total", "_count", "_sum", "_bucket")) and "ratio" not in name}
         gap_kept = owner_of[partition_of("m-gap")] == urls[0]
         expected["checkpoint_guard_open_alerts"][(("level", "none"), ("rule", "sequence_gap"))] = int(gap_kept)
-        expected["checkpoint_guard_constraints_raw"][(("kind", "prohibitions"), ("level", "leaf"))] = 1
         assert_expected(added(*(scrape(p) for p in ports)), expected)
 
         for node in (NODE_L1, NODE_H1, NODE_S1, NODE_F):

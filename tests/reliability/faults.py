@@ -9,7 +9,7 @@ What the tests need beyond :mod:`tests.integration.harness`:
 * a fast producer (every record in flight, idempotent, acks=all);
 * progress and drain as the worker's *consumer group* sees them (committed offsets),
   so kill points do not depend on the machine's speed;
-* the final content of a table read from its changelog topic, to prove that no
+* the final content of a table read from the state log (replayed), to prove that no
   context is left with waiting (seq-buffered) events;
 * one check of the alerts topic against offline replay that also proves every repeat
   (at-least-once) is byte-identical to its original.
@@ -247,28 +247,53 @@ def assert_input_complete(env: dict[str, str], lines: list[bytes]) -> None:
     assert got == len(lines), f"{got} input records on the topics, {len(lines)} produced"
 
 
-def changelog(env: dict[str, str], table: str) -> dict[Any, Any]:
-    """A table's final content as its changelog says (last record per key wins; a
-    tombstone deletes). Keys are the engine's tuple keys, values JSON values."""
-    content: dict[Any, Any] = {}
-    for m in read_topic(env, f"{env['CG_APP_ID']}-{table}-changelog"):
-        key = json.loads(m.key)
-        key = tuple(json.loads(key)) if isinstance(key, str) else key
-        if m.value is None or json.loads(m.value) is None:
-            content.pop(key, None)
-        else:
-            content[key] = json.loads(m.value)
-    return content
+class _DictSink:
+    """A state-log replay into a dict: ``(table index, key_json) -> value_json``."""
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple[int, str], str] = {}
+
+    def apply(self, entries: Any) -> None:
+        for t, k, v in entries:
+            if v is None:
+                self.entries.pop((t, k), None)
+            else:
+                self.entries[(t, k)] = v
+
+    def clear(self) -> None:
+        self.entries.clear()
+
+    def covered(self, offsets: Any, generation: int, n: int) -> None:
+        pass
+
+
+def state_table(env: dict[str, str], table: str) -> dict[Any, Any]:
+    """A table's final content as the state log says (stream.worker.statelog's replay of
+    each partition, zombie records and chunks without a marker ignored). Keys are the
+    engine's tuple keys, values JSON values."""
+    from stream.domain.state import TABLES
+    from stream.worker.statelog import Replay
+
+    sinks: dict[int, _DictSink] = {}
+    replays: dict[int, Replay] = {}
+    for m in read_topic(env, f"{env['CG_APP_ID']}-state"):
+        if m.partition not in replays:
+            sinks[m.partition] = _DictSink()
+            replays[m.partition] = Replay(sinks[m.partition])
+        replays[m.partition].feed(m.value)
+    index = TABLES.index(table)
+    return {tuple(json.loads(k)): json.loads(v) for sink in sinks.values()
+            for (t, k), v in sink.entries.items() if t == index}
 
 
 def waiting_events(env: dict[str, str]) -> dict[str, Any]:
-    """Contexts with events still waiting for an earlier seq, from the changelogs:
+    """Contexts with events still waiting for an earlier seq, from the state log:
     ``{ctx: seqs}`` from the ``seq`` table plus any live ``waiting`` key."""
     out: dict[str, Any] = {}
-    for (ctx, *_), st in changelog(env, "seq").items():
+    for (ctx, *_), st in state_table(env, "seq").items():
         if st.get("waiting"):
             out[ctx] = st["waiting"]
-    for key in changelog(env, "waiting"):
+    for key in state_table(env, "waiting"):
         out.setdefault(key[0], []).append(("waiting key", key))
     return out
 

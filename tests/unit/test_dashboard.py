@@ -15,7 +15,7 @@ import json
 import pytest
 import yaml
 
-from stream.metrics import METRICS
+from stream.worker.metrics import Metrics
 from stream.settings import PROJECT_ROOT
 from tests.unit.promql import metric_names, promtool_check_exprs
 
@@ -95,7 +95,7 @@ def test_dashboard_json_parses_with_unique_panel_ids_and_a_query_per_panel(dashb
 
 
 def test_every_metric_a_dashboard_query_uses_is_exported_by_the_worker(dashboard: dict) -> None:
-    exported = METRICS.sample_names() | PROMETHEUS_SERIES
+    exported = Metrics().sample_names() | PROMETHEUS_SERIES
     for title, expr in _queries(dashboard):
         names = metric_names(expr)
         assert names, f"{title}: no metric in {expr!r}"
@@ -105,7 +105,7 @@ def test_every_metric_a_dashboard_query_uses_is_exported_by_the_worker(dashboard
 
 def test_every_exported_metric_has_a_panel(dashboard: dict) -> None:
     used = set().union(*(metric_names(e) for _, e in _queries(dashboard)))
-    families = {fam.name for fam in METRICS.registry.collect() if fam.name.startswith("checkpoint_guard_")}
+    families = {fam.name for fam in Metrics().registry.collect() if fam.name.startswith("checkpoint_guard_")}
     for family in families:
         assert any(name == family or name.startswith(family + "_") for name in used), f"no panel for {family}"
 

@@ -14,7 +14,7 @@ import subprocess
 import pytest
 import yaml
 
-from stream.metrics import METRICS
+from stream.worker.metrics import Metrics
 from stream.settings import PROJECT_ROOT
 from tests.unit.promql import metric_names, promtool
 from tests.unit.test_dashboard import PROMETHEUS_SERIES
@@ -73,7 +73,7 @@ def test_every_rule_links_a_runbook_section_of_operations_md() -> None:
 
 
 def test_rules_read_only_metrics_the_worker_exports() -> None:
-    exported = METRICS.sample_names() | PROMETHEUS_SERIES
+    exported = Metrics().sample_names() | PROMETHEUS_SERIES
     for rule in alert_rules():
         names = metric_names(rule["expr"])
         assert names and names <= exported, (rule["alert"], sorted(names - exported))

@@ -15,7 +15,7 @@ from typing import Any
 import faust
 
 from stream.errors import ConfigurationError
-from stream.kafka_clients import check_copartitioned, ensure_changelog_topics
+from stream.kafka_clients import check_copartitioned, ensure_state_topic
 from stream.settings import get_settings
 
 #: The lock file in CG_DATA_DIR; holds the pid of the worker that owns the directory.
@@ -71,10 +71,10 @@ class GuardWorker(faust.Worker):
     """The worker ``python -m stream worker`` runs (set as the app's ``Worker``).
 
     Before faust starts anything it takes CG_DATA_DIR's lock and checks that the web
-    port can be bound (each failure is one line and exit 1). On first start it checks that every topic exists and that the input topics are
-    co-partitioned with the tables (DESIGN.md §2); otherwise it prints one clear line
-    and exits non-zero. Then it creates the tables' changelog topics if missing
-    (see :func:`stream.kafka_clients.ensure_changelog_topics`).
+    port can be bound (each failure is one line and exit 1). On first start it checks
+    that every topic exists and that the input topics are co-partitioned (DESIGN.md §2)
+    — otherwise one clear line and exit 1 —, creates the state log if missing and
+    starts the runtime's producer.
     """
 
     def __init__(self, app: faust.App, *services: Any, **kwargs: Any) -> None:
@@ -90,13 +90,14 @@ class GuardWorker(faust.Worker):
         try:
             settings = get_settings()
             await check_copartitioned(settings)
-            await ensure_changelog_topics(settings)
+            await ensure_state_topic(settings)
         except ConfigurationError as exc:
             # SystemExit, not the error: mode would log it with a traceback around our line.
             print(f"checkpoint-guard: error: {exc}", file=sys.stderr, flush=True)
             raise SystemExit(1) from None
         finally:
             kafka_log.setLevel(level)
+        await self.app.runtime.start()
         await super().on_first_start()
 
     def on_setup_root_logger(self, logger: logging.Logger, level: int) -> None:
@@ -104,8 +105,7 @@ class GuardWorker(faust.Worker):
 
         At ``-l warn`` and above faust adds a terminal spinner handler and lowers the
         root logger to DEBUG, so every debug call of faust and aiokafka builds a log
-        record that the handler then discards: 8% of the worker's CPU in a py-spy
-        profile (docs/BENCHMARKS.md). Without the spinner the level filters early.
+        record that the handler then discards (8% of the worker's CPU in a profile).
         """
         self.spinner = None
         super().on_setup_root_logger(logger, level)

@@ -1,0 +1,112 @@
+"""Input records faust did not deliver: found by offset and read back, never skipped.
+
+faust-streaming 0.15.3 can move its fetch position past input records without handing
+them to the agent (``Consumer.getmany`` drops records of a partition not active at that
+moment and abandons the rest of a fetch when flow stops or the generation changes).
+The worker knows, per input partition, the next offset its state must see (the input
+offsets of the partition's durable state, :mod:`stream.worker.durability`); a record
+past it reveals a gap, and :meth:`Gaps.read` fetches exactly that range with a
+group-less consumer before the record is applied. It retries until it has the range
+— it never gives up and moves on — except for records the broker no longer has
+(deleted by retention), which are reported as lost. A record below the next offset is
+already in the state and is skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from aiokafka import TopicPartition
+
+from stream.kafka_clients import consumer
+from stream.settings import Settings
+
+log = logging.getLogger("checkpoint_guard.gaps")
+
+
+class FetchedMessage:
+    """A record read back, shaped like faust's ``Message`` (what the handler reads)."""
+
+    __slots__ = ("topic", "partition", "offset", "key", "value", "timestamp")
+
+    def __init__(self, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None,
+                 timestamp: float | None = None) -> None:
+        self.topic, self.partition, self.offset = topic, partition, offset
+        self.key, self.value, self.timestamp = key, value, timestamp
+
+
+class Gaps:
+    """Reads input ranges faust skipped, and where a partition without state starts."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._client: Any = None
+        self.repaired = 0
+        self.lost = 0
+
+    async def _consumer(self) -> Any:
+        if self._client is None:
+            # The group id only to read its committed offsets: this client never joins
+            # the group (manual assignment) and never commits.
+            c = consumer(self.settings, group_id=self.settings.app_id, enable_auto_commit=False,
+                         max_partition_fetch_bytes=max(1 << 20, self.settings.max_request_bytes))
+            await c.start()
+            self._client = c
+        return self._client
+
+    async def close(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.stop()
+
+    async def start_offset(self, topic: str, partition: int) -> int:
+        """Where a partition with no state of its own starts: the group's committed offset
+        (a worker before this design committed it), else the start of the partition."""
+        c = await self._retrying(self._consumer)
+        tp = TopicPartition(topic, partition)
+        committed = await self._retrying(lambda: c.committed(tp))
+        if committed is not None and committed >= 0:
+            return committed
+        return (await self._retrying(lambda: c.beginning_offsets([tp])))[tp]
+
+    async def read(self, topic: str, partition: int, start: int, end: int) -> list[FetchedMessage]:
+        """The records at offsets ``[start, end)`` (transaction markers leave holes)."""
+        c = await self._retrying(self._consumer)
+        tp = TopicPartition(topic, partition)
+        first = (await self._retrying(lambda: c.beginning_offsets([tp])))[tp]
+        if first > start:
+            self.lost += first - start
+            log.error("%s[%d] offsets %d..%d were deleted by the broker (retention) before this worker read "
+                      "them: those input records are lost", topic, partition, start, first - 1)
+            start = first
+        out: list[FetchedMessage] = []
+        c.assign([tp])
+        c.seek(tp, start)
+        try:
+            while start < end and await self._retrying(lambda: c.position(tp)) < end:
+                batch = await self._retrying(lambda: c.getmany(tp, timeout_ms=500))
+                for r in batch.get(tp, ()):
+                    if start <= r.offset < end:
+                        out.append(FetchedMessage(r.topic, r.partition, r.offset, r.key, r.value,
+                                                  r.timestamp / 1000.0 if r.timestamp else None))
+        finally:
+            c.assign([])
+        self.repaired += len(out)
+        log.warning("faust skipped %s[%d] offsets %d..%d; read %d record(s) there and processing them now",
+                    topic, partition, start, end - 1, len(out))
+        return out
+
+    @staticmethod
+    async def _retrying(call: Any) -> Any:
+        delay = 0.5
+        while True:
+            try:
+                return await call()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # broker unreachable: wait, never skip
+                log.warning("reading input records back failed (%r); retrying in %.1fs", exc, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)

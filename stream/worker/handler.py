@@ -1,0 +1,126 @@
+"""The batch handler's pure core: one partition's messages -> engine -> outputs.
+
+:func:`plan` does no I/O: it decodes each message (a bad one becomes a dead letter with
+its reason), runs the engine over the partition's state, turns what the engine produced
+into :class:`~stream.worker.durability.OutputRecord` values and moves the partition's
+input offsets. The agent sends the outputs and the durability object commits; the same
+function serves the worker and the tests.
+
+If the engine raises (a bug, not bad input), the partition's state is rolled back to its
+last commit, the events applied since then are applied again (deterministic: the same
+outputs, not sent twice) and the failing message is dead-lettered — so a bug never
+leaves a context half-updated.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from stream.domain.engine import Engine, Output
+from stream.domain.events import Event, Source
+from stream.errors import InvalidEvent
+from stream.settings import Settings
+from stream.wire import (
+    Limits,
+    dead_letter,
+    decode_message,
+    encode_alert,
+    encode_dead_letter,
+    encode_status,
+    encode_verdict,
+    status_key,
+)
+from stream.worker.durability import OutputRecord, Partition
+
+log = logging.getLogger("checkpoint_guard.agent")
+
+
+@dataclass
+class Plan:
+    """What one partition's batch produced: outputs in order; ``observed``: ``(message,
+    event, Output)`` per event applied; ``dead``: ``(message, reason)``."""
+
+    outputs: list[OutputRecord] = field(default_factory=list)
+    observed: list[tuple[Any, Event, Output]] = field(default_factory=list)
+    dead: list[tuple[Any, str]] = field(default_factory=list)
+
+
+class Outputs:
+    """How engine outputs and dead letters become records (topic names from the settings)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.alerts = settings.alerts_topic
+        self.verdicts = settings.verdicts_topic
+        self.status = settings.status_topic
+        self.deadletter = settings.deadletter_topic
+
+    def of(self, message: Any, event: Event, out: Output) -> list[OutputRecord]:
+        key = event.context_id.encode("utf-8")
+        records = [OutputRecord(self.alerts, key, encode_alert(a), source=message) for a in out.alerts]
+        records += [OutputRecord(self.status, status_key(s["context_id"], s["node_id"]), encode_status(s),
+                                 message.partition, source=message) for s in out.statuses]
+        records += [OutputRecord(self.verdicts, key, encode_verdict(v), source=message) for v in out.verdicts]
+        return records
+
+    def dead_letter(self, message: Any, reason: str, *, keep_value: bool = True) -> OutputRecord:
+        record = dead_letter(message.value if keep_value else b"", reason, key=message.key,
+                             topic=message.topic, partition=message.partition, offset=message.offset)
+        return OutputRecord(self.deadletter, message.key, encode_dead_letter(record), source=message,
+                            dead_letter=True, bare=not keep_value)
+
+
+def plan(engine: Engine, part: Partition, messages: Sequence[Any], outputs: Outputs, limits: Limits) -> Plan:
+    """Apply one partition's messages (in offset order, none already covered by its state).
+
+    ``part.applied`` (the events applied since the partition's last commit) grows; a
+    rollback replays it.
+    """
+    since_commit = part.applied
+    result = Plan()
+    state = part.state
+    for message in messages:
+        part.offsets[message.topic] = message.offset + 1
+        part.events += 1
+        try:
+            event = decode_message(message.key, message.value, limits=limits)
+        except InvalidEvent as exc:
+            log.info("dead letter %s[%s]@%s: %s", message.topic, message.partition, message.offset, exc,
+                     extra={"topic": message.topic, "partition": message.partition, "offset": message.offset})
+            result.dead.append((message, str(exc)))
+            result.outputs.append(outputs.dead_letter(message, str(exc)))
+            continue
+        source = Source(message.topic, message.partition, message.offset)
+        try:
+            out = engine.process(state, event, source)
+        except Exception:  # a bug, not bad input: roll back, replay, dead-letter, go on
+            log.exception("unexpected error on %s[%s]@%s", message.topic, message.partition, message.offset,
+                          extra={"topic": message.topic, "partition": message.partition, "offset": message.offset,
+                                 "context_id": event.context_id})
+            _roll_back(engine, part, since_commit)
+            reason = f"internal error: {sys.exc_info()[0].__name__}"
+            result.dead.append((message, reason))
+            result.outputs.append(outputs.dead_letter(message, reason))
+            continue
+        since_commit.append((event, source))
+        result.observed.append((message, event, out))
+        result.outputs.extend(outputs.of(message, event, out))
+    return result
+
+
+def _roll_back(engine: Engine, part: Partition, since_commit: list[tuple[Event, Source]]) -> None:
+    """Back to the last commit, then the events since then again (their outputs are out)."""
+    part.state.forget()
+    kept: list[tuple[Event, Source]] = []
+    for event, source in since_commit:
+        try:
+            engine.process(part.state, event, source)
+        except Exception:  # pragma: no cover - it did not raise the first time
+            log.exception("replaying %s after a rollback raised; it is dropped", event.event_id)
+            continue
+        kept.append((event, source))
+    since_commit[:] = kept
+

@@ -1,0 +1,232 @@
+"""The worker's moving parts, wired: the batch handler, rebalance hooks, the commit timer.
+
+The agent (:mod:`stream.worker.app`) hands every batch to :meth:`Runtime.handle`:
+
+1. per input partition number, wait until its state is restored
+   (:meth:`~stream.worker.durability.Durability.ready`); drop records of partitions no
+   longer assigned here (their new owner reads them);
+2. put the partition's records in offset order against the offsets its state covers:
+   a record already covered is skipped, a gap is read back (:mod:`stream.worker.gaps`);
+3. :func:`stream.worker.handler.plan` (decode -> engine -> outputs), then send the
+   outputs (without waiting: the next commit waits for their acknowledgements);
+4. commit when due (:meth:`~stream.worker.durability.Durability.commit`).
+
+An exception out of the handler is infrastructure, not input (bad input is a dead
+letter): the process exits at once (status 70) without committing, and a restart
+re-processes from the last commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from stream.domain.engine import Engine
+from stream.kafka_clients import admin, consumer, producer
+from stream.settings import Settings
+from stream.wire import Limits
+from stream.worker import compat
+from stream.worker.durability import Durability, OutputRejected, StateWriteError
+from stream.worker.gaps import Gaps
+from stream.worker.handler import Outputs, plan
+from stream.worker.metrics import NO_METRICS, Metrics
+
+log = logging.getLogger("checkpoint_guard.agent")
+
+#: Exit status when state or outputs cannot be written (EX_SOFTWARE); a supervisor restarts.
+STATE_WRITE_EXIT = 70
+
+
+class Runtime:
+    """Everything the agent needs, built from the settings (one per worker process)."""
+
+    def __init__(self, app: Any, settings: Settings) -> None:
+        self.app = app
+        self.settings = settings
+        self.engine = Engine(settings.seq_gap_limit, max_output_bytes=settings.max_output_bytes)
+        self.limits = Limits.from_settings(settings)
+        self.outputs = Outputs(settings)
+        self.metrics: Any = Metrics(output_topics=settings.output_topics) if settings.metrics_enabled else NO_METRICS
+        self.gaps = Gaps(settings)
+        self.producer: Any = None
+        self.durability: Durability | None = None
+        self.started = asyncio.Event()
+        self.input_topics = frozenset(settings.input_topics)
+        self.counters = {"events": 0, "dead_letters": 0, "alerts": 0, "statuses": 0}
+        if isinstance(self.metrics, Metrics):
+            self.metrics.lag_source = self.consumer_lag
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self) -> None:
+        s = self.settings
+        self.producer = producer(s, enable_idempotence=True, max_request_size=s.max_request_bytes,
+                                 linger_ms=s.producer_linger_ms)
+        await self.producer.start()
+        self.durability = Durability(
+            s, producer=self.producer,
+            consumer=lambda: consumer(s, group_id=None, enable_auto_commit=False,
+                                      max_partition_fetch_bytes=s.max_request_bytes),
+            admin=lambda: admin(s),
+            commit_offsets=lambda offsets: compat.commit_offsets(self.app, offsets),
+            seek=lambda offsets: compat.seek(self.app, offsets),
+            dead_letter=self.outputs.dead_letter,
+            start_offset=self.gaps.start_offset,
+            on_rejected=self.metrics.output_rejected,
+        )
+        self.started.set()
+
+    async def stop(self) -> None:
+        """Final commit, then close (the app's ``on_before_shutdown``)."""
+        if self.durability is not None:
+            try:
+                await self.durability.close()
+            except Exception:
+                log.exception("the final commit failed; a restart re-processes from the last one")
+        await self.gaps.close()
+        if self.producer is not None:
+            await self.producer.stop()
+
+    # ------------------------------------------------------------------ rebalance
+    def _numbers(self, tps: Iterable[Any]) -> set[int]:
+        return {tp.partition for tp in tps if tp.topic in self.input_topics}
+
+    async def on_assigned(self, assigned: Iterable[Any]) -> None:
+        await self.started.wait()
+        d = self.durability
+        assert d is not None
+        numbers = self._numbers(assigned)
+        await d.revoke(set(d.partitions) - numbers)
+        d.assign(numbers, self.app.consumer_generation_id)
+        asyncio.ensure_future(self._rebuild_gauges_when_ready())
+
+    async def on_revoked(self, revoked: Iterable[Any]) -> None:
+        if self.durability is not None:
+            await self.durability.revoke(self._numbers(revoked))
+
+    async def _rebuild_gauges_when_ready(self) -> None:
+        d = self.durability
+        if d is None or not isinstance(self.metrics, Metrics):
+            return
+        parts = list(d.partitions.values())
+        await asyncio.gather(*(p.ready.wait() for p in parts))
+        async with d.lock:
+            stores = [p.store for p in d.partitions.values() if p.ready.is_set() and p.failed is None]
+            t0 = time.perf_counter()
+            try:
+                n = self.metrics.state.rebuild(stores)
+            except Exception:  # metrics must never break a rebalance
+                log.exception("could not rebuild the state gauges from the stores")
+                return
+        log.info("metrics: state gauges rebuilt from %d nodes of partitions %s in %.1f ms",
+                 n, sorted(d.partitions), (time.perf_counter() - t0) * 1000)
+
+    # ------------------------------------------------------------------ the batch
+    async def handle(self, events: Sequence[Any]) -> None:
+        """One batch of faust events (module docstring). Exits the process on failure."""
+        try:
+            await self._handle(events)
+        except asyncio.CancelledError:
+            raise
+        except (StateWriteError, OutputRejected) as exc:
+            stop_now(exc)
+        except Exception as exc:  # a bug outside the engine: never commit past it
+            log.exception("handling a batch failed")
+            stop_now(exc)
+
+    async def _handle(self, events: Sequence[Any]) -> None:
+        received = time.perf_counter()
+        await self.started.wait()
+        d = self.durability
+        assert d is not None
+        by_partition: dict[int, list[Any]] = {}
+        for ev in events:
+            m = ev.message
+            by_partition.setdefault(m.partition, []).append(m)
+        async with d.lock:
+            for number, messages in by_partition.items():
+                part = await d.ready(number)
+                if part is None:
+                    continue  # not ours (any more): its owner reads these records
+                messages = await self._in_order(part, messages)
+                if not messages:
+                    continue
+                result = plan(self.engine, part, messages, self.outputs, self.limits)
+                await d.outputs.send(result.outputs)
+                sent = time.perf_counter()
+                record = self.metrics.record
+                for _, event, out in result.observed:
+                    record(event, out, received=received, sent=sent)
+                    self.counters["alerts"] += len(out.alerts)
+                    self.counters["statuses"] += len(out.statuses)
+                for message, reason in result.dead:
+                    self.metrics.dead_letter(_topic_type(message.topic, self.settings), reason)
+                self.counters["events"] += len(messages)
+                self.counters["dead_letters"] += len(result.dead)
+            if d.due():
+                await d._commit([p for p in d.partitions.values() if p.ready.is_set() and p.failed is None])
+
+    async def _in_order(self, part: Any, messages: Sequence[Any]) -> list[Any]:
+        """The partition's records not yet in its state, gaps read back, in offset order."""
+        out: list[Any] = []
+        due: dict[str, int] = {}
+        for m in messages:
+            topic = m.topic
+            if topic not in self.input_topics:
+                continue
+            next_due = due.get(topic)
+            if next_due is None:
+                next_due = part.offsets.get(topic)
+                if next_due is None:  # a partition without state: where the group stands
+                    next_due = part.offsets[topic] = await self.gaps.start_offset(topic, part.number)
+            if m.offset < next_due:
+                continue  # already in the state (a redelivery after a rebalance or seek)
+            if m.offset > next_due:
+                out.extend(await self.gaps.read(topic, part.number, next_due, m.offset))
+            out.append(m)
+            due[topic] = m.offset + 1
+        return out
+
+    async def tick(self) -> None:
+        """The commit timer: commit when the interval elapsed, also while idle."""
+        d = self.durability
+        if d is not None and d.due():
+            try:
+                await d.commit()
+            except (StateWriteError, OutputRejected) as exc:
+                stop_now(exc)
+
+    # ------------------------------------------------------------------ views
+    def consumer_lag(self) -> dict[tuple[str, int], int]:
+        """High watermark minus the next offset the state covers, per owned input partition."""
+        d = self.durability
+        out: dict[tuple[str, int], int] = {}
+        if d is None:
+            return out
+        for number in d.owned():
+            part = d.partitions.get(number)
+            if part is None:
+                continue
+            for topic in self.settings.input_topics:
+                high = compat.highwater(self.app, topic, number)
+                position = part.offsets.get(topic)
+                if high is not None and position is not None:
+                    out[(topic, number)] = max(0, high - position)
+        return out
+
+
+def _topic_type(topic: str, settings: Settings) -> str:
+    return {settings.compaction_topic: "checkpoint", settings.artifact_topic: "artifact"}.get(topic, "unknown")
+
+
+def stop_now(exc: BaseException) -> None:
+    """Exit at once without committing: a restart re-processes from the last commit and
+    re-sends identical outputs (a graceful stop could commit what was never recorded)."""
+    log.critical("%s: %r; stopping the worker (exit %d)", exc, exc.__cause__, STATE_WRITE_EXIT)
+    logging.shutdown()
+    sys.stderr.flush()
+    os._exit(STATE_WRITE_EXIT)

@@ -1,0 +1,245 @@
+"""One input partition's engine state: RocksDB on disk, a write cache and a read cache.
+
+:class:`PartitionState` is the engine's :class:`~stream.domain.state.State` for every
+context of one partition number. Writes stay in a per-table *dirty* map (one entry per
+key, the last value wins) until the durability object commits them
+(:mod:`stream.worker.durability`); reads look in the dirty map, then in a bounded cache
+of decoded values, then in RocksDB (:class:`PartitionStore`). So a hot key is decoded
+once, written once per commit, and 1M artifacts live on disk, not in Python dicts.
+
+RocksDB layout (rocksdict, raw bytes): ``bytes([table index + 1]) + key_json`` ->
+``value_json``; ``b"\\x00<name>"`` holds the metadata (the last state-log offset applied,
+the newest generation seen, the input offsets covered, the next commit number, the log
+entries since the last snapshot).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from rocksdict import BlockBasedOptions, Options, Rdict, WriteBatch
+
+from stream.domain.state import TABLES
+
+_MISSING = object()
+_DELETED = object()
+#: JSON string escapes are needed only for these (ensure_ascii=False).
+_NEEDS_ESCAPE = re.compile(r'[\x00-\x1f"\\]').search
+_encode_list = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def key_json(key: tuple) -> str:
+    """The JSON text of an engine key (a tuple of ids / ints): ``["ctx","n1"]``.
+
+    The common two-string key takes a fast path with the exact text ``json.dumps`` gives.
+    """
+    if len(key) == 2:
+        a, b = key
+        if type(b) is str and not _NEEDS_ESCAPE(a) and not _NEEDS_ESCAPE(b):
+            return '["' + a + '","' + b + '"]'
+    return _encode_list(list(key))
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    raise TypeError(f"{type(value).__name__} is not JSON-ready")
+
+
+#: A table value's JSON text (sets become sorted lists: deterministic bytes).
+value_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_jsonable).encode
+
+META = b"\x00"
+_META_KEYS = ("log", "gen", "offsets", "n", "snap")
+
+
+class PartitionStore:
+    """RocksDB for one partition (raw keys/values), with its metadata."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        opts = Options(raw_mode=True)
+        opts.create_if_missing(True)
+        table = BlockBasedOptions()
+        table.set_bloom_filter(10, False)  # most engine reads of `seen` are misses
+        opts.set_block_based_table_factory(table)
+        self._opts = opts
+        self.db = Rdict(str(path), opts)
+
+    def get(self, raw_key: bytes) -> bytes | None:
+        return self.db.get(raw_key)
+
+    def meta(self) -> dict[str, Any]:
+        out = {}
+        for name in _META_KEYS:
+            raw = self.db.get(META + name.encode())
+            out[name] = json.loads(raw) if raw is not None else None
+        return out
+
+    def write(self, entries: Sequence[list], meta: dict[str, Any]) -> None:
+        """Apply ``[table_index, key_json, value_json|None]`` entries and metadata atomically."""
+        wb = WriteBatch(raw_mode=True)
+        for t, k, v in entries:
+            raw_key = _PREFIX[t] + k.encode("utf-8")
+            if v is None:
+                wb.delete(raw_key)
+            else:
+                wb.put(raw_key, v.encode("utf-8"))
+        for name, value in meta.items():
+            wb.put(META + name.encode(), json.dumps(value).encode())
+        self.db.write(wb)
+
+    def clear(self) -> None:
+        """Drop every entry and the metadata (the partition restarts from nothing)."""
+        self.db.close()
+        Rdict.destroy(str(self.path), self._opts)
+        self.db = Rdict(str(self.path), self._opts)
+
+    def entries(self) -> Iterator[list]:
+        """Every table entry as ``[table_index, key_json, value_json]`` (a snapshot's body)."""
+        for raw_key, raw_value in self.db.items():
+            if raw_key[:1] == META:
+                continue
+            yield [raw_key[0] - 1, raw_key[1:].decode("utf-8"), raw_value.decode("utf-8")]
+
+    def rows(self, table: str) -> Iterator[tuple[tuple, Any]]:
+        """``(key tuple, decoded value)`` of one table (metrics rebuild, views)."""
+        prefix = _PREFIX[TABLES.index(table)]
+        for raw_key, raw_value in self.db.items(from_key=prefix):
+            if raw_key[:1] != prefix:
+                break
+            yield tuple(json.loads(raw_key[1:])), json.loads(raw_value)
+
+    def estimate_keys(self) -> int:
+        try:
+            return int(self.db.property_int_value("rocksdb.estimate-num-keys") or 0)
+        except Exception:  # pragma: no cover - property missing in some builds
+            return 0
+
+    def close(self) -> None:
+        try:
+            self.db.close()
+        except Exception:  # pragma: no cover - already closed
+            pass
+
+    @staticmethod
+    def destroy(path: Path) -> None:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+_PREFIX = [bytes([i + 1]) for i in range(len(TABLES))]
+
+
+class _View:
+    """One table of a :class:`PartitionState` as the mapping the engine uses."""
+
+    __slots__ = ("index", "prefix", "store", "dirty", "young", "old", "cap")
+
+    def __init__(self, index: int, store: PartitionStore, cap: int) -> None:
+        self.index = index
+        self.prefix = _PREFIX[index]
+        self.store = store
+        self.dirty: dict[tuple, Any] = {}
+        self.young: dict[tuple, Any] = {}
+        self.old: dict[tuple, Any] = {}
+        self.cap = cap
+
+    def _load(self, key: tuple) -> Any:
+        value = self.young.get(key, _MISSING)
+        if value is not _MISSING:
+            return value
+        value = self.old.get(key, _MISSING)
+        if value is _MISSING:
+            raw = self.store.get(self.prefix + key_json(key).encode("utf-8"))
+            value = None if raw is None else json.loads(raw)
+        if len(self.young) >= self.cap:  # two generations: bounded, O(1) per access
+            self.old, self.young = self.young, {}
+        self.young[key] = value
+        return value
+
+    def get(self, key: tuple, default: Any = None) -> Any:
+        value = self.dirty.get(key, _MISSING)
+        if value is _MISSING:
+            value = self._load(key)
+        elif value is _DELETED:
+            return default
+        return default if value is None else value
+
+    def __getitem__(self, key: tuple) -> Any:
+        value = self.get(key, _MISSING)
+        if value is _MISSING:
+            raise KeyError(key)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return self.get(key, _MISSING) is not _MISSING  # type: ignore[arg-type]
+
+    def __setitem__(self, key: tuple, value: Any) -> None:
+        self.dirty[key] = value
+
+    def __delitem__(self, key: tuple) -> None:
+        if key not in self:
+            raise KeyError(key)
+        self.dirty[key] = _DELETED
+
+    def pop(self, key: tuple, *default: Any) -> Any:
+        value = self.get(key, _MISSING)
+        if value is _MISSING:
+            if default:
+                return default[0]
+            raise KeyError(key)
+        self.dirty[key] = _DELETED
+        return value
+
+    def take_dirty(self) -> list[list]:
+        """The dirty writes as entries (values encoded), moved into the read cache."""
+        out = []
+        young = self.young
+        for key, value in self.dirty.items():
+            if value is _DELETED:
+                out.append([self.index, key_json(key), None])
+                young[key] = None
+            else:
+                out.append([self.index, key_json(key), value_json(value)])
+                young[key] = value
+        self.dirty.clear()
+        if len(young) > 2 * self.cap:
+            self.old, self.young = young, {}
+        return out
+
+    def forget(self) -> None:
+        self.dirty.clear()
+        self.young.clear()
+        self.old.clear()
+
+
+class PartitionState:
+    """The engine's State for one partition: a :class:`_View` per table over one store.
+
+    ``cache_entries``: decoded values kept per table (the read cache's bound).
+    """
+
+    def __init__(self, store: PartitionStore, cache_entries: int = 50_000) -> None:
+        self.store = store
+        self._views = [_View(i, store, cache_entries) for i in range(len(TABLES))]
+        for name, view in zip(TABLES, self._views):
+            setattr(self, name, view)
+
+    @property
+    def dirty(self) -> int:
+        """How many keys wait for the next commit."""
+        return sum(len(v.dirty) for v in self._views)
+
+    def take_dirty(self) -> list[list]:
+        return [e for v in self._views for e in v.take_dirty()]
+
+    def forget(self) -> None:
+        """Drop every uncommitted write and every cached value (back to the store)."""
+        for v in self._views:
+            v.forget()
