@@ -4,7 +4,7 @@ A JSON line has ``time`` (RFC 3339, UTC), ``level``, ``logger``, ``message``, an
 context fields a log call passes with ``extra=`` (:data:`CONTEXT_FIELDS`: ``topic``,
 ``partition``, ``offset``, ``context_id``, ...), plus ``exc_info`` for a traceback — all
 in one line, so a log shipper needs no multi-line rules. faust's multi-line partition
-tables become their first line, and its ASCII banner is not printed (the worker command
+tables become their first line, other multi-line messages are joined into one, and its ASCII banner is not printed (the worker command
 runs faust quietly in JSON mode). The formatter is :pypi:`python-json-logger`'s.
 
 The worker's logging is set up by faust (``-l LEVEL``); :class:`stream.worker.GuardWorker`
@@ -43,8 +43,11 @@ class JsonLineFormatter(JsonFormatter):
     def process_log_record(self, log_record: dict[str, Any]) -> dict[str, Any]:
         log_record["level"] = str(log_record.get("level", "")).lower()
         message = _ANSI.sub("", str(log_record.get("message", "")))
-        if "\n" in message and str(log_record.get("logger", "")).startswith(("faust", "mode")):
-            message = message.split("\n", 1)[0].rstrip()  # a partition table: keep its title
+        if "\n" in message:
+            if str(log_record.get("logger", "")).startswith(("faust", "mode")):
+                message = message.split("\n", 1)[0].rstrip()  # a partition table: keep its title
+            else:  # one line for log viewers too (a traceback goes to exc_info)
+                message = " ".join(part.strip() for part in message.splitlines() if part.strip())
         log_record["message"] = message
         return log_record
 

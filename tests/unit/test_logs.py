@@ -32,6 +32,8 @@ def test_fausts_multi_line_tables_keep_only_their_title_and_tracebacks_stay_on_o
     table = "Highwater for active changelog partitions:\n┌Active─┐\n│ x │ 0 │\n└───────┘"
     out = json.loads(JsonLineFormatter().format(record("faust.tables.recovery", "\x1b[1m" + table)))
     assert out["message"] == "Highwater for active changelog partitions:"
+    out = json.loads(JsonLineFormatter().format(record("asyncio", "Unclosed AIOKafkaConsumer\nconsumer: <c>")))
+    assert out["message"] == "Unclosed AIOKafkaConsumer consumer: <c>"
     try:
         raise ValueError("boom")
     except ValueError:
