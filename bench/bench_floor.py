@@ -11,11 +11,15 @@ each of these reads all of it and the rate from its first to its last event is t
    (``bench/floor_app.py``);
 3. **faust, no-op, batches**: the same over ``stream.take_events(500, within=0.005)``,
    the worker's own iteration;
-4. **checkpoint-guard worker**: ``python -m stream worker`` (progress = end offsets of
-   its ``seen`` changelog, one record per applied event, polled every 0.1 s).
+4. **faust, no-op, checkpoint-guard's delivery**: the same no-op over the worker's
+   transport and stream class (``stream.worker.compat``: inline delivery, batches read
+   from the agent's queue) — faust's floor once fixed;
+5. **checkpoint-guard worker**: ``python -m stream worker`` (progress = its
+   ``events_total`` counter at ``/metrics``, polled every 0.1 s).
 
-The ratios 2/1 and 3/1 are the ceiling any faust agent has against the raw loop on this
-machine; 4/3 is what our processing (decode, engine, state, outputs) costs on top.
+The ratios 2/1 and 3/1 are the ceiling a stock faust agent has against the raw loop on
+this machine, 4/1 the ceiling with the worker's delivery; 5/4 is what our processing
+(decode, engine, state, outputs, commits) costs on top.
 CPU µs/event is the consumer process's CPU time over the same window.
 """
 
@@ -98,27 +102,26 @@ def faust_rate(settings: Any, inputs: tuple[str, str], total: int, mode: str, lo
     return {"seconds": done["t"] - first["t"], "cpu": done["cpu"] - first["cpu"], "n": done["n"] - first["n"]}
 
 
-async def worker_rate(settings: Any, inputs: tuple[str, str], outputs: tuple[str, str, str], total: int,
+async def worker_rate(settings: Any, inputs: tuple[str, str], outputs: tuple[str, ...], total: int,
                       tmp: Path) -> dict[str, float]:
     app_id = f"cg-floor-worker-{uuid.uuid4().hex[:6]}"
     w = WorkerProc(settings, app_id, inputs, outputs, tmp / "data", tmp / "worker.log").start()
     try:
-        async with Poller(settings) as poll:
-            seen = [f"{app_id}-seen-changelog"]
-            t0 = cpu0 = None
-            last = (0, time.monotonic())
-            while True:
-                w.check_alive()
-                n = await poll.ends(seen)
-                now = time.monotonic()
-                if n and t0 is None:
-                    t0, cpu0 = now, cpu_seconds(w.pid)
-                if n != last[0]:
-                    last = (n, now)
-                    cpu_last = cpu_seconds(w.pid)
-                if n >= total or (t0 is not None and now - last[1] > 10):
-                    break
-                await asyncio.sleep(0.1)
+        t0 = cpu0 = None
+        last = (0, time.monotonic())
+        cpu_last = 0.0
+        while True:
+            w.check_alive()
+            n = w.events_processed()
+            now = time.monotonic()
+            if n and t0 is None:
+                t0, cpu0 = now, cpu_seconds(w.pid)
+            if n != last[0]:
+                last = (n, now)
+                cpu_last = cpu_seconds(w.pid)
+            if n >= total or (t0 is not None and now - last[1] > 10):
+                break
+            await asyncio.sleep(0.1)
         return {"seconds": last[1] - t0, "cpu": cpu_last - cpu0, "n": last[0]}
     finally:
         w.stop()
@@ -150,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
             say("raw aiokafka loop")
             rows.append(("raw aiokafka consume loop (getmany)", asyncio.run(raw_rate(settings, inputs, total))))
             for mode, label in (("events", "faust agent, no-op, stream.events()"),
-                                ("take", "faust agent, no-op, stream.take_events(500, 5 ms)")):
+                                ("take", "faust agent, no-op, stream.take_events(500, 5 ms)"),
+                                ("compat", "faust agent, no-op, checkpoint-guard's delivery (stream.worker.compat)")):
                 say(label)
                 rows.append((label, faust_rate(settings, inputs, total, mode, tmp / f"floor-{mode}.log")))
             say("checkpoint-guard worker")

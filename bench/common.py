@@ -334,7 +334,7 @@ class WorkerProc:
     live: list["WorkerProc"] = []
 
     def __init__(self, settings: Settings, app_id: str, inputs: tuple[str, str],
-                 outputs: tuple[str, str, str], data_dir: Path, log_path: Path, *,
+                 outputs: tuple[str, ...], data_dir: Path, log_path: Path, *,
                  loglevel: str = "warn", extra_env: dict[str, str] | None = None) -> None:
         self.settings = settings
         self.app_id = app_id
@@ -410,6 +410,20 @@ class WorkerProc:
                 return time.monotonic() - self.started_at, body
             time.sleep(poll)
         raise RuntimeError(f"worker {self.app_id} not ready in {timeout:.0f}s:\n{self.log_tail()}")
+
+    def events_processed(self, timeout: float = 1.0) -> int:
+        """Input events the worker has handled (its ``events_total`` at /metrics, every
+        outcome but ``buffered``); 0 while it does not answer."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.web_port}/metrics", timeout=timeout) as r:
+                text = r.read().decode()
+        except (urllib.error.URLError, OSError):
+            return 0
+        n = 0.0
+        for line in text.splitlines():
+            if line.startswith("checkpoint_guard_events_total{") and 'outcome="buffered"' not in line:
+                n += float(line.rsplit(" ", 1)[1])
+        return int(n)
 
     def memory(self) -> dict[str, int]:
         return proc_status(self.pid) if self.alive() else {}

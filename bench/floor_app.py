@@ -1,8 +1,9 @@
 """A faust app that does nothing per event: the floor under any faust agent.
 
 Used by ``bench/bench_floor.py``. ``FLOOR_MODE=events`` iterates ``stream.events()``
-(one event at a time, as the worker did before batching); ``FLOOR_MODE=take`` uses
-``stream.take_events(500, within=0.005)`` exactly as ``stream.agents.validate`` does.
+(one event at a time); ``FLOOR_MODE=take`` uses ``stream.take_events(500,
+within=0.005)`` as the worker's agent does; ``FLOOR_MODE=compat`` does the same over the
+worker's transport and stream class (``stream.worker.compat``).
 Topics come from ``FLOOR_TOPICS`` (comma-separated), the count to wait for from
 ``FLOOR_EXPECT``. On the first event and on the ``FLOOR_EXPECT``-th it prints one JSON
 line (monotonic time, process CPU seconds), then exits (status 0) without committing.
@@ -21,9 +22,20 @@ MODE = os.environ.get("FLOOR_MODE", "take")
 EXPECT = int(os.environ.get("FLOOR_EXPECT", "0"))
 TOPICS = [t for t in os.environ.get("FLOOR_TOPICS", "").split(",") if t]
 
+BROKER = os.environ.get("FLOOR_BROKER", "kafka://127.0.0.1:9092")
+if MODE == "compat":
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+    from stream.worker import compat
+
+    extra = {"Stream": compat.BatchStream}
+    BROKER = compat.broker_url(BROKER)
+else:
+    extra = {}
+
 app = faust.App(
     os.environ.get("FLOOR_APP_ID", "cg-floor"),
-    broker=os.environ.get("FLOOR_BROKER", "kafka://127.0.0.1:9092"),
+    broker=BROKER,
+    **extra,
     store="memory://",
     web_enabled=False,
     key_serializer="raw",

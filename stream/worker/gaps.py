@@ -20,7 +20,7 @@ from typing import Any
 
 from aiokafka import TopicPartition
 
-from stream.kafka_clients import consumer
+from stream.kafka_clients import admin, consumer
 from stream.settings import Settings
 
 log = logging.getLogger("checkpoint_guard.gaps")
@@ -47,10 +47,8 @@ class Gaps:
         self.lost = 0
 
     async def _consumer(self) -> Any:
-        if self._client is None:
-            # The group id only to read its committed offsets: this client never joins
-            # the group (manual assignment) and never commits.
-            c = consumer(self.settings, group_id=self.settings.app_id, enable_auto_commit=False,
+        if self._client is None:  # group-less: it never joins the group nor commits
+            c = consumer(self.settings, group_id=None, enable_auto_commit=False,
                          max_partition_fetch_bytes=max(1 << 20, self.settings.max_request_bytes))
             await c.start()
             self._client = c
@@ -64,11 +62,22 @@ class Gaps:
     async def start_offset(self, topic: str, partition: int) -> int:
         """Where a partition with no state of its own starts: the group's committed offset
         (a worker before this design committed it), else the start of the partition."""
-        c = await self._retrying(self._consumer)
         tp = TopicPartition(topic, partition)
-        committed = await self._retrying(lambda: c.committed(tp))
-        if committed is not None and committed >= 0:
-            return committed
+
+        async def committed() -> int | None:
+            client = admin(self.settings)
+            await client.start()
+            try:
+                found = await client.list_consumer_group_offsets(self.settings.app_id, partitions=[tp])
+            finally:
+                await client.close()
+            meta = found.get(tp)
+            return meta.offset if meta is not None and meta.offset >= 0 else None
+
+        offset = await self._retrying(committed)
+        if offset is not None:
+            return offset
+        c = await self._retrying(self._consumer)
         return (await self._retrying(lambda: c.beginning_offsets([tp])))[tp]
 
     async def read(self, topic: str, partition: int, start: int, end: int) -> list[FetchedMessage]:
@@ -84,15 +93,12 @@ class Gaps:
         out: list[FetchedMessage] = []
         c.assign([tp])
         c.seek(tp, start)
-        try:
-            while start < end and await self._retrying(lambda: c.position(tp)) < end:
-                batch = await self._retrying(lambda: c.getmany(tp, timeout_ms=500))
-                for r in batch.get(tp, ()):
-                    if start <= r.offset < end:
-                        out.append(FetchedMessage(r.topic, r.partition, r.offset, r.key, r.value,
-                                                  r.timestamp / 1000.0 if r.timestamp else None))
-        finally:
-            c.assign([])
+        while start < end and await self._retrying(lambda: c.position(tp)) < end:
+            batch = await self._retrying(lambda: c.getmany(tp, timeout_ms=500))
+            for r in batch.get(tp, ()):
+                if start <= r.offset < end:
+                    out.append(FetchedMessage(r.topic, r.partition, r.offset, r.key, r.value,
+                                              r.timestamp / 1000.0 if r.timestamp else None))
         self.repaired += len(out)
         log.warning("faust skipped %s[%d] offsets %d..%d; read %d record(s) there and processing them now",
                     topic, partition, start, end - 1, len(out))

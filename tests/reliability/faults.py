@@ -240,6 +240,16 @@ def read_topic(env: dict[str, str], topic: str) -> list[Any]:
     return run(_read_topic(env["CG_BROKER"].split("://", 1)[-1], topic))
 
 
+def read_topic_until(env: dict[str, str], topic: str, n: int, *, timeout: float) -> list[Any]:
+    """Every record of ``topic`` once it holds at least ``n`` (polling up to ``timeout`` s)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = read_topic(env, topic)
+        if len(got) >= n or time.monotonic() > deadline:
+            return got
+        time.sleep(1.0)
+
+
 def assert_input_complete(env: dict[str, str], lines: list[bytes]) -> None:
     """Every produced line is on the input topics (and the reader sees it): guards the
     emptiness checks below against a reader that silently reads nothing."""

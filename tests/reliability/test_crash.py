@@ -16,6 +16,7 @@ events waiting for an earlier seq.
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
@@ -32,8 +33,10 @@ from tests.reliability.faults import (
     group_progress,
     interleave,
     metric,
+    produce_fast,
     produce_paced,
     read_topic,
+    read_topic_until,
     real_input_lines,
     records,
     wait_drained,
@@ -118,3 +121,41 @@ def test_kill_9_at_random_points_loses_no_alert_and_repeats_are_identical(kafka_
         f"{check.distinct} distinct (= offline replay) + {check.repeats} identical repeats; "
         f"drained {drained:.0f}s after the last restart; {elapsed:.0f}s in all"
     )
+
+
+def test_a_crash_between_outputs_and_the_state_commit_re_emits_identical_records_only(kafka_bootstrap, tmp_path):
+    """With no commit before the kill (a long commit interval), every output was sent but
+    nothing recorded: the restart re-processes all of it and sends every alert and status
+    record again, byte for byte, and nothing else."""
+    env = fault_env(worker_env(kafka_bootstrap, tmp_path, CG_COMMIT_INTERVAL="300",
+                               CG_COMMIT_MAX_EVENTS="1000000000"))
+    assert run_cli(env, "topics", "create").returncode == 0
+    lines = real_input_lines(env, tmp_path / "events.jsonl", SLICE[0])
+    offline = replay_lines(lines)
+    n_alerts, n_status = len(offline.alerts), len(offline.statuses)
+    worker = Worker(env, tmp_path / "worker-0.log").start()
+    try:
+        wait_ready_partitions(env["CG_WEB_PORT"], lambda p: p == [0, 1, 2, 3], timeout=120)
+        run(produce_fast(kafka_bootstrap, records(lines, env)))
+        first = read_topic_until(env, env["CG_STATUS_TOPIC"], n_status, timeout=120)
+        assert len(read_topic_until(env, env["CG_ALERTS_TOPIC"], n_alerts, timeout=60)) == n_alerts
+    finally:
+        worker.kill()  # kill -9: outputs out, no state commit yet
+    assert group_progress(env)[0] == 0  # nothing was committed
+    restarted = Worker({**env, "CG_COMMIT_INTERVAL": "1"}, tmp_path / "worker-1.log").start(timeout=180)
+    try:
+        wait_drained(env, timeout=240, alive=lambda: restarted.proc.poll() is None)
+        alerts = read_topic_until(env, env["CG_ALERTS_TOPIC"], 2 * n_alerts, timeout=60)
+        statuses = read_topic_until(env, env["CG_STATUS_TOPIC"], 2 * n_status, timeout=60)
+    finally:
+        assert restarted.stop() == 0, restarted.log_text()[-3000:]
+    assert len(alerts) == 2 * n_alerts and len(statuses) == 2 * n_status
+    for records_ in (alerts, statuses):
+        by_partition: dict[int, list[bytes]] = {}
+        for m in records_:
+            by_partition.setdefault(m.partition, []).append(m.value)
+        for values in by_partition.values():  # each partition's output, then the same again
+            half = len(values) // 2
+            assert values[:half] == values[half:]
+    assert {json.loads(m.value)["alert_id"] for m in alerts} == {a["alert_id"] for a in offline.alerts}
+    assert len(first) == n_status

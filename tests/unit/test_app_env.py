@@ -21,7 +21,7 @@ def test_fausts_environment_variables_do_not_override_our_settings() -> None:
             "c.broker_session_timeout, c.broker_heartbeat_interval)")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["at_least_once", "['kafka://127.0.0.1:9']", "7001", "127.0.0.1",
+    assert out.stdout.split() == ["at_least_once", "['cgkafka://127.0.0.1:9']", "7001", "127.0.0.1",
                                   "12.0", "3.0"]
 
 

@@ -1,18 +1,20 @@
 """The worker's metrics, derived from the engine's Output, against independent counts.
 
-The engine is driven the way the agent drives it (an overlay over the state, the
-``measure`` hook before the flush, ``record`` after) on a ``DictState``. After every
-event the incrementally kept gauges must equal figures recomputed from scratch —
-straight from the state (referents against the artifact tiers, the waiting table) and
-from the events (the last version seen of each node) — on the hand-written DESIGN.md
-scenarios and on random traces (the same generator as the engine's property tests).
+The engine is driven as the handler drives it (``Metrics.record`` of each event's
+Output) on a ``DictState``. After every event the incrementally kept gauges must equal
+figures recomputed from scratch, straight from the state (referents against the
+artifact tiers, a walk of the ledger children for degradation, the waiting table), on
+the hand-written DESIGN.md scenarios and on random traces (the same generator as the
+engine's property tests); a rebuild from a partition's store continues exactly.
 """
 
 from __future__ import annotations
 
 import json
+import tempfile
 from collections import Counter
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,20 +24,18 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from stream.domain.engine import Engine
-from stream.domain.events import OFFLINE, CheckpointEvent
-from stream.domain.state import DictState
+from stream.domain.events import OFFLINE
+from stream.domain.state import TABLES, DictState
 from stream.errors import InvalidEvent
-from stream.metrics import (
+from stream.worker.metrics import (
     LEVELS,
-    METRICS,
     NO_METRICS,
+    REASONS,
     Metrics,
     StateGauges,
     dead_letter_reason,
-    journal_pending,
-    rolled_forward,
 )
-from stream.tables import OverlayState
+from stream.worker.store import PartitionStore, key_json, value_json
 from stream.wire import decode_event
 from tests.scenarios import all_lines, design_scenarios
 from tests.unit.test_engine_properties import PROPERTY_SETTINGS, arrivals, with_redeliveries
@@ -47,13 +47,12 @@ pytestmark = pytest.mark.unit
 
 
 class Driven:
-    """The agent's use of the hooks, offline: engine over an overlay, measure, flush, record."""
+    """The handler's use of the hooks, offline: the engine, then ``record`` of its Output."""
 
     def __init__(self, seq_gap_limit: int = 1000) -> None:
         self.engine = Engine(seq_gap_limit)
         self.state = DictState()
         self.metrics = Metrics(CollectorRegistry())
-        self.last_seen: dict[tuple[str, str], CheckpointEvent] = {}
         self.outputs: list[Any] = []
 
     def feed(self, line: bytes) -> None:
@@ -62,22 +61,20 @@ class Driven:
         except InvalidEvent as exc:
             self.metrics.dead_letter("artifact", str(exc))
             return
-        overlay = OverlayState(self.state)
-        out = self.engine.process(overlay, event, OFFLINE)
-        observed = self.metrics.measure(event, out, self.state)
-        overlay.flush()
-        self.metrics.record(observed, received=0.0, acked=0.004)
+        out = self.engine.process(self.state, event, OFFLINE)
+        self.metrics.record(event, out, received=0.0, sent=0.004)
         self.outputs.append(out)
-        for ev, _ in out.applied:
-            if isinstance(ev, CheckpointEvent):
-                self.last_seen[(ev.context_id, ev.node_id)] = ev
 
-    def restarted(self) -> "Driven":
-        """A new process on the same state: gauges rebuilt from the tables."""
+    def restarted(self, path: Path) -> "Driven":
+        """A new process on the same state: gauges rebuilt from a store holding it."""
         other = Driven(self.engine.seq_gap_limit)
         other.state = self.state
-        other.metrics.state.rebuild(self.state.nodes.items(), self.state.alert_sets.items(),
-                                    self.state.seq.items(), reach=self.state.reach.items())
+        store = PartitionStore(path)
+        entries = [[TABLES.index(name), key_json(k), value_json(v)]
+                   for name in TABLES for k, v in getattr(self.state, name).items()]
+        store.write(entries, {})
+        other.metrics.state.rebuild([store])
+        store.close()
         return other
 
 
@@ -135,20 +132,15 @@ def actual_state_gauges(g: StateGauges) -> dict[str, dict]:
             "degraded": nz(g.degraded)}
 
 
-def expected_survival(versions: Iterable[Any]) -> dict[str, dict]:
-    """Σ|carried ∩ raw| and Σ|raw| per (kind, level) over the given node versions."""
+def expected_survival(state: DictState) -> dict[str, dict]:
+    """Σ|carried ∩ raw| and Σ|raw| per (kind, level) over the kept version of every node."""
     carried: Counter = Counter()
     raw: Counter = Counter()
-    for v in versions:
-        if isinstance(v, CheckpointEvent):
-            level, parts = v.level, (("prohibitions", v.negative_constraints, v.raw_negative_constraints),
-                                     ("instructions", v.instructions, v.raw_instructions))
-        else:
-            level, parts = v["level"], (("prohibitions", v["carried"], v["raw"]),
-                                        ("instructions", v["instructions"], v["raw_instructions"]))
-        for kind, c, r in parts:
-            carried[(kind, level)] += len(set(r) & set(c))
-            raw[(kind, level)] += len(set(r))
+    for v in state.nodes.values():
+        for kind, c, r in (("prohibitions", v["carried"], v["raw"]),
+                           ("instructions", v["instructions"], v["raw_instructions"])):
+            carried[(kind, v["level"])] += len(set(r) & set(c))
+            raw[(kind, v["level"])] += len(set(r))
     return {"carried": {k: v for k, v in carried.items() if v}, "raw": {k: v for k, v in raw.items() if v}}
 
 
@@ -158,7 +150,7 @@ def actual_survival(g: StateGauges) -> dict[str, dict]:
 
 def check_against_scratch(d: Driven) -> None:
     assert actual_state_gauges(d.metrics.state) == expected_state_gauges(d.state)
-    assert actual_survival(d.metrics.state) == expected_survival(d.last_seen.values())
+    assert actual_survival(d.metrics.state) == expected_survival(d.state)
 
 
 def samples(m: Metrics) -> dict[tuple, float]:
@@ -185,6 +177,7 @@ def samples(m: Metrics) -> dict[tuple, float]:
     ("message has no value (tombstone)", "tombstone"),
     ("message is 2000000 bytes, over the 1048576-byte limit", "too_large"),
     ("internal error: KeyError", "internal_error"),
+    ("output rejected: a 9-byte record for alerts (MessageSizeTooLargeError)", "output_rejected"),
     ("whatever.the.field: went wrong", "other"),
     ("no colon at all", "other"),
 ])
@@ -214,63 +207,18 @@ def test_state_gauges_equal_a_recount_after_every_event_of_random_traces(data, s
 
 @PROPERTY_SETTINGS
 @given(data=st.data(), seq_gap_limit=st.sampled_from([1, 2, 1000]), cut=st.integers(0, 60))
-def test_gauges_rebuilt_from_the_tables_continue_exactly(data, seq_gap_limit: int, cut: int) -> None:
-    """A restart (or a rebalance) rebuilds the gauges from the state; they stay exact,
-    except that a frozen node's survival falls back to its kept version until a newer
-    version of it is seen again."""
+def test_gauges_rebuilt_from_a_store_continue_exactly(data, seq_gap_limit: int, cut: int) -> None:
+    """A restart (or a rebalance) rebuilds the gauges from the partitions' stores; they
+    stay exact event after event."""
     lines = _lines(data.draw(arrivals()))
     d = Driven(seq_gap_limit)
     for line in lines[:cut]:
         d.feed(line)
-    r = d.restarted()
-    seen_after: dict[tuple[str, str], CheckpointEvent] = {}
+    r = d.restarted(Path(tempfile.mkdtemp()) / "db")
+    check_against_scratch(r)
     for line in lines[cut:]:
         r.feed(line)
-        seen_after.update(r.last_seen)
-        assert actual_state_gauges(r.metrics.state) == expected_state_gauges(r.state)
-        versions = {
-            key: (seen_after[key] if key in seen_after and rec["frozen"] else
-                  r.last_seen.get(key) if not rec["frozen"] else rec)
-            for key, rec in r.state.nodes.items()
-        }
-        # non-frozen nodes: the kept version is the last version seen
-        versions = {k: (v if v is not None else r.state.nodes[k]) for k, v in versions.items()}
-        assert actual_survival(r.metrics.state) == expected_survival(versions.values())
-
-
-def _apply_writes(state: DictState, writes: dict[str, list[list]]) -> None:
-    for name, entries in writes.items():
-        table = getattr(state, name)
-        for key, value, deleted in entries:
-            if deleted:
-                table.pop(tuple(key), None)
-            else:
-                table[tuple(key)] = value
-
-
-@pytest.mark.parametrize("cut", range(len(all_lines(design_scenarios()))))
-def test_a_rebuild_counts_the_journal_writes_a_crash_left_unapplied(cut: int) -> None:
-    """A crash after the journal record and part of the keys: the agent rolls the rest
-    forward outside the hooks, so the rebuild must already count them."""
-    lines = all_lines(design_scenarios())
-    d = Driven()
-    for line in lines[:cut]:
-        d.feed(line)
-    event = decode_event(lines[cut])
-    overlay = OverlayState(d.state)
-    d.engine.process(overlay, event, OFFLINE)
-    writes = overlay.write_set()
-    journal = [((event.context_id,), {"event_id": event.event_id, "writes": writes})]
-    flat = [(name, entry) for name, entries in writes.items() for entry in entries]
-    for name, entry in flat[: len(flat) // 2]:  # the crash: half the keys made it
-        _apply_writes(d.state, {name: [entry]})
-    pending = journal_pending(journal)
-    rebuilt = StateGauges()
-    rebuilt.rebuild(rolled_forward(list(d.state.nodes.items()), pending.get("nodes")),
-                    rolled_forward(list(d.state.alert_sets.items()), pending.get("alert_sets")),
-                    rolled_forward(list(d.state.seq.items()), pending.get("seq")))
-    _apply_writes(d.state, writes)  # the roll-forward
-    assert actual_state_gauges(rebuilt) == expected_state_gauges(d.state)
+        check_against_scratch(r)
 
 
 # --------------------------------------------------------------------------- counters
@@ -375,14 +323,24 @@ def test_every_series_of_fixed_labels_exists_from_the_start() -> None:
     assert not any(name.endswith("_created") for name, _ in s)
 
 
-def test_the_process_registry_exports_only_checkpoint_guard_names() -> None:
-    names = METRICS.sample_names()
-    assert names and all(n.startswith("checkpoint_guard_") for n in names)
+def test_every_dead_letter_reason_and_rejected_topic_series_exists_from_the_start() -> None:
+    s = samples(Metrics(CollectorRegistry(), output_topics=("alerts", "status")))
+    for reason in REASONS:
+        assert s[("checkpoint_guard_dead_letters_total", (("reason", reason),))] == 0
+    assert s[("checkpoint_guard_output_rejected_total", (("topic", "status"),))] == 0
+    for rule in ("unverifiable_checkpoint",):
+        assert s[("checkpoint_guard_alerts_total", (("rule", rule), ("status", "resolved")))] == 0
+
+
+def test_a_registry_exports_checkpoint_guard_names_and_the_standard_process_and_python_ones() -> None:
+    names = Metrics(CollectorRegistry()).sample_names()
+    assert names and all(n.startswith(("checkpoint_guard_", "process_", "python_")) for n in names)
     assert {"checkpoint_guard_events_total", "checkpoint_guard_orphan_set_size_bucket",
-            "checkpoint_guard_open_alerts", "checkpoint_guard_consumer_lag"} <= names
+            "checkpoint_guard_open_alerts", "checkpoint_guard_consumer_lag",
+            "checkpoint_guard_authoritative_nodes"} <= names
 
 
 def test_disabled_metrics_hooks_do_nothing() -> None:
-    assert NO_METRICS.measure(None, None, None) is None
-    NO_METRICS.record(None, topic="t")
+    NO_METRICS.record(None, None)
     NO_METRICS.dead_letter("artifact", "x: y")
+    NO_METRICS.output_rejected("t")

@@ -1,0 +1,216 @@
+"""The worker's state without Kafka: RocksDB behind caches, the batch handler, the state log.
+
+* The engine over a :class:`~stream.worker.store.PartitionState` (RocksDB, a tiny read
+  cache so values are evicted and re-read, commits at random cuts) gives exactly the
+  records and the final state of the engine over plain dicts — so caching, in-place set
+  growth, JSON round trips and commit boundaries change nothing.
+* A bug in the engine rolls the partition back to its last commit and replays what came
+  after: no trace of the failing event, nothing else lost.
+* The state log's records replay to the committed state; chunks without their marker,
+  a zombie's records and a snapshot behave as specified (stream.worker.statelog).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from stream.domain.engine import Engine, encode_record
+from stream.domain.events import Source
+from stream.domain.state import TABLES, DictState
+from stream.settings import Settings
+from stream.wire import Limits, decode_event
+from stream.worker import statelog
+from stream.worker.durability import Partition
+from stream.worker.handler import Outputs, plan
+from stream.worker.store import PartitionState, PartitionStore, key_json, value_json
+from tests.unit.test_engine_properties import arrivals
+
+pytestmark = pytest.mark.unit
+
+
+class Message:
+    """An input record as the handler reads it (what faust's Message carries)."""
+
+    def __init__(self, offset: int, value: bytes, topic: str = "compaction-events", partition: int = 0) -> None:
+        self.topic, self.partition, self.offset, self.value = topic, partition, offset, value
+        self.key = json.loads(value).get("context_id", "").encode()
+
+
+def _plain(events: list[dict[str, Any]], seq_gap_limit: int = 1000) -> tuple[list[bytes], dict]:
+    state, engine, out = DictState(), Engine(seq_gap_limit), []
+    for offset, e in enumerate(events):
+        res = engine.process(state, decode_event(json.dumps(e).encode()), Source("compaction-events", 0, offset))
+        out += [encode_record(r) for r in res.records]
+    return out, {name: {key_json(k): value_json(v) for k, v in getattr(state, name).items()} for name in TABLES}
+
+
+def _stored(store: PartitionStore) -> dict:
+    out: dict[str, dict] = {name: {} for name in TABLES}
+    for t, k, v in store.entries():
+        out[TABLES[t]][k] = v
+    return out
+
+
+def _partition(path: Path, cache: int = 3) -> Partition:
+    store = PartitionStore(path)
+    return Partition(0, PartitionState(store, cache_entries=cache), store, generation=1)
+
+
+def _commit(part: Partition) -> None:
+    part.store.write(part.state.take_dirty(), {"offsets": part.offsets})
+    part.applied.clear()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), seq_gap_limit=st.sampled_from([1, 2, 1000]))
+def test_the_engine_on_rocksdb_with_caches_and_commits_equals_the_engine_on_dicts(tmp_path, data, seq_gap_limit):
+    events = data.draw(arrivals())
+    cuts = set(data.draw(st.lists(st.integers(0, max(len(events), 1)), max_size=6)))
+    expected_records, expected_state = _plain(events, seq_gap_limit)
+    part = _partition(Path(tempfile.mkdtemp(dir=tmp_path)) / "db")
+    try:
+        engine, outputs, limits = Engine(seq_gap_limit), Outputs(Settings()), Limits()
+        records: list[bytes] = []
+        for offset, e in enumerate(events):
+            if offset in cuts:
+                _commit(part)
+            result = plan(engine, part, [Message(offset, json.dumps(e).encode())], outputs, limits)
+            records += [encode_record(r) for _, _, out in result.observed for r in out.records]
+        _commit(part)
+        assert records == expected_records
+        assert _stored(part.store) == {name: dict(sorted(t.items())) for name, t in expected_state.items()}
+    finally:
+        part.store.close()
+
+
+class _FailingEngine(Engine):
+    """The real engine, which raises after applying one chosen event (a half-done write)."""
+
+    fail_on = ""
+
+    def process(self, state, event, source):  # type: ignore[override]
+        out = super().process(state, event, source)
+        if event.event_id == self.fail_on:
+            raise RuntimeError("boom")
+        return out
+
+
+def test_an_engine_bug_rolls_the_partition_back_and_dead_letters_only_that_event(tmp_path):
+    events = [
+        {"type": "artifact", "event_id": "a1", "context_id": "c", "artifact_id": "x", "op": "admitted"},
+        {"type": "checkpoint", "event_id": "n1", "context_id": "c", "node_id": "n", "level": "leaf", "referents": ["x"]},
+        {"type": "artifact", "event_id": "bad", "context_id": "c", "artifact_id": "x", "op": "evicted"},
+        {"type": "checkpoint", "event_id": "r", "context_id": "c", "node_id": "r", "level": "root", "children": ["n"]},
+    ]
+    part = _partition(tmp_path / "db")
+    engine = _FailingEngine()
+    engine.fail_on = "bad"
+    msgs = [Message(i, json.dumps(e).encode()) for i, e in enumerate(events)]
+    _commit(part)
+    result = plan(engine, part, msgs[:1], Outputs(Settings()), Limits())
+    _commit(part)  # a1 is committed; n1, bad, r follow in one batch
+    result = plan(engine, part, msgs[1:], Outputs(Settings()), Limits())
+    assert [(m.offset, reason) for m, reason in result.dead] == [(2, "internal error: RuntimeError")]
+    assert [e.event_id for e, _ in part.applied] == ["n1", "r"]
+    _commit(part)
+    without_bad = _plain([events[0], events[1], events[3]])[1]
+    assert _stored(part.store) == {name: dict(sorted(t.items())) for name, t in without_bad.items()}
+    assert part.offsets == {"compaction-events": 4}  # the failing record is consumed, not retried
+
+
+# --------------------------------------------------------------------------- the state log
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.entries: dict[tuple[int, str], str] = {}
+        self.offsets: dict | None = None
+
+    def apply(self, entries):
+        for t, k, v in entries:
+            if v is None:
+                self.entries.pop((t, k), None)
+            else:
+                self.entries[(t, k)] = v
+
+    def clear(self):
+        self.entries.clear()
+
+    def covered(self, offsets, generation, n):
+        self.offsets = offsets
+
+
+def _replay(records: list[bytes], generation: int = -1) -> Sink:
+    sink = Sink()
+    replay = statelog.Replay(sink, generation)
+    for r in records:
+        replay.feed(r)
+    return sink
+
+
+ENTRIES = [[1, f'["c","k{i:04d}"]', json.dumps(["durable", "live"])] for i in range(300)]
+
+
+def test_a_small_commit_is_one_record_and_replays_to_its_entries():
+    records = statelog.commit_records(3, 0, {"t": 5}, ENTRIES[:10], 1 << 20)
+    assert len(records) == 1 and json.loads(records[0])["k"] == "d"
+    sink = _replay(records)
+    assert len(sink.entries) == 10 and sink.offsets == {"t": 5}
+
+
+def test_a_large_commit_is_chunks_closed_by_a_marker_and_applies_only_with_it():
+    records = statelog.commit_records(3, 7, {"t": 9}, ENTRIES, 4096)
+    assert len(records) > 3 and json.loads(records[-1])["k"] == "m"
+    assert len(_replay(records).entries) == 300
+    cut = _replay(records[:-1])  # the marker never arrived (a crash mid-commit)
+    assert cut.entries == {} and cut.offsets is None
+    before = statelog.commit_records(3, 6, {"t": 1}, ENTRIES[:1], 4096)
+    assert _replay(before + records[:-1]).offsets == {"t": 1}
+
+
+def test_a_value_larger_than_a_record_is_fragmented_and_joined():
+    huge = [[2, '["c","root"]', json.dumps([f"do not touch file {i}" for i in range(5000)])]]
+    records = statelog.commit_records(1, 0, {}, huge, 8192)
+    assert len(records) > 5 and all(len(r) < 3 * 8192 for r in records)
+    assert _replay(records).entries == {(2, '["c","root"]'): huge[0][2]}
+
+
+def test_records_of_a_zombie_after_a_newer_fence_are_ignored():
+    mine = statelog.commit_records(1, 0, {"t": 1}, ENTRIES[:2], 1 << 20)
+    fence = [statelog.fence(2)]
+    zombie = statelog.commit_records(1, 1, {"t": 9}, [[1, '["c","evil"]', "1"]], 1 << 20)
+    new_owner = statelog.commit_records(2, 1, {"t": 2}, ENTRIES[2:3], 1 << 20)
+    sink = _replay(mine + fence + zombie + new_owner)
+    assert (1, '["c","evil"]') not in sink.entries and sink.offsets == {"t": 2} and len(sink.entries) == 3
+
+
+def test_a_snapshot_replaces_everything_before_it():
+    old = statelog.commit_records(1, 0, {"t": 1}, [[1, '["c","gone"]', "1"]], 1 << 20)
+    snap = statelog.commit_records(1, 1, {"t": 4}, ENTRIES[:5], 1 << 20, snapshot=True)
+    assert json.loads(snap[-1])["k"] == "sm"
+    sink = _replay(old + snap)
+    assert len(sink.entries) == 5 and (1, '["c","gone"]') not in sink.entries and sink.offsets == {"t": 4}
+
+
+def test_the_store_applies_entries_and_metadata_in_one_batch_and_lists_them_back(tmp_path):
+    store = PartitionStore(tmp_path / "db")
+    store.write(ENTRIES[:3] + [[1, '["c","k0001"]', None]], {"log": 41, "offsets": {"t": 3}})
+    assert [e[1] for e in store.entries()] == ['["c","k0000"]', '["c","k0002"]']
+    assert store.meta()["log"] == 41 and store.meta()["offsets"] == {"t": 3}
+    assert [k for k, _ in store.rows("nodes")] == [("c", "k0000"), ("c", "k0002")]  # table index 1
+    store.clear()
+    assert list(store.entries()) == [] and store.meta()["log"] is None
+    store.close()
+
+
+@pytest.mark.parametrize("key", [("c", "n"), ("c", 'quote"d'), ("c", "back\\slash"), ("c", "\u0000nul"),
+                                 ("c",), ("c", 7), ("ctx é", "ü")])
+def test_key_json_is_the_json_of_the_key(key):
+    assert key_json(key) == json.dumps(list(key), ensure_ascii=False, separators=(",", ":"))
