@@ -14,14 +14,14 @@ TOOLS  := .cache/tools
 HELM_VERSION ?= v4.3.1
 HELM   := $(TOOLS)/helm-$(HELM_VERSION)/helm
 
-.PHONY: install tools test unit integration demo bench clean
+.PHONY: install tools test test-langgraph unit integration demo example bench clean
 
 $(STAMP): pyproject.toml
 	@command -v java >/dev/null || { echo "checkpoint-guard: error: java not found (install Java 17+)" >&2; exit 1; }
 	@command -v mvn  >/dev/null || { echo "checkpoint-guard: error: mvn not found (install Maven 3.6+)" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,langgraph]'
 	@touch $@
 
 install: $(STAMP)
@@ -41,6 +41,9 @@ tools: $(HELM)
 test: install tools
 	HELM_BIN=$(abspath $(HELM)) $(BIN)/python -m pytest
 
+test-langgraph: install
+	$(BIN)/python -m pytest tests/langgraph
+
 unit: install tools
 	HELM_BIN=$(abspath $(HELM)) $(BIN)/python -m pytest tests/unit
 
@@ -49,6 +52,11 @@ integration: install
 
 demo: install
 	$(BIN)/python -m stream demo $(ARGS)
+
+# make example: a fresh broker, topics and worker, then examples/pipeline.py (README
+# "Emit events from your own pipeline"); everything under var/example/, stopped at the end.
+example: install
+	$(BIN)/python examples/run_example.py
 
 # make bench: every benchmark part, full size (~50 min; starts and stops its own Kafka),
 # writes docs/BENCHMARKS.md. `make bench ARGS=--quick` (~6 min) writes var/bench/BENCHMARKS.quick.md;

@@ -323,7 +323,7 @@ class Worker:
             "CG_COMPACTION_TOPIC": self.inputs[0], "CG_ARTIFACT_TOPIC": self.inputs[1],
             "CG_ALERTS_TOPIC": self.outputs[0], "CG_VERDICTS_TOPIC": self.outputs[1],
             "CG_DEADLETTER_TOPIC": self.outputs[2], "CG_STATUS_TOPIC": self.outputs[3],
-            "CG_STORE": "rocksdb://", "CG_DATA_DIR": str(self.data_dir),
+            "CG_DATA_DIR": str(self.data_dir),
             "CG_WEB_PORT": str(kafka_local.free_ports(1)[0]),
         })
         return env

@@ -2,10 +2,10 @@
 
 Every command that talks to Kafka outside the faust worker (``topics create``,
 ``ingest --to-kafka``, ``replay --from-kafka``, ``export``, ``explain``, ``tail``,
-``remediate``, the worker's startup topic check) builds its producer, consumer or admin
-client here, so SSL/SASL settings apply everywhere and secrets are only read
-(``get_secret_value()``) here and in :func:`stream.app.faust_broker_credentials` (the
-worker's own clients). A test (tests/unit/test_security_settings.py) fails if any other
+``remediate``, the worker's startup topic check) and the pipeline client
+(:mod:`stream.client`) builds its producer, consumer or admin client here, so SSL/SASL
+settings apply everywhere and secrets are only read (``get_secret_value()``) here and
+in :func:`stream.app.faust_broker_credentials` (the worker's own clients). A test (tests/unit/test_security_settings.py) fails if any other
 module builds an aiokafka client itself.
 
 A refused SASL login looks, to aiokafka, like an unreachable broker ("Unable to
@@ -117,6 +117,20 @@ async def started(settings: Settings, client: _Client) -> AsyncIterator[_Client]
 def producer(settings: Settings, **extra: Any) -> AIOKafkaProducer:
     """A producer with acks=all (alerts and inputs must not be lost)."""
     return AIOKafkaProducer(**client_kwargs(settings), acks="all", **extra)
+
+
+def idempotent_producer(settings: Settings, **extra: Any) -> AIOKafkaProducer:
+    """The producer of :mod:`stream.client`: acks=all and ``enable_idempotence`` (a retry
+    inside the producer never duplicates or reorders a record on its partition).
+
+    ``max_request_size`` leaves room for one input message of ``CG_MAX_MESSAGE_BYTES``
+    plus its batch overhead, so a message the decoder accepts is never refused here.
+    ``linger_ms=5`` is the Java producer's default since Kafka 4.0 (KIP-1030): fuller
+    batches for a pipeline that emits event by event, at most 5 ms more per flush.
+    """
+    extra.setdefault("max_request_size", settings.max_message_bytes + (64 << 10))
+    extra.setdefault("linger_ms", 5)
+    return AIOKafkaProducer(**client_kwargs(settings), acks="all", enable_idempotence=True, **extra)
 
 
 def consumer(settings: Settings, *topics: str, **extra: Any) -> AIOKafkaConsumer:

@@ -77,7 +77,6 @@ class Demo:
             "CG_ALERTS_TOPIC": s.alerts_topic, "CG_VERDICTS_TOPIC": s.verdicts_topic,
             "CG_STATUS_TOPIC": s.status_topic,
             "CG_DEADLETTER_TOPIC": s.deadletter_topic, "CG_SEQ_GAP_LIMIT": str(s.seq_gap_limit),
-            "CG_STORE": s.store,
         })
         return env
 
