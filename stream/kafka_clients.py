@@ -214,6 +214,34 @@ async def create_project_topics(settings: Settings) -> dict[str, str]:
     return result
 
 
+async def wait_until_described(settings: Settings, names: list[str] | tuple[str, ...], *,
+                               timeout: float = 15.0) -> None:
+    """Wait until every broker answer about ``names`` includes their configs.
+
+    Right after CreateTopics the broker that answers may not know a new topic yet
+    (KRaft metadata propagates asynchronously): a DescribeConfigs or AlterConfigs sent at
+    once fails with an unknown topic. A command that says "created" waits for this, so the
+    next command (or the worker's start-up check) sees the topics as they are.
+    """
+    import asyncio
+    import time
+
+    from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+    deadline = time.monotonic() + timeout
+    async with started(settings, admin(settings)) as client:
+        while True:
+            responses = await client.describe_configs(
+                [ConfigResource(ConfigResourceType.TOPIC, name) for name in names])
+            resources = [r for resp in responses for r in resp.resources]
+            if len(resources) == len(names) and all(r[0] == 0 and r[4] for r in resources):
+                return
+            if time.monotonic() > deadline:
+                raise ConfigurationError(f"topics {', '.join(names)} were created but the broker did not "
+                                         f"describe them within {timeout:.0f}s")
+            await asyncio.sleep(0.2)
+
+
 async def check_copartitioned(settings: Settings) -> int:
     """Refuse to run on input topics that are missing or not co-partitioned.
 

@@ -17,7 +17,13 @@ import click
 from stream.commands._base import argument, command, fail
 from stream.settings import get_settings
 from stream.errors import ConfigurationError
-from stream.kafka_clients import create_project_topics, kafka_error, project_topics, topic_partitions
+from stream.kafka_clients import (
+    create_project_topics,
+    kafka_error,
+    project_topics,
+    topic_partitions,
+    wait_until_described,
+)
 
 settings = get_settings()
 
@@ -32,7 +38,7 @@ def topics(action: str) -> int:
     try:
         plain, compacted_topics = project_topics(settings)
         if action == "create":
-            result = asyncio.run(create_project_topics(settings))
+            result = asyncio.run(_create())
             for name in (*plain, *compacted_topics):
                 compacted = ", compacted" if name in compacted_topics else ""
                 print(f"{name}: {result[name]} ({settings.partitions} partitions{compacted})")
@@ -47,3 +53,9 @@ def topics(action: str) -> int:
         fail(kafka_error(settings, exc), code=1)
     return 0
 
+
+async def _create() -> dict[str, str]:
+    """Create the topics and return once the broker describes all of them."""
+    result = await create_project_topics(settings)
+    await wait_until_described(settings, list(result))
+    return result
