@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="real: the shipped trajectories (make demo's stream); synthetic: checkpoint-heavy "
                          "(default real; quick: synthetic)")
     ap.add_argument("--events", type=int, default=None, help="synthetic stream size (default 3000; quick 600)")
-    ap.add_argument("--traces", nargs="*", default=None, help="trajectory files/dirs (default samples/traces)")
+    ap.add_argument("--traces", nargs="*", default=None, help="trajectory files/dirs (default stream/samples/traces)")
     ap.add_argument("--runs", type=int, default=None, help="runs per worker count (default 3; quick 1)")
     ap.add_argument("--workers", default="1,2", help="worker counts (default 1,2)")
     ap.add_argument("--worker-loglevel", default="warn")
@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
 
     t_start, load_start = time.monotonic(), loadavg()
     if args.stream == "real":
-        events = real_events(args.traces or [str(Path(__file__).resolve().parent.parent / "samples" / "traces")])
+        events = real_events(args.traces or [str(Path(__file__).resolve().parent.parent / "stream" / "samples" / "traces")])
         desc = f"real (the shipped trajectories through the compaction simulator), {len(events):,} events"
     else:
         events = synthetic_events(args.events)

@@ -17,7 +17,7 @@ Parts (each is a script that also runs alone, with ``--quick`` for a smoke-sized
 8. ``bench/bench_shapes.py``   adversarial shapes (20k chain top-down, 10k-child root, hot artifact) vs friendly order
 9. ``bench/bench_client.py``   the pipeline client: produce rate vs raw aiokafka, StatusView catch-up/lookups at 1M
 
-One local Kafka broker is started (``stream.kafka_local``, fresh, free ports, temporary
+One local Kafka broker is started (``stream.devtools.kafka_local``, fresh, free ports, temporary
 home) for parts 2-5, 7 and 9 and always stopped; each part runs as a subprocess with
 ``--bootstrap`` pointing at it and writes its Markdown section, which this script puts
 together with the machine, software versions, date, git revision and the exact command

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from stream import kafka_local
+from stream.devtools import kafka_local
 from stream.settings import PROJECT_ROOT, Settings
 
 HOME = PROJECT_ROOT / "var" / "example"

@@ -26,7 +26,7 @@ from stream.domain.engine import MAX_OUTPUT_BYTES, Engine, encode_record, node_s
 from stream.domain.events import ArtifactEvent, CheckpointEvent, Source
 from stream.domain.state import DictState
 from stream.errors import ConfigurationError, InvalidEvent
-from stream.kafka_clients import consumer
+from stream.kafka_clients import consumer, start_client
 from stream.settings import Settings
 from stream.wire import MAX_MESSAGE_BYTES, decode_message, encode_alert
 
@@ -80,7 +80,7 @@ async def read_topics(
     ranges read. No consumer group, no commits.
     """
     c = consumer(settings, enable_auto_commit=False, auto_offset_reset="earliest", group_id=None)
-    await c.start()
+    await start_client(settings, c)
     try:
         tps = []
         for t in topics:

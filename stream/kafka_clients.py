@@ -66,16 +66,39 @@ def login_hint(settings: Settings) -> str:
     )
 
 
+def kafka_error(settings: Settings, exc: BaseException, doing: str = "cannot reach Kafka") -> str:
+    """One line for a Kafka failure of a command: what, where, and what to check."""
+    if isinstance(exc, KafkaConnectionError):
+        from stream.logs import KAFKA_ERRORS
+
+        hint = login_hint(settings) or "check that the broker is running and CG_BROKER"
+        said = f" (aiokafka: {KAFKA_ERRORS.last})" if KAFKA_ERRORS.last else ""
+        return f"{doing} at {settings.bootstrap_servers}: no broker answered{said}; {hint}"
+    text = str(exc).removeprefix(f"{type(exc).__name__}: ") or type(exc).__name__
+    return f"{doing} at {settings.bootstrap_servers}: {type(exc).__name__}: {text}"
+
+
 _Client = TypeVar("_Client", AIOKafkaAdminClient, AIOKafkaProducer, AIOKafkaConsumer)
 
 
+async def close_client(client: _Client) -> None:
+    """Close an admin client / stop a producer or consumer (idempotent, never raises)."""
+    with contextlib.suppress(Exception):
+        await (client.close() if isinstance(client, AIOKafkaAdminClient) else client.stop())
+
+
 async def start_client(settings: Settings, client: _Client) -> _Client:
-    """``await client.start()``; a connection error gets :func:`login_hint` appended."""
+    """``await client.start()``; a connection error gets :func:`login_hint` appended.
+
+    A client that failed to start is closed before the error propagates, so no
+    "Unclosed AIOKafka..." warning follows the command's one-line error.
+    """
     try:
         await client.start()
-    except KafkaConnectionError as exc:
+    except BaseException as exc:
+        await close_client(client)
         hint = login_hint(settings)
-        if not hint:
+        if not isinstance(exc, KafkaConnectionError) or not hint:
             raise
         raise KafkaConnectionError(f"{str(exc).removeprefix('KafkaConnectionError: ')}; {hint}") from None
     return client
@@ -88,7 +111,7 @@ async def started(settings: Settings, client: _Client) -> AsyncIterator[_Client]
     try:
         yield client
     finally:
-        await (client.close() if isinstance(client, AIOKafkaAdminClient) else client.stop())
+        await close_client(client)
 
 
 def producer(settings: Settings, **extra: Any) -> AIOKafkaProducer:
@@ -208,6 +231,34 @@ async def max_message_bytes(settings: Settings, topics: list[str] | tuple[str, .
     return out
 
 
+async def wait_until_described(settings: Settings, names: list[str] | tuple[str, ...], *,
+                               timeout: float = 15.0) -> None:
+    """Wait until every broker answer about ``names`` includes their configs.
+
+    Right after CreateTopics the broker that answers may not know a new topic yet
+    (KRaft metadata propagates asynchronously): a DescribeConfigs or AlterConfigs sent at
+    once fails with an unknown topic. A command that says "created" waits for this, so the
+    next command (or the worker's start-up check) sees the topics as they are.
+    """
+    import asyncio
+    import time
+
+    from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+    deadline = time.monotonic() + timeout
+    async with started(settings, admin(settings)) as client:
+        while True:
+            responses = await client.describe_configs(
+                [ConfigResource(ConfigResourceType.TOPIC, name) for name in names])
+            resources = [r for resp in responses for r in resp.resources]
+            if len(resources) == len(names) and all(r[0] == 0 and r[4] for r in resources):
+                return
+            if time.monotonic() > deadline:
+                raise ConfigurationError(f"topics {', '.join(names)} were created but the broker did not "
+                                         f"describe them within {timeout:.0f}s")
+            await asyncio.sleep(0.2)
+
+
 async def check_copartitioned(settings: Settings) -> int:
     """Refuse to run on input topics that are missing or not co-partitioned.
 
@@ -225,7 +276,7 @@ async def check_copartitioned(settings: Settings) -> int:
     missing = [t for t in topics if counts.get(t) is None]
     if missing:
         raise ConfigurationError(
-            f"topics do not exist: {', '.join(missing)}; run `python -m stream topics create` first"
+            f"topics do not exist: {', '.join(missing)}; run `checkpoint-guard topics create` first"
         )
     a, b = settings.input_topics
     if counts[a] != counts[b]:

@@ -21,7 +21,7 @@ the events as JSONL (stdout or ``--out``) or produce them to the input topics
 ``CG_ARTIFACT_TOPIC``, key = UTF-8 context id, value = the JSON line).
 
 Without PATH it reads the traces shipped next to the repository
-(``samples/traces``, shipped with the project). A file that cannot be read is reported on stderr as
+(``stream/samples/traces``, shipped with the project). A file that cannot be read is reported on stderr as
 ``checkpoint-guard: ingest: <path>: <problem>`` and skipped; the others are ingested
 and the exit code is 1. The last stderr line is a one-line summary.
 """
@@ -35,11 +35,9 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import nullcontext
-from pathlib import Path
 from typing import Any, BinaryIO
 
 import click
-from faust.cli import argument, option
 
 from stream.adapters import (
     SimulationParams,
@@ -51,12 +49,14 @@ from stream.adapters import (
     simulate,
 )
 from stream.adapters.compaction_logs import DEFAULT_MATCH_THRESHOLD, ProhibitionMatcher, ReadStats
-from stream.app import app, settings
-from stream.commands._base import SyncCommand, fail
-from stream.settings import PROJECT_ROOT
+from stream.commands._base import argument, check_output_file, command, fail, option
+from stream.settings import get_settings
+from stream.kafka_clients import kafka_error
 
 #: The traces shipped with the project (read-only input data).
 from stream.adapters.trajectories import DEFAULT_TRACES  # noqa: E402
+
+settings = get_settings()
 _D = SimulationParams()
 
 
@@ -73,7 +73,7 @@ def _fmt(rates: tuple[float, ...]) -> str:
     return ",".join(f"{r:g}" for r in rates)
 
 
-@app.command(
+@command(
     argument("paths", nargs=-1, type=str),
     option("--out", "-o", type=str, default=None, help="Write the JSONL here instead of stdout."),
     option("--window", type=int, default=_D.window, show_default=True, help="Live window, tokens."),
@@ -108,10 +108,8 @@ def _fmt(rates: tuple[float, ...]) -> str:
            help="openhands/claude-code: share of a prohibition's key words a summary sentence "
                 "with a cue of the same polarity must contain to count as carrying it (0..1; lower = "
                 "fewer false alarms, more misses; measured in docs/REAL_LOGS.md)."),
-    base=SyncCommand,
 )
 def ingest(
-    self: Any,
     paths: tuple[str, ...],
     out: str | None,
     window: int,
@@ -157,6 +155,8 @@ def ingest(
     Same input + options => byte-identical output.
     """
     started = time.monotonic()
+    if out:
+        check_output_file(out)
     if paths and paths[0] in LOG_FORMATS:
         return _ingest_logs(
             paths[0], paths[1:], out=out, to_kafka=to_kafka, follow=follow, idle_timeout=idle_timeout,
@@ -197,7 +197,7 @@ def ingest(
         try:
             sent = asyncio.run(_produce(events))
         except Exception as exc:  # noqa: BLE001 - one clear line instead of a traceback
-            fail(f"producing to Kafka at {settings.bootstrap_servers} failed: {exc or type(exc).__name__}", code=1)
+            fail(kafka_error(settings, exc, "cannot produce to Kafka"), code=1)
         where = f"{sent} messages to {settings.compaction_topic}/{settings.artifact_topic}"
     else:
         where = out or "stdout"
@@ -253,12 +253,12 @@ def _write(events: Iterable[dict[str, Any]], sink: BinaryIO) -> None:
 
 async def _produce(events: Iterable[dict[str, Any]]) -> int:
     """Send every event to its input topic (key = context id) and await every ack."""
-    from stream.kafka_clients import producer
+    from stream.kafka_clients import producer, start_client
 
     topic = {"checkpoint": settings.compaction_topic, "artifact": settings.artifact_topic}
     client = producer(settings, enable_idempotence=True, linger_ms=5)
     try:
-        await client.start()
+        await start_client(settings, client)
         pending = [
             await client.send(topic[e["type"]], value=encode_event(e).encode("utf-8"), key=e["context_id"].encode("utf-8"))
             for e in events
@@ -422,7 +422,7 @@ def _ingest_logs(
     except Exception as exc:  # noqa: BLE001 - Kafka trouble: one clear line, not a traceback
         if not to_kafka:
             raise
-        fail(f"producing to Kafka at {settings.bootstrap_servers} failed: {exc or type(exc).__name__}", code=1)
+        fail(kafka_error(settings, exc, "cannot produce to Kafka"), code=1)
     failed = len(inputs.input_errors) + sum(s.failed for s in inputs.stats)
     bad = sum(len(s.errors) for s in inputs.stats)
     print(_log_summary(fmt, inputs.stats, tally.counts, failed, where, time.monotonic() - started, interrupted),
@@ -443,10 +443,10 @@ async def _run_logs(
 
     client = None
     if sink is None:
-        from stream.kafka_clients import producer
+        from stream.kafka_clients import producer, start_client
 
         client = producer(settings, enable_idempotence=True, linger_ms=5)
-        await client.start()
+        await start_client(settings, client)
     topic = {"checkpoint": settings.compaction_topic, "artifact": settings.artifact_topic}
 
     async def emit(events: list[dict[str, Any]]) -> None:

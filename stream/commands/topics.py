@@ -1,9 +1,11 @@
 """``python -m stream topics create|describe`` — the topics faust does not create.
 
-faust creates only its internal topics (table changelogs). The input, alert, verdict
-and dead-letter topics are created here with ``CG_PARTITIONS`` partitions (DESIGN.md
-§7.3); creating is idempotent, and an existing topic with another partition count is
-an error (exit 1), never silently accepted.
+faust creates only its internal topics (table changelogs). The 7 topics of
+:func:`stream.kafka_clients.project_topics` (inputs, alerts, verdicts, status, dead
+letters, remediation requests) are created here with ``CG_PARTITIONS`` partitions (DESIGN.md
+§7.3); ``checkpoint-status`` is compacted (one record per node). Creating is idempotent,
+and an existing topic with another partition count is an error (exit 1), never
+silently accepted.
 """
 
 from __future__ import annotations
@@ -11,16 +13,23 @@ from __future__ import annotations
 import asyncio
 
 import click
-from faust.cli import argument
 
-from stream.app import app, settings
-from stream.commands._base import SyncCommand, fail
+from stream.commands._base import argument, command, fail
+from stream.settings import get_settings
 from stream.errors import ConfigurationError
-from stream.kafka_clients import create_project_topics, project_topics, topic_partitions
+from stream.kafka_clients import (
+    create_project_topics,
+    kafka_error,
+    project_topics,
+    topic_partitions,
+    wait_until_described,
+)
+
+settings = get_settings()
 
 
-@app.command(argument("action", type=click.Choice(["create", "describe"])), base=SyncCommand)
-def topics(self, action: str) -> int:
+@command(argument("action", type=click.Choice(["create", "describe"])))
+def topics(action: str) -> int:
     """Create (idempotent) or describe the input/output topics.
 
     create: every topic with CG_PARTITIONS partitions; existing ones are reported, and
@@ -29,7 +38,7 @@ def topics(self, action: str) -> int:
     try:
         plain, compacted_topics = project_topics(settings)
         if action == "create":
-            result = asyncio.run(create_project_topics(settings))
+            result = asyncio.run(_create())
             for name in (*plain, *compacted_topics):
                 compacted = ", compacted" if name in compacted_topics else ""
                 print(f"{name}: {result[name]} ({settings.partitions} partitions{compacted})")
@@ -41,5 +50,12 @@ def topics(self, action: str) -> int:
     except ConfigurationError as exc:
         fail(str(exc), code=1)
     except Exception as exc:  # connection refused, auth failure, ...
-        fail(f"cannot reach Kafka at {settings.bootstrap_servers}: {type(exc).__name__}: {exc}", code=1)
+        fail(kafka_error(settings, exc), code=1)
     return 0
+
+
+async def _create() -> dict[str, str]:
+    """Create the topics and return once the broker describes all of them."""
+    result = await create_project_topics(settings)
+    await wait_until_described(settings, list(result))
+    return result

@@ -19,7 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from stream import kafka_local
+from stream.devtools import kafka_local
 from stream.replay import replay_lines
 from stream.wire import encode_alert
 
