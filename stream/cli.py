@@ -2,8 +2,8 @@
 
 Why not faust's CLI: faust's group imports faust and builds the app before any command
 runs, prints faust's welcome and lists faust commands that do not apply here. So only
-``worker`` (and faust's ``reset`` / ``clean-versions``) build the faust app, lazily,
-and hand over to faust's own worker command with the options given; every other
+``worker`` builds the faust app, lazily, and hands over to faust's own worker command
+with the options given; every other
 command imports no faust at all (a test enforces it), so offline ``replay`` or
 ``schema`` start fast and cannot trip over the worker's machinery.
 ``faust -A stream.app worker`` keeps working (DESIGN.md §5).
@@ -28,7 +28,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "remediate": ("stream.commands.remediate:remediate", "Service"),
     "topics": ("stream.commands.topics:topics", "Service"),
     "reset": ("stream.commands.worker:reset", "Service"),
-    "clean-versions": ("stream.commands.worker:clean_versions", "Service"),
     "replay": ("stream.commands.replay:replay", "Offline and forensics"),
     "export": ("stream.commands.export:export", "Offline and forensics"),
     "explain": ("stream.commands.explain:explain", "Offline and forensics"),
@@ -41,7 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 SECTIONS = ("Service", "Offline and forensics", "Input", "Local development")
 
 #: Long-running commands keep aiokafka's warnings (retries are worth seeing there).
-SERVICES = frozenset({"worker", "remediate", "reset", "clean-versions"})
+SERVICES = frozenset({"worker", "remediate"})
 
 
 def _dist_version(name: str) -> str:

@@ -198,9 +198,9 @@ async def create_topics(
 
 
 def project_topics(settings: Settings) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """``(plain, compacted)``: the topics the project creates itself (faust creates only
-    its changelogs) — the inputs, the outputs and the remediation requests; the node-status
-    topic is compacted (a reader holds every node's current status)."""
+    """``(plain, compacted)``: the inputs, the outputs and the remediation requests; the
+    node-status topic is compacted (a reader holds every node's current status). The
+    state log is separate (:func:`ensure_state_topic`)."""
     plain = (*settings.input_topics, settings.alerts_topic, settings.verdicts_topic,
              settings.deadletter_topic, settings.remediation_topic)
     return plain, (settings.status_topic,)

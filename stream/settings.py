@@ -76,7 +76,7 @@ class Settings(BaseSettings):
     batch_max: int = Field(
         500, ge=1,
         description="Most events the worker takes from the stream at once (stream.take_events): one "
-        "round trip for their alerts, one journal record per context, one write per touched key.",
+        "pass of the engine, then their outputs are sent together (commits are per CG_COMMIT_INTERVAL).",
     )
     batch_within: float = Field(
         0.005, gt=0, le=10,
@@ -191,7 +191,7 @@ class Settings(BaseSettings):
     )
     max_output_bytes: int = Field(
         16 << 20, ge=1 << 20,
-        description="Largest record the worker writes (alerts, dead letters, table changelogs); the topics "
+        description="Largest record the worker writes (alerts, dead letters, state-log fragments); the topics "
         "we create get max.message.bytes = this.",
     )
 

@@ -1,9 +1,11 @@
 """``python -m stream topics create|describe`` — the topics faust does not create.
 
-faust creates only its internal topics (table changelogs). The 7 topics of
-:func:`stream.kafka_clients.project_topics` (inputs, alerts, verdicts, status, dead
-letters, remediation requests) are created here with ``CG_PARTITIONS`` partitions (DESIGN.md
-§7.3); ``checkpoint-status`` is compacted (one record per node). Creating is idempotent,
+The 7 topics of :func:`stream.kafka_clients.project_topics` (inputs, alerts, verdicts,
+status, dead letters, remediation requests) and the worker's state log
+``<CG_APP_ID>-state`` are created here with ``CG_PARTITIONS`` partitions (DESIGN.md
+§7.3); ``checkpoint-status`` is compacted (one record per node), the state log keeps
+its records until the worker's snapshots delete them (the worker also creates it at
+start if it is missing, given the ACL to). Creating is idempotent,
 and an existing topic with another partition count is an error (exit 1), never
 silently accepted.
 """
@@ -19,8 +21,10 @@ from stream.settings import get_settings
 from stream.errors import ConfigurationError
 from stream.kafka_clients import (
     create_project_topics,
+    ensure_state_topic,
     kafka_error,
     project_topics,
+    state_topic,
     topic_partitions,
     wait_until_described,
 )
@@ -30,21 +34,23 @@ settings = get_settings()
 
 @command(argument("action", type=click.Choice(["create", "describe"])))
 def topics(action: str) -> int:
-    """Create (idempotent) or describe the input/output topics.
+    """Create (idempotent) or describe the input/output topics and the state log.
 
     create: every topic with CG_PARTITIONS partitions; existing ones are reported, and
     one with a different partition count is an error. describe: partition counts.
     """
     try:
         plain, compacted_topics = project_topics(settings)
+        log_topic = state_topic(settings)
         if action == "create":
             result = asyncio.run(_create())
-            for name in (*plain, *compacted_topics):
-                compacted = ", compacted" if name in compacted_topics else ""
-                print(f"{name}: {result[name]} ({settings.partitions} partitions{compacted})")
+            for name in (*plain, *compacted_topics, log_topic):
+                kind = (", compacted" if name in compacted_topics else
+                        ", the worker's state log" if name == log_topic else "")
+                print(f"{name}: {result[name]} ({settings.partitions} partitions{kind})")
         else:
-            counts = asyncio.run(topic_partitions(settings, (*plain, *compacted_topics)))
-            for name in (*plain, *compacted_topics):
+            counts = asyncio.run(topic_partitions(settings, (*plain, *compacted_topics, log_topic)))
+            for name in (*plain, *compacted_topics, log_topic):
                 n = counts.get(name)
                 print(f"{name}: {'missing' if n is None else f'{n} partitions'}")
     except ConfigurationError as exc:
@@ -57,5 +63,6 @@ def topics(action: str) -> int:
 async def _create() -> dict[str, str]:
     """Create the topics and return once the broker describes all of them."""
     result = await create_project_topics(settings)
+    result.update(await ensure_state_topic(settings))
     await wait_until_described(settings, list(result))
     return result

@@ -1,7 +1,7 @@
 """``checkpoint-guard worker`` — build the faust app now and hand over to faust's worker.
 
-Only this module (and faust's ``reset`` / ``clean-versions`` below) imports faust: the
-app (:mod:`stream.app`: topology, agent, web views) is built when the command runs, then
+Only ``worker`` imports faust: the app (:mod:`stream.app`: agent, runtime, web views)
+is built when the command runs, then
 faust's own ``worker`` command runs with the options given here. Options keep faust's
 names (``-l``, ``--web-port``, ...; DESIGN.md §5) but their help shows this project's
 defaults (``CG_WEB_HOST`` = 127.0.0.1, not faust's 0.0.0.0). ``-h`` is help here; faust's
@@ -81,18 +81,35 @@ def worker(ctx: click.Context, **params: Any) -> NoReturn:
     handover(args, quiet=get_settings().log_format == "json")
 
 
-_PASSTHROUGH = {"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@option("--yes", "-y", is_flag=True, default=False, help="Do not ask for confirmation.")
+def reset(yes: bool) -> None:
+    """Delete this worker's local state (CG_DATA_DIR/state; it rebuilds from the state log).
 
+    Refuses, with one line, while a worker holds CG_DATA_DIR. The next start restores
+    every assigned partition from ``<CG_APP_ID>-state`` (docs/DURABILITY.md), so nothing
+    is lost; use it after moving a worker or when its RocksDB files are damaged.
+    """
+    from pathlib import Path
 
-@click.command(context_settings=_PASSTHROUGH, add_help_option=False)
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def reset(args: tuple[str, ...]) -> NoReturn:
-    """Delete this worker's local table state (faust reset; tables rebuild from the changelogs)."""
-    handover(["reset", *args])
+    from stream.worker.preflight import lock_data_dir
+    from stream.worker.store import PartitionStore
 
+    data_dir = Path(get_settings().data_dir)
+    state = data_dir / "state"
+    if not state.is_dir() or not any(p.is_dir() for p in state.iterdir()):
+        click.echo(f"nothing to reset: no partition state in {state}")
+        return
+    fd = lock_data_dir(data_dir)  # exits 1 with one line while a worker runs on it
+    try:
+        parts = sorted(p for p in state.iterdir() if p.is_dir())
+        if not yes:
+            click.confirm(f"delete the local state of {len(parts)} partition(s) in {state}?", abort=True)
+        for path in parts:
+            PartitionStore.destroy(path)
+        click.echo(f"deleted the local state of {len(parts)} partition(s) in {state}; "
+                   "the next start restores them from the state log")
+    finally:
+        import os
 
-@click.command(name="clean-versions", context_settings=_PASSTHROUGH, add_help_option=False)
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def clean_versions(args: tuple[str, ...]) -> NoReturn:
-    """Delete old versions of the local table state in CG_DATA_DIR (faust clean-versions)."""
-    handover(["clean-versions", *args])
+        os.close(fd)

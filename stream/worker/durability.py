@@ -355,8 +355,8 @@ class Durability:
 
     async def _log_bounds(self, tp: TopicPartition) -> tuple[int, int]:
         c = self._consumer()
-        await c.start()
-        try:
+        try:  # stop() also when start() failed: no "Unclosed AIOKafkaConsumer" at exit
+            await c.start()
             start = (await c.beginning_offsets([tp]))[tp]
             end = (await c.end_offsets([tp]))[tp]
         finally:
@@ -368,8 +368,8 @@ class Durability:
         if start > last:
             return
         c = self._consumer()
-        await c.start()
         try:
+            await c.start()
             c.assign([tp])
             c.seek(tp, start)
             position = start

@@ -192,7 +192,7 @@ def test_wait_for_returns_after_the_group_commits_past_the_event_with_its_status
 
         failures: list[BaseException] = []
 
-        def worker_stand_in() -> None:  # outputs acked first, then the commit (stream/agents.py)
+        def worker_stand_in() -> None:  # outputs acked first, then the commit (stream/worker/durability.py)
             try:
                 time.sleep(0.5)
                 put_status(settings, status("c1", "leaf-1", authoritative=False, open_rules=["orphaned_referent"]),

@@ -52,7 +52,7 @@ def test_top_level_help_is_checkpoint_guards_and_lists_only_commands_that_apply(
     assert "Welcome" not in proc.stdout and "faust-streaming.github.io" not in proc.stdout
     listed = {line.split()[0] for line in proc.stdout.splitlines() if line.startswith("  ") and line.split()}
     for name in ("worker", "replay", "ingest", "schema", "topics", "kafka", "export", "explain", "tail",
-                 "remediate", "demo", "reset", "clean-versions"):
+                 "remediate", "demo", "reset"):
         assert name in listed, name
     for faust_only in ("send", "livecheck", "model", "models", "agents", "tables", "completion"):
         assert faust_only not in listed, faust_only
@@ -85,7 +85,8 @@ def test_worker_help_shows_the_real_default_web_host(tmp_path):
 
 
 @pytest.mark.parametrize("args", [("replay", "in.jsonl"), ("schema",), ("topics", "--help"), ("ingest", "--help"),
-                                  ("tail", "--help"), ("kafka", "status", "--home", "kh")])
+                                  ("tail", "--help"), ("kafka", "status", "--home", "kh"),
+                                  ("reset", "--yes")])
 def test_commands_other_than_the_worker_import_no_faust(tmp_path, args):
     (tmp_path / "in.jsonl").write_text('{"type":"artifact","event_id":"e","context_id":"c","artifact_id":"a","op":"admitted"}\n')
     probe = ("import atexit, sys\n"
@@ -169,6 +170,28 @@ def test_two_workers_sharing_one_data_dir_refuse_to_start_with_one_line(tmp_path
     msg = one_error_line(proc, 1)
     assert msg == (f"CG_DATA_DIR={data} is in use by another worker (pid 4242, lock {data / 'worker.lock'}); "
                    "give each worker its own CG_DATA_DIR")
+
+
+def test_reset_deletes_the_local_state_and_refuses_while_a_worker_holds_the_dir(tmp_path):
+    from stream.worker.store import PartitionStore, key_json, value_json
+
+    data = tmp_path / "data"
+    assert "nothing to reset" in cli("reset", "--yes", cwd=tmp_path, CG_DATA_DIR=str(data)).stdout
+    for p in (0, 1):
+        store = PartitionStore(data / "state" / f"p{p:05d}")
+        store.write([[0, key_json(("ctx", "a")), value_json(True)]], {})
+        store.close()
+    with open(data / "worker.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.write("4242\n")
+        held.flush()
+        refused = cli("reset", "--yes", cwd=tmp_path, CG_DATA_DIR=str(data))
+    assert "in use by another worker (pid 4242" in one_error_line(refused, 1)
+    assert sorted(p.name for p in (data / "state").iterdir()) == ["p00000", "p00001"]
+    done = cli("reset", "--yes", cwd=tmp_path, CG_DATA_DIR=str(data))
+    assert done.returncode == 0 and "deleted the local state of 2 partition(s)" in done.stdout
+    assert list((data / "state").iterdir()) == []
+    assert cli("reset", cwd=tmp_path, CG_DATA_DIR=str(data)).returncode == 0  # no partitions: nothing to confirm
 
 
 def test_replay_strict_exits_1_on_a_dead_letter_and_still_prints_the_alerts(tmp_path):

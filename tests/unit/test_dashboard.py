@@ -1,7 +1,7 @@
 """The Grafana dashboard and the monitoring deploy files stay in line with the worker.
 
 Why: the dashboard's PromQL names metrics by string; a renamed or removed metric in
-stream/metrics.py would leave a panel silently empty, and a syntax error only shows in
+stream/worker/metrics.py would leave a panel silently empty, and a syntax error only shows in
 Grafana. So every query is parsed by promtool (real Prometheus) and its metric names,
 read from a PromQL syntax tree, are checked against what the worker's registry exports.
 The dashboard must import into any Grafana: a datasource template variable (no fixed
@@ -100,7 +100,7 @@ def test_every_metric_a_dashboard_query_uses_is_exported_by_the_worker(dashboard
         names = metric_names(expr)
         assert names, f"{title}: no metric in {expr!r}"
         unknown = names - exported
-        assert not unknown, f"panel {title!r} queries {sorted(unknown)}, not exported by stream.metrics"
+        assert not unknown, f"panel {title!r} queries {sorted(unknown)}, not exported by stream.worker.metrics"
 
 
 def test_every_exported_metric_has_a_panel(dashboard: dict) -> None:
