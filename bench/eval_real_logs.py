@@ -106,18 +106,33 @@ class Case:
         return self.label["session_id"]
 
 
+def _closeness(ours: str, gold: str) -> tuple[bool, float]:
+    """How close two texts are: one contains the other, then the share of shared content words."""
+    a, b = " ".join(normalize(ours).split()), " ".join(normalize(gold).split())
+    wa, wb = _words(ours), _words(gold)
+    return (a in b or b in a), len(wa & wb) / max(1, len(wa | wb))
+
+
 def map_to_gold(obj: dict[str, Any], gold: dict[str, Gold]) -> str | None:
-    """The gold prohibition our constraint object is, or None."""
+    """The gold prohibition our constraint object is, or None.
+
+    A gold one read on the same line first (the closest, when a line holds several), else
+    the same words read on another line (a queued copy of a typed message).
+    """
     where = obj.get("line", obj.get("event"))
     text = obj.get("text") or ""
-    best = None
+    same_line, elsewhere = [], []
     for g in gold.values():
         if not same_prohibition(text, g.text):
             continue
         if where is not None and g.line is not None and where == g.line:
-            return g.pid
-        best = best or g.pid  # the same words read on another line (a queued copy)
-    return best
+            same_line.append(g)
+        else:
+            elsewhere.append(g)
+    for found in (same_line, elsewhere):
+        if found:
+            return max(found, key=lambda g: _closeness(text, g.text)).pid
+    return None
 
 
 # --------------------------------------------------------------------------- running the pipeline

@@ -121,13 +121,24 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 #: Lines that are output pasted into a message, not words addressed to the agent.
 _PASTED = re.compile(
     r"^\s*(?:[│╭╰├└┌┐┘┬┴┼─━⎿⏺❯▶●○◆■→↳⋮]|\$\s|#\s*\$|>>>|\+\+\+|---\s|@@|=== |\{\s*\"|\[\s*\{|\"[\w-]+\"\s*:|"
-    r"(?:fatal|error|warning|panic|hint|remote|note|go|npm|ok|FAIL|PASS|---\s?FAIL|E\d{3,}|Traceback)\b[:\s]|"
+    r"(?:fatal|error|warning|panic|hint|remote|note|go|npm|ok|FAIL|PASS|---\s?FAIL|E\d{3,})(?::|\t|\s{2,}|$)|"
+    r"npm\s+(?:ERR!|WARN|warn|notice)\b|Traceback\b|"
     r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d|at \S+\(|File \"|create mode|delete mode|modified:|new file:|On branch|"
     r"Your branch|Changes (?:not )?(?:staged|to be)|commit [0-9a-f]{7,}|Author:|Date:|\|)",
 )
 #: A review comment pasted from a bot (title, "High Severity", body, "Fix in ..."): someone else's words.
 _REVIEW_SEVERITY = re.compile(r"^(?:low|medium|high|critical)\s+severity$", re.IGNORECASE)
 _REVIEW_END = re.compile(r"^(?:fix in (?:cursor|web)|<!--|---+$)", re.IGNORECASE)
+#: A lead-in that announces someone else's text on the lines below it (not "my notes:").
+_PASTE_LEAD = re.compile(
+    r"\b(?:here'?s|here\s+(?:is|are)|this\s+is|these\s+are|got|received|(?:wrote|said|sent|reported|commented|posted|says)|"
+    r"from|pasting|pasted|copied|copy|quot(?:e|ing))\b(?![^:]*\b(?:my|our|mine)\b)[^.!?:]{0,60}\b(?:issues?|bug\s+reports?|reports?|"
+    r"tickets?|errors?|logs?|output|traces?|traceback|stack\s*trace|reviews?|comments?|messages?|e-?mails?|feedback|"
+    r"descriptions?|complaints?|threads?)\b[^.!?:]{0,40}:\s*$|^(?:the\s+)?(?:issue|ticket|bug\s+report|error|log|output|"
+    r"review|comment|e-?mail|message)\s+(?:says|reads|is)\s*:\s*$",
+    re.IGNORECASE,
+)
+_PASTE_TITLE = re.compile(r"^(?:title|subject)\s*:\s+\S", re.IGNORECASE)
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|[a-zA-Z][.)])\s+")
 _HEADING = re.compile(r"^\s*#{1,6}\s+(.*)$")
 #: Plan sections that describe rather than direct: there, only explicit imperatives count.
@@ -190,6 +201,7 @@ def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, 
     buf_item = False
     quoting = False
     reviewing = False
+    pasting = 0  # 1: a lead-in announced someone else's text; 2: inside that pasted paragraph
 
     block = 0  # paragraphs and lists are numbered: a blank line, a heading or skipped material ends one
 
@@ -213,6 +225,10 @@ def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, 
         if not stripped:
             yield from flush()
             quoting = False
+            pasting = 1 if pasting == 1 else 0
+            continue
+        if pasting or (not buf and _PASTE_TITLE.match(stripped)):
+            pasting = 2  # the paragraph a lead-in announced ("We got this issue from a user:"), or an issue's "Title:"
             continue
         if reviewing:
             if _REVIEW_END.match(stripped):
@@ -236,6 +252,11 @@ def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, 
         quoting = False
         if _PASTED.match(stripped) or _looks_like_code(line):
             yield from flush()
+            continue
+        if _PASTE_LEAD.search(stripped):
+            buf.append(stripped)
+            yield from flush()
+            pasting = 1
             continue
         if "read the full transcript at:" in stripped or stripped.startswith("If you need specific details"):
             yield from flush()
@@ -305,10 +326,46 @@ def sentences(line: str) -> list[str]:
     return [r for r in (restore(s) for s in out) if r]
 
 
+#: Verbs a plan's or a user's list item starts with when it tells the agent what to do.
+IMPERATIVE_VERBS = frozenset(
+    """add allow append apply assert avoid build bump call change check clean clear close commit compute configure
+    convert copy create default define delete disable dispatch document drop emit enable ensure export expose extract
+    fetch filter find fix format get group handle implement import inject insert install introduce keep leave load
+    log look make map mark match merge migrate modify move normalize open parse pass print push put query read
+    rebase refactor register remove rename render replace reset resolve restore return reuse revert run save send
+    set show skip sort split stage start stop store support switch test track trim update use validate verify wire
+    wrap write""".split()
+)
+
+
+#: What coding agents are told not to do: the verbs of terse and non-native prohibitions ("no apply",
+#: "please not modify X"). Those also used as nouns ("no change", "no update") need an object after them.
+ACTION_VERBS = frozenset(
+    """touch modify change edit alter rewrite remove delete drop add introduce create commit push merge run execute
+    install uninstall rename refactor bump squash rebase deploy apply publish release upgrade downgrade update
+    regenerate reformat format revert reset amend tag force-push use call import move copy overwrite replace
+    restart migrate log print mock skip disable enable expose hardcode hard-code open close send post request""".split()
+)
+_BARE_ACTION_VERBS = frozenset(
+    "touch modify edit alter rewrite remove delete commit push merge execute install uninstall rename refactor bump "
+    "squash rebase deploy apply publish amend force-push overwrite hardcode".split()
+)
+_ACTION = "|".join(sorted(ACTION_VERBS, key=len, reverse=True))
+_BARE_ACTION = "|".join(sorted(_BARE_ACTION_VERBS, key=len, reverse=True))
+_DETERMINER = r"(?:the|a|an|any|this|that|these|those|my|our|your|its|their|anything|it|them)"
+
 _PAREN = re.compile(r"\(([^()]{3,200})\)")
+_SUBJECT_PRONOUN = r"(?:i|we|you|they|he|she|it|there|that|this)(?:'(?:ll|d|m|re|ve|s)|s)?"
+_FINITE = (r"(?:is|are|was|were|isn'?t|aren'?t|wasn'?t|weren'?t|do|does|did|don'?t|doesn'?t|didn'?t|has|have|had|"
+           r"will|won'?t|would|can|can'?t|could|should|must|needs?|still|already|never|always|only|also|just)")
 _CLAUSE_SPLIT = re.compile(
     r"\s*(?:;|\s[—–]\s|\s-\s|:\s+|,\s*but\s+|\s+but\s+(?=(?:also\s+)?(?:don'?t|do not|never|not|no|let'?s|please|we|you|i|it|just)\b)|"
-    r",\s*(?:and|so|then|or)\s+|,\s+(?=(?:let'?s|please|don'?t|do\s+not|never|avoid|just|but|so|and|also|then|no|defer|keep|leave)\s)|"
+    r",\s*(?:and|so|then|or)\s+|,\s+(?=(?:let'?s|please|pls|kindly|don'?t|dont|do\s+not|never|avoid|just|but|so|and|also|then|no|"
+    r"defer|keep|leave|stop|skip)\s)|"
+    # a comma before a new subject ("..., they come from the build") or a new imperative ("..., use Y")
+    rf",\s+(?={_SUBJECT_PRONOUN}\s+[a-z])|"
+    rf",\s+(?=(?:the|this|that|these|those|our|my|its|their|his|her|some|all|every)\s+(?:[\w`.'/-]+\s+){{0,3}}{_FINITE}\b)|"
+    rf",\s+(?=(?:{'|'.join(sorted(IMPERATIVE_VERBS))})\s+(?!,)\S)|"
     r"\s+(?:and|or|then|so)\s+(?=(?:also\s+)?(?:it|we|you|i|they|this|that|these|those|there|let'?s|please|don'?t|do\s+not)\b))\s*",
     re.IGNORECASE,
 )
@@ -336,6 +393,14 @@ def clauses(sentence: str) -> list[tuple[str, bool]]:
             seps.append(m.group(0).strip().lower())
             pos = m.end()
         pieces.append(text[pos:])
+        k = 1
+        while k < len(pieces):  # "don't add, remove or rename files": a list of verbs, one clause
+            last = re.search(r"([A-Za-z]+)\W*$", pieces[k - 1])
+            if seps[k - 1] == "," and last and last.group(1).lower() in IMPERATIVE_VERBS and starts_imperative(pieces[k]):
+                pieces[k - 1 : k + 1] = [f"{pieces[k - 1]}, {pieces[k]}"]
+                del seps[k - 1]
+            else:
+                k += 1
         kept: list[str] = []
         for k, piece in enumerate(pieces):
             if k and seps[k - 1] in ("but", "and", "or") and _shares_subject(pieces[k - 1], piece):
@@ -344,7 +409,8 @@ def clauses(sentence: str) -> list[tuple[str, bool]]:
         merged: list[str] = []
         for piece in kept:
             piece = piece.strip(" ,.-")
-            if merged and _CONDITION_START.match(merged[-1]) and "," not in merged[-1][:-1] and piece:
+            if merged and (_CONDITION_START.match(merged[-1]) or _TOPIC.match(merged[-1] + ", ")) and (
+                    "," not in merged[-1][:-1] and piece):
                 merged[-1] = f"{merged[-1]}, {piece}"
             elif piece:
                 merged.append(piece)
@@ -372,21 +438,11 @@ def _shares_subject(before: str, after: str) -> bool:
     return False
 
 
-#: Verbs a plan's or a user's list item starts with when it tells the agent what to do.
-IMPERATIVE_VERBS = frozenset(
-    """add allow append apply assert avoid build bump call change check clean clear close commit compute configure
-    convert copy create default define delete disable dispatch document drop emit enable ensure export expose extract
-    fetch filter find fix format get group handle implement import inject insert install introduce keep leave load
-    log look make map mark match merge migrate modify move normalize open parse pass print push put query read
-    rebase refactor register remove rename render replace reset resolve restore return reuse revert run save send
-    set show skip sort split stage start stop store support switch test track trim update use validate verify wire
-    wrap write""".split()
-)
 _DECISIONS_LEAD = re.compile(
     r"\b(?:decisions?|constraints?|requirements?|rules?|non-goals?|guardrails?|out of scope|do not|don'?t)\b[^.]*:\s*$", re.I)
 _DECISIONS_SECTION = re.compile(
     r"\b(?:decisions?|constraints?|requirements?|rules?|non-goals?|guardrails?|out of scope|do not|don'?ts?|"
-    r"must not|restrictions?|boundaries|limitations? on)\b", re.I)
+    r"must not|restrictions?|boundaries|limitations? on|design|approach|policy|policies|conventions?|principles?)\b", re.I)
 #: A list whose every item is forbidden ("Don't:", "Out of scope:", a "Non-goals" section).
 _NEGATED_LEAD = re.compile(
     r"(?:^|\b)(don'?ts?|do\s+not|never|avoid|must\s+not|non-goals?|out\s+of\s+scope|not\s+in\s+scope|"
@@ -438,12 +494,14 @@ def units(text: str, *, source: str = "user") -> Iterator[tuple[Unit, list[tuple
 
 _MARKERS = re.compile(
     r"^(?:ok(?:ay)?|yes|yeah|yep|yup|sure|right|fine|great|cool|alright|hmm+|hm+|ah+|oh+|so|and|but|also|then|"
-    r"just|please|pls|actually|well|again|now|first|finally|btw|plus|lol|haha|sorry|thanks|thank you|"
-    r"intentional|intentionally|important|note|nb|again|instead|otherwise|however|and also|but also|"
+    r"just|please|pls|plz|kindly|actually|well|again|now|first|finally|btw|plus|lol|haha|sorry|thanks|thank you|"
+    r"intentional|intentionally|(?:it\s+|this\s+)?(?:is\s+)?(?:very\s+)?important|note|nb|again|instead|otherwise|however|and also|but also|"
     r"like|for now|this time|from now on|going forward|in general|generally|remember|reminder|q|question|fyi)\b[\s,.:!-]*",
     re.IGNORECASE,
 )
 _NO_MARKER = re.compile(r"^no+\b(?:[\s,.!:-]+(?=(?:don'?t|do not|never|let'?s|please|we|you)\b)|\s*[,.!:-]+\s*)", re.I)
+#: A fronted topic: "About the lockfile, please keep it as is".
+_TOPIC = re.compile(r"^(?:about|regarding|re:?|as\s+(?:for|to)|concerning|wrt)\s+[^,]{1,40},\s*", re.I)
 _CONDITION = re.compile(r"^(?:if|when|unless|once|before|after|while|whenever|in case)\b[^,]{0,120},\s*", re.I)
 
 #: After "don't": verbs that make it a dismissal, an opinion or non-necessity, not a prohibition.
@@ -478,11 +536,24 @@ _NEG_IMPERATIVE = re.compile(
     rf"|(?:let'?s\s+)?(?:stop|quit|cease)\s+(?:\w+ing\b|it\b|that\b|this\b|now\b)"
     rf"|under\s+no\s+circumstances"
     rf"|no\s+(?:more\s+)?(?!{_ING_NOT_GERUND}\b)[a-z]+(?:-[a-z]+)*ing\b"
-    rf"|leave\s+.{{1,60}}\s+(?:alone|as[- ]is|untouched|unchanged|intact|in\s+place|where\s+(?:it|they)\s+(?:is|are))\b"
+    rf"|leave\s+.{{1,60}}\s+(?:alone|as[- ]is|as\s+(?:it|they)\s+(?:is|are|was|were|stands?)|untouched|unchanged|intact|in\s+place|"
+    rf"the\s+way\s+(?:it|they)\s+(?:is|are)|where\s+(?:it|they)\s+(?:is|are))\b"
     rf"|(?:you|we|u)\s+(?:must|should|shall|may)\s+(?:not|never)\s+(?!need|have\s+to)[a-z]"
     rf"|(?:you|we)\s+(?:mustn'?t|shouldn'?t|shan'?t)\s+(?!need|have\s+to)[a-z]"
     rf"|(?:you|we)\s+(?:are|'re)\s+not\s+(?:allowed|permitted|supposed)\s+to"
     rf"|(?:you|we)\s+(?:can'?t|cannot|can\s+not)\s+(?:ever\s+)?(?:touch|change|modify|edit|delete|remove|push|commit|merge|use|add|run)\b"
+    # "not (to) V" after a frame that asks for it: "(please) not modify X", "it'd be best not to run X", "try not to"
+    rf"|(?:(?:it'?d|it\s+would|it'?s|it\s+is)\s+(?:be\s+)?(?:best|better|wiser|safer|preferable)\s+|(?:make|be)\s+sure\s+|"
+    rf"be\s+careful\s+|take\s+care\s+|try\s+|(?:you|we)(?:'?d|\s+had)\s+better\s+|better\s+|i'?d\s+prefer\s+(?:(?:you|we)\s+)?|"
+    rf"prefer\s+)?not\s+(?:to\s+)?(?:ever\s+)?(?:{_ACTION})\b"
+    # "no V the X" (non-native), "no apply" (terse)
+    rf"|no\s+(?:{_ACTION})\s+{_DETERMINER}\b|no\s+(?:{_BARE_ACTION})\s*[.!]*$"
+    # modal negation: "we won't V", "X must not / must never V" (any subject)
+    rf"|(?:we|you)\s+(?:won'?t|will\s+not|will\s+never)\s+(?!need|have\s+to|be\s+able|know|see|get|find|notice|lose|"
+    rf"break|hit|miss|regret|be\s+(?:here|there|around|back|available))[a-z]"
+    rf"|(?:[\w`.'*/()-]+\s+){{0,5}}?(?:must|shall)\s+(?:not|never)\s+(?:ever\s+)?(?!be\s+(?:a|an|the|too|very|so|that|this|it)\b)"
+    rf"(?:be\s+\w+(?:ed|en|wn|ne|t)\b|(?!be\b|have\b)[a-z])"
+    rf"|(?:[\w`.'*/()-]+\s+){{0,5}}?mustn'?t\s+(?!be\s+(?:a|an|the|too|very|so)\b)[a-z]"
     rf")",
     re.IGNORECASE,
 )
@@ -501,10 +572,14 @@ _NEEDS_NO = re.compile(
 _NO_NP = re.compile(r"^no\s+(?:more\s+)?(?!more\b|longer\b|one\b|need\b|idea\b|problem|worries|way\b|matter\b|doubt|wait\b|change[sd]?\b|answer|issue|luck|clue|rush|pressure|longer)[`*\w][\w`*./-]*(?:\s+[\w`*./-]+){0,6}$", re.I)
 #: A "no X" that is a directive wherever it stands: additions refused, or said with force.
 _NO_NP_DIRECTIVE = re.compile(
-    r"^no\s+(?:new|extra|additional|further|external|third[- ]party|other)\b|\b(?:please|pls|whatsoever|"
-    r"anymore|any\s+more)\s*[.!]*$",
+    r"^no\s+(?:new|extra|additional|further|external|third[- ]party|other)\b|\b(?:please|pls|plz|whatsoever|"
+    r"anymore|any\s+more|ever|at\s+all|for\s+now|this\s+time|"
+    r"(?:in|on|for|to)\s+(?:this|the|that|our)\s+(?:pr|branch|change|commit|repo|repository|task|release|ticket|pass|round|iteration|file|module|codebase|project))"
+    r"(?:\s+(?:ever|please|pls|either|anymore))?\s*[.!]*$",
     re.IGNORECASE,
 )
+#: "pls no prints": a "no X" asked for.
+_POLITE_NO = re.compile(r"^(?:\W*(?:ok(?:ay)?|and|also|so|but|oh)\W+)*(?:please|pls|plz|kindly)\W+no\s", re.I)
 _NO_NP_BAD_TAIL = re.compile(
     r"\b(?:needed|required|necessary|found|available|provided|yet|left|present|exists?|happens?|fires?|is|are|was|were|"
     r"has|have|had|does|did|will|would|can|could|should|gets?|returns?|matches|means|works?)\b|→|->|=>",
@@ -515,6 +590,8 @@ _PRESERVE = re.compile(
     r"(?:it|them|this|that|these|those|everything|all\s+(?:of\s+)?(?:it|them))\s+(?:local|private|secret|uncommitted|unpushed|out\s+of|off\b)"
     r"|(?:all\s+)?(?:the|our|my|your|existing|current|both)\s+(?!same\b|track|\w+\s+in\s+mind)[\w`*-]+"
     r"|`[^`]+`"
+    r"|(?:[\w`.*/-]+\s+){0,4}?(?:as[- ]is|as\s+(?:it|they)\s+(?:is|are|stands?)|unchanged|untouched|intact|the\s+same|"
+    r"where\s+(?:it|they)\s+(?:is|are)|in\s+place)\b"
     r")",
     re.IGNORECASE,
 )
@@ -527,11 +604,15 @@ _DEFER = re.compile(
     r"|^(?:let'?s\s+|please\s+)?leave\s+(?:it|that|this|those|them|the\s+\w+(?:\s+\w+){0,3})\s+(?:for|until|till)\s+"
     r"(?:later|now|another|a\s+(?:later|follow|separate|future)|the\s+next|next|phase|v\d)"
     r"|^(?:let'?s\s+)?(?:do|handle|tackle|address)\s+(?:it|that|this|those|them)\s+later\b"
+    r"|^(?:let'?s\s+|please\s+)?(?:skip|leave\s+out|hold\s+off\s+on)\s+.{1,60}?\s+(?:for\s+now|for\s+later|until\s+later|"
+    r"for\s+this\s+(?:pr|change|release|round|pass|iteration)|in\s+this\s+(?:pr|change|release|round|pass|iteration)|this\s+time)\b"
     r"|\bdefer(?:red)?\s+(?:to|until)\s+(?:phase|v\d|later|the\s+next|a\s+later|a\s+follow)",
     re.IGNORECASE,
 )
 _RESTRAINT = re.compile(
-    r"\bi'?ll\s+(?:do|handle|take\s+care\s+of|merge|commit|push|run|deploy|release|instruct|decide|review)\b"
+    r"\bi(?:'?ll|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)\s+(?:[\w`./-]+\s+){0,8}?(?:by\s+)?(?:myself|manually|by\s+hand)\b"
+    r"|\b(?:stop|pause|halt)\s+(?:and|then)\s+(?:tell|ask|ping|check\s+with|wait\s+for)\s+me\b"
+    r"|\bi'?ll\s+(?:do|handle|take\s+care\s+of|merge|commit|push|run|deploy|release|instruct|decide|review)\b"
     r"(?:\s+(?:it|that|this|them|those|the\s+\w+|you))?(?:\s+\w+){0,3}?\s*(?:manually|myself|by\s+hand|over\s+there|later|the\s+next\s+steps?|next)\b"
     r"|\bthen\s+i'?ll\s+(?:instruct|tell\s+you|let\s+you\s+know|decide)"
     r"|\b(?:wait\s+for\s+(?:me|my)\b|check\s+with\s+me\s+(?:before|first)|ask\s+(?:me\s+)?(?:before|first)\b|"
@@ -544,6 +625,7 @@ _IMPLICIT = re.compile(
     r"|^(?:ok(?:ay)?|fine|alright)?[\s,.]*do\s+nothing\b"
     r"|^no+\s*[,.!:-]+\s*(?:this|that|it)(?:'s|\s+is)\s+(?:fine|ok(?:ay)?|good|correct|intended|right)\b"
     r"|^no+\s*[,.!:-]+\s*i\s+(?:did\s+not|didn'?t)\s+(?:say|ask)"
+    r"|^(?:no+\W+)?i\s+(?:said|told\s+you|asked\s+(?:for|you\s+to))\s+(?:(?:only|just)\s+[\w`.-]+|[\w`.-]+(?:\s+[\w`.-]+)?\s+only)\s*[.!]*$"
     r"|^(?:yes|yeah|ok(?:ay)?|sure)\s*[,.]?\s*but\s+(?:we|you)\s+(?:don'?t|do\s+not)\s+need\s+to\s+[a-z]",
     re.IGNORECASE,
 )
@@ -559,6 +641,19 @@ _CONTRAST = re.compile(
     r"(?:,\s*(?:but\s+)?|\s+but\s+|^)not\s+(?!only\b|just\b|sure\b|yet\b|really\b|necessarily\b|always\b|that\b|"
     r"a\s+big\s+deal|an?\s+issue|bad\b|needed\b|required\b|necessary\b|possible\b|working\b|true\b|correct\b|the\s+case)"
     r"([\w`_*'\"-].{2,120})$",
+    re.IGNORECASE,
+)
+#: A leading phrase before a directive: "for the tests use X, not Y", "in the handler, return early".
+_LEADING_PHRASE = re.compile(
+    r"^(?:for|in|on|with|inside|within|during|at|about|regarding)\s+(?:[\w`.'/-]+\s+){1,4}?,?\s*"
+    r"(?=(?:please\s+)?(?:use|write|put|keep|make|add|return|go|run|store|send|create|call|pass|prefer|pick|choose|import)\b)",
+    re.IGNORECASE,
+)
+#: "use X not Y" without a comma: a choice between two things.
+_CHOICE_NOT = re.compile(
+    r"^(?:please\s+)?(?:use|prefer|pick|choose|go\s+with|call|import|return|put|store|pass|target|depend\s+on)\s+\S.{0,60}?\s+"
+    r"(?:and\s+|but\s+)?not\s+(?!only\b|just\b|sure\b|yet\b|really\b|necessarily\b|always\b|needed\b|required\b|necessary\b|"
+    r"working\b|possible\b)(?:a|an|the|any|[\w`.-]+)\b",
     re.IGNORECASE,
 )
 _NOT_ING_BUT = re.compile(r"^(?:like\s+)?not\s+(\w+ing\b.{2,100}?)\s+but\s+[a-z]", re.IGNORECASE)
@@ -598,6 +693,7 @@ def _strip_markers(clause: str) -> str:
         s = _MARKERS.sub("", s, count=1).strip(" ,.:!-*_\"'“”")
         s = _NO_MARKER.sub("", s, count=1).strip(" ,.:!-*_\"'“”")
         s = _CONDITION.sub("", s, count=1)
+        s = _TOPIC.sub("", s, count=1)
     return s
 
 
@@ -617,6 +713,13 @@ def _plain(s: str) -> str:
     return re.sub(r"(?<!\w)[*_]{1,3}|[*_]{1,3}(?!\w)", "", s)
 
 
+def _questioned(clause: str, sentence: str) -> bool:
+    """Is ``clause`` the part of the question ``sentence`` that asks (it opens like a question, or ends the sentence)?"""
+    c = clause.strip().rstrip(" .)!\"'`*_?")
+    return (bool(_QUESTION_START.match(_strip_markers(c))) or not c
+            or sentence.strip().rstrip(" .)!\"'`*_?").endswith(c))
+
+
 def is_question(sentence: str) -> bool:
     s = _plain(sentence).strip()
     return s.rstrip(" .)!\"'`*_").endswith("?") or bool(_QUESTION_START.match(_strip_markers(s)))
@@ -628,8 +731,10 @@ def classify(unit: Unit, clause: str, parenthetical: bool, *, source: str) -> st
     sent = _plain(unit.sentence or unit.text)
     if len(raw) < 4 or raw[0] in "\"“'" and not raw.lower().startswith(("'s ", "'ll ")):
         return None  # too short, or a quotation of someone else's words
-    if is_question(sent) or _IMPLICIT.match(_plain(sent)):  # (sentence_forms reads those whole)
+    if _IMPLICIT.match(_plain(sent)):  # (sentence_forms reads those whole)
         return None
+    if is_question(sent) and _questioned(raw, sent):  # a question is judged per clause: the one that asks
+        return "explicit" if _NEG_REQUEST.match(_strip_markers(raw)) else None
     c = _strip_markers(raw)
     if len(c) < 4 or _OPINION.match(c) or _POSSIBILITY.search(c):
         return None
@@ -641,7 +746,7 @@ def classify(unit: Unit, clause: str, parenthetical: bool, *, source: str) -> st
             not re.match(r"no\s+more\b", c, re.I) or _NO_NP_DIRECTIVE.search(c)):  # "no more X": a result, unless said as an order
         # "no X" is a decision only inside a decision list, a parenthetical, or a plan's list item.
         if (unit.decisions or unit.imperative_list or (parenthetical and _directive_host(unit))
-                or _NO_NP_DIRECTIVE.search(c)):
+                or _NO_NP_DIRECTIVE.search(c) or _POLITE_NO.match(raw)):
             return "explicit"
     if _PRESERVE.match(c) and not _PRESERVE_BAD.search(c):
         return "preserve"
@@ -682,8 +787,15 @@ def contrastive(unit: Unit) -> list[str]:
     m = _NOT_ING_BUT.match(core)
     if m:
         return [f"not {m.group(1)}"]
-    if _DIRECTIVE.match(core) and _CONTRAST.search(core):
+    if _DIRECTIVE.match(_LEADING_PHRASE.sub("", core)) and _CONTRAST.search(core):
         return [core]
+    for clause, par in clauses(unit.text):  # "..., use X not Y": the clause that draws it
+        c = _strip_markers(_plain(clause).strip())
+        if par or _POSSIBILITY.search(c) or _OPINION.match(c):
+            continue
+        d = _LEADING_PHRASE.sub("", c)
+        if _CHOICE_NOT.match(d) or (c != core and _DIRECTIVE.match(d) and _CONTRAST.search(d)):
+            return [c]
     return []
 
 
