@@ -331,6 +331,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("dir", nargs="?", default=str(DEFAULT_DIR), help=f"labelled logs (default: {DEFAULT_DIR})")
     ap.add_argument("--match-threshold", type=float, default=DEFAULT_MATCH_THRESHOLD,
                     help=f"as ingest --match-threshold (default {DEFAULT_MATCH_THRESHOLD})")
+    ap.add_argument("--alert-uncertain", action="store_true",
+                    help="alert on a partial match too (default: a partial match counts as carried, for precision)")
     ap.add_argument("--forms", default=",".join(FORMS),
                     help=f"prohibition forms to extract, comma-separated (default: all: {','.join(FORMS)})")
     ap.add_argument("--sweep", default=None, help="thresholds to compare, comma-separated (one line each)")
@@ -347,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         forms = frozenset(f.strip() for f in args.forms.split(",") if f.strip())
-        matcher = ProhibitionMatcher(threshold=args.match_threshold, forms=forms)
+        matcher = ProhibitionMatcher(threshold=args.match_threshold, forms=forms, alert_uncertain=args.alert_uncertain)
         only = split_sessions(root, args.split) if args.split else None
     except ValueError as exc:
         print(f"eval_real_logs: error: {exc}", file=sys.stderr)
@@ -356,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.sweep:
         print(f"{'threshold':>9}  {'precision':>9}  {'recall':>6}  tp  fp  fn  tn")
         for t in (float(x) for x in args.sweep.split(",")):
-            _, scores = evaluate(root, ProhibitionMatcher(threshold=t, forms=forms), only)
+            _, scores = evaluate(root, ProhibitionMatcher(threshold=t, forms=forms, alert_uncertain=args.alert_uncertain), only)
             s = scores["overall"]
             print(f"{t:>9.2f}  {_fmt(s.precision):>9}  {_fmt(s.recall):>6}  {s.tp:>2}  {s.fp:>2}  {s.fn:>2}  {s.tn:>2}")
         return 0
@@ -366,7 +368,8 @@ def main(argv: list[str] | None = None) -> int:
         sets += [(f"all but {f}", set(FORMS) - {f}) for f in extras] + [("all forms", set(FORMS))]
         print(f"{'forms':<26} {'precision':>9}  {'recall':>6}  tp  fp  fn  tn")
         for name, fs in sets:
-            _, scores = evaluate(root, ProhibitionMatcher(threshold=args.match_threshold, forms=frozenset(fs)), only)
+            _, scores = evaluate(root, ProhibitionMatcher(threshold=args.match_threshold, forms=frozenset(fs),
+                                                          alert_uncertain=args.alert_uncertain), only)
             s = scores["overall"]
             print(f"{name:<26} {_fmt(s.precision):>9}  {_fmt(s.recall):>6}  {s.tp:>2}  {s.fp:>2}  {s.fn:>2}  {s.tn:>2}")
         return 0

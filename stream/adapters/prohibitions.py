@@ -501,7 +501,7 @@ _MARKERS = re.compile(
 )
 _NO_MARKER = re.compile(r"^no+\b(?:[\s,.!:-]+(?=(?:don'?t|do not|never|let'?s|please|we|you)\b)|\s*[,.!:-]+\s*)", re.I)
 #: A fronted topic: "About the lockfile, please keep it as is".
-_TOPIC = re.compile(r"^(?:about|regarding|re:?|as\s+(?:for|to)|concerning|wrt)\s+[^,]{1,40},\s*", re.I)
+_TOPIC = re.compile(r"^(?:about|regarding|re:?|as\s+(?:for|to)|concerning|wrt)\s+([^,]{1,40}),\s*", re.I)
 _CONDITION = re.compile(r"^(?:if|when|unless|once|before|after|while|whenever|in case)\b[^,]{0,120},\s*", re.I)
 
 #: After "don't": verbs that make it a dismissal, an opinion or non-necessity, not a prohibition.
@@ -545,11 +545,11 @@ _NEG_IMPERATIVE = re.compile(
     # "not (to) V" after a frame that asks for it: "(please) not modify X", "it'd be best not to run X", "try not to"
     rf"|(?:(?:it'?d|it\s+would|it'?s|it\s+is)\s+(?:be\s+)?(?:best|better|wiser|safer|preferable)\s+|(?:make|be)\s+sure\s+|"
     rf"be\s+careful\s+|take\s+care\s+|try\s+|(?:you|we)(?:'?d|\s+had)\s+better\s+|better\s+|i'?d\s+prefer\s+(?:(?:you|we)\s+)?|"
-    rf"prefer\s+)?not\s+(?:to\s+)?(?:ever\s+)?(?:{_ACTION})\b"
+    rf"prefer\s+)not\s+(?:to\s+(?:ever\s+)?(?!{_NOT_FORBIDDING}\b)[a-z]|(?:ever\s+)?(?:{_ACTION})\b)"
     # "no V the X" (non-native), "no apply" (terse)
     rf"|no\s+(?:{_ACTION})\s+{_DETERMINER}\b|no\s+(?:{_BARE_ACTION})\s*[.!]*$"
     # modal negation: "we won't V", "X must not / must never V" (any subject)
-    rf"|(?:we|you)\s+(?:won'?t|will\s+not|will\s+never)\s+(?!need|have\s+to|be\s+able|know|see|get|find|notice|lose|"
+    rf"|(?:we|you)\s+(?:won'?t|will\s+not|will\s+never)\s+(?!{_NOT_FORBIDDING}\b|be\s+able|get|find|notice|lose|"
     rf"break|hit|miss|regret|be\s+(?:here|there|around|back|available))[a-z]"
     rf"|(?:[\w`.'*/()-]+\s+){{0,5}}?(?:must|shall)\s+(?:not|never)\s+(?:ever\s+)?(?!be\s+(?:a|an|the|too|very|so|that|this|it)\b)"
     rf"(?:be\s+\w+(?:ed|en|wn|ne|t)\b|(?!be\b|have\b)[a-z])"
@@ -578,6 +578,8 @@ _NO_NP_DIRECTIVE = re.compile(
     r"(?:\s+(?:ever|please|pls|either|anymore))?\s*[.!]*$",
     re.IGNORECASE,
 )
+#: "please not modify X" (non-native): a "not V" asked for.
+_POLITE_NOT = re.compile(rf"^(?:\W*(?:ok(?:ay)?|and|also|so|but|oh)\W+)*(?:please|pls|plz|kindly)\W+not\s+(?:to\s+)?(?:{_ACTION})\b", re.I)
 #: "pls no prints": a "no X" asked for.
 _POLITE_NO = re.compile(r"^(?:\W*(?:ok(?:ay)?|and|also|so|but|oh)\W+)*(?:please|pls|plz|kindly)\W+no\s", re.I)
 _NO_NP_BAD_TAIL = re.compile(
@@ -740,7 +742,7 @@ def classify(unit: Unit, clause: str, parenthetical: bool, *, source: str) -> st
         return None
     if unit.descriptive:  # plan sections that describe: only explicit imperatives
         return "explicit" if _NEG_IMPERATIVE.match(c) and not c.lower().startswith("no ") else None
-    if _NEG_IMPERATIVE.match(c) or _REQUIREMENT.match(c) or _NEEDS_NO.match(c):
+    if _NEG_IMPERATIVE.match(c) or _REQUIREMENT.match(c) or _NEEDS_NO.match(c) or _POLITE_NOT.match(raw):
         return "explicit"
     if _NO_NP.match(c) and not _NO_NP_BAD_TAIL.search(c) and (
             not re.match(r"no\s+more\b", c, re.I) or _NO_NP_DIRECTIVE.search(c)):  # "no more X": a result, unless said as an order
@@ -812,21 +814,60 @@ _STOPWORDS = frozenset(
     instructed instruction instructions reminded reminder note noted make sure keep kept keeping circumstances
     without let let's lets ok okay yes yeah yep like need needs needed go going get got one thing things way
     actually really still now yet again even more most much many well maybe perhaps think feel guess
-    explicitly specifically intentionally intentional deliberately important""".split()
+    explicitly specifically intentionally intentional deliberately important
+    either neither both each every other another same own itself themselves yourself yourselves ourselves myself
+    himself herself when whenever while though although because since until unless whether if once what which who
+    whom whose where how why anything everything something nothing anyone everyone someone nobody none
+    new extra additional existing current further via per within through across pls plz kindly rather best
+    better alone""".split()
 )
+#: Negations typed without an apostrophe (also stop words).
+_BARE_NEGATIONS = frozenset("dont wont cant didnt doesnt isnt arent wasnt werent shouldnt wouldnt couldnt mustnt "
+                            "hasnt havent hadnt neednt".split())
 _WORD = re.compile(r"[a-z0-9][a-z0-9_'./~-]*")
+#: "untouched", "unchanged", "uncommitted": the verb, negated (and a negation cue in a summary).
+_UN_PARTICIPLE = re.compile(r"un([a-z]{3,}ed)")
+_NOT_UN_PARTICIPLE = frozenset("united unified unleashed unnamed undertaked underlined underscored unwrapped".split())
 _SUMMARY_NEGATION = re.compile(
     r"\b(?:not|no|never|none|nothing|don't|dont|doesn't|didn't|won't|wouldn't|mustn't|shouldn't|cannot|can't|"
     r"avoid\w*|forb[ia]d\w*|prohibit\w*|without|refrain\w*|instead|rather|except|exclud\w*|skip\w*|"
     r"declin\w*|reject\w*|against|ignor\w*|omit\w*|dropp?\w*|revert\w*|remov\w*|stop\w*|only|"
-    r"out\s+of\s+scope|non-goals?|defer\w*|later)\b",
+    r"out\s+of\s+scope|non-goals?|defer\w*|later|exempt\w*|(?:stay\w*|keep\w*|kept|left|leave)\s+out)\b",
     re.IGNORECASE,
 )
+#: The user keeps the action: a summary saying so carries a prohibition of it ("the user applies it himself").
+_USER_KEEPS = re.compile(
+    r"\b(?:himself|herself|themselves|(?:the\s+)?user\s+(?:will|would|wants\s+to|prefers\s+to|is\s+going\s+to)|"
+    r"(?:for|to)\s+the\s+user\s+to|left\s+to\s+the\s+user|user'?s\s+(?:call|job|decision))\b", re.I)
 _SUMMARY_CUES = {
-    "preserve": re.compile(r"\b(?:keep\w*|kept|preserv\w*|retain\w*|intact|unchanged|untouched|stays?|remain\w*|local|leave|left)\b", re.I),
+    "preserve": re.compile(r"\b(?:keep\w*|kept|preserv\w*|retain\w*|intact|unchanged|untouched|stays?|remain\w*|local|leave|left|"
+                           r"in\s+place|as[- ]is)\b", re.I),
     "defer": re.compile(r"\b(?:defer\w*|later|postpon\w*|follow[- ]?up|separate|future|out of scope|next phase|phase \d+)\b", re.I),
     "restraint": re.compile(r"\b(?:instruct\w*|manual\w*|himself|herself|themselves|user will|user would|wait\w*|ask\w*|told|tell)\b", re.I),
 }
+#: A summary saying a thing stays as it was ("left untouched", "still in place"): it carries a rule not to change,
+#: remove, rename or refactor that thing (when the thing's words are next to it).
+_STAYS = re.compile(
+    r"\b(?:unchanged|untouched|unmodified|intact|kept|preserved|retained|stays?|stayed|remains?|remained|"
+    r"as[- ]is|in\s+place|left\s+(?:alone|as|untouched|unchanged|in\s+place)|still\s+(?:there|present|exists?|in\s+place|used))\b",
+    re.I)
+#: A summary negating a thing itself ("no new ORM", "without Lombok"): it carries a rule not to add or use it.
+_NEGATED_THING = frozenset("no without zero non".split())
+
+#: Verbs of one action: a summary may say any of them for the prohibition's verb (matched by stem).
+VERB_CLASSES = {
+    "change": "touch touched modify modified change changed edit edited alter altered rewrite rewrote rewritten tweak "
+              "update updated bump bumped",
+    "remove": "remove removed delete deleted drop dropped erase erased wipe wiped purge purged",
+    "add": "add added introduce introduced create created",
+    "run": "run ran execute executed trigger triggered",
+    "rename": "rename renamed",
+    "refactor": "refactor refactored restructure restructured",
+}
+#: Classes whose prohibition a "stays as it was" sentence carries.
+_KEEPING_CLASSES = frozenset({"change", "remove", "rename", "refactor"})
+#: Verbs whose prohibition a "no X" / "without X" sentence carries (adding or using the thing).
+_INTRODUCING_VERBS = frozenset("add introduce create use install import write bring pull hardcode hard-code".split())
 
 
 _STEMMER = snowballstemmer.stemmer("english")
@@ -843,16 +884,121 @@ def _stem(word: str) -> str:
     return _STEMMER.stemWord(word)
 
 
+_VERB_CLASS = {_stem(w): name for name, words in VERB_CLASSES.items() for w in words.split()}
+
+
+@lru_cache(maxsize=65_536)
+def _content(raw: str) -> str | None:
+    """The stem a word counts by, or None for a stop word: contractions, hyphens and "un-X-ed" normalized."""
+    bare = re.sub(r"'(?:s|re|ll|ve|d|m)$", "", raw)
+    if raw in _STOPWORDS or bare in _STOPWORDS or raw.strip("'") in _STOPWORDS or raw.endswith("n't") or (
+            raw in _BARE_NEGATIONS):
+        return None
+    if "-" in bare and bare.replace("-", "").isalpha():
+        bare = bare.replace("-", "")  # "hard-coded" ~ "hardcoded"
+    m = _UN_PARTICIPLE.fullmatch(bare)
+    if m and bare not in _NOT_UN_PARTICIPLE:
+        bare = m.group(1)
+    w = _stem(bare)
+    return w if len(w) > 1 and w not in _STOPWORDS else None
+
+
+def _words_of(text: str) -> list[str]:
+    """The words of ``text`` in order: normalized, paths cut at "/" (``e2e/fixtures`` is two words)."""
+    out = []
+    for token in _WORD.findall(normalize(_plain(text)).replace("’", "'")):
+        for part in token.split("/") if "/" in token.strip("/") else [token]:
+            part = part.strip("./~`'-")
+            if "_" in part.strip("_") and "." not in part:
+                out.extend(p for p in part.split("_") if p)  # snake_case: its words ("schedule_interval")
+            elif part:
+                out.append(part)
+    return out
+
+
 def content_words(text: str) -> frozenset[str]:
-    """The words of ``text`` that say what it is about: lower-cased, light-stemmed, no stop words."""
-    out = set()
-    for raw in _WORD.findall(normalize(_plain(text)).replace("’", "'")):
-        if raw in _STOPWORDS or raw.strip("'") in _STOPWORDS:
-            continue
-        w = _stem(raw)
-        if len(w) > 1 and w not in _STOPWORDS:
-            out.add(w)
-    return frozenset(out)
+    """The words of ``text`` that say what it is about: lower-cased, stemmed (Snowball), no stop words."""
+    return frozenset(w for w in map(_content, _words_of(text)) if w)
+
+
+def _class_of(stem: str) -> str:
+    return _VERB_CLASS.get(stem, stem)
+
+
+@dataclass(frozen=True)
+class _Key:
+    """What a summary sentence must say to carry a prohibition."""
+
+    words: frozenset[str]  # content words, a verb replaced by its class
+    thing: frozenset[str]  # the same without the verb: what it acts on
+    verb: str | None  # the verb's class (or stem)
+    introducing: bool  # a rule against adding / using the thing (or a verbless "no X")
+
+
+_KEY_FRAME = re.compile(
+    r"^(?:(?:do\s+not|don'?t|dont|never(?:\s+ever)?|let'?s\s+not|let\s+us\s+not|avoid|stop|quit|refrain\s+from|no|not|"
+    r"(?:you|we|u)\s+(?:must|should|shall|may|will)\s+(?:not|never)|(?:you|we)\s+(?:mustn'?t|shouldn'?t|shan'?t|won'?t|can'?t|cannot)|"
+    r"(?:make|be)\s+sure\s+(?:that\s+)?(?:you|we|it|nothing)?\s*(?:don'?t|do\s+not|never|won'?t|not\s+to)|"
+    r"i'?d\s+(?:rather|prefer)\s+(?:that\s+)?(?:you|we|claude)?\s*(?:didn'?t|did\s+not|don'?t|do\s+not|not|never)|"
+    r"i\s+(?:don'?t|do\s+not)\s+want\s+\w+\s+to|(?:it'?d|it\s+would|it'?s|it\s+is)\s+(?:be\s+)?\w+\s+(?:to\s+)?not|"
+    r"(?:try|be\s+careful|take\s+care|better)\s+not|leave|keep|preserve|defer|postpone|skip|can\s+(?:we|you)\s+not)\s+)+"
+    r"(?:to\s+)?(?:ever\s+)?",
+    re.IGNORECASE,
+)
+_SUBJECT_FIRST = re.compile(r"^(.+?)\s+(?:must|should|shall|may|will|can)(?:\s+not|\s+never|n'?t)\s+(?:ever\s+)?(?:be\s+|get\s+)?(.+)$", re.I)
+_SUBORDINATE = re.compile(r"\s+(?:when|whenever|until|till|unless|because|since|so\s+that|once|while|before|after|"
+                          r"as\s+long\s+as|if|otherwise)\b.*$", re.I)
+_PRONOUNS = frozenset("it them this that these those anything everything something one".split())
+
+
+@lru_cache(maxsize=16_384)
+def _key(text: str, form: str) -> _Key:
+    s = _plain(_PAREN.sub(" ", text))
+    topic = _TOPIC.match(_strip_markers_keep_topic(s))
+    s = _strip_markers(s)
+    if form != "contrastive":
+        first = re.split(r"\s*(?:,|;|\s[—–-]\s)\s*", s)[0]  # the rule, not its reason ("..., they come from the build")
+        if content_words(first):
+            s = first
+        cut = _SUBORDINATE.sub("", s)  # "... when you're done", "... until the page ships"
+        if content_words(cut):
+            s = cut
+    m = _SUBJECT_FIRST.match(s)
+    if m and not _KEY_FRAME.match(s):  # "the e2e fixtures must not be deleted": verb after, thing before
+        verb_part, thing_part = m.group(2), m.group(1)
+    else:
+        rest = _KEY_FRAME.sub("", s)
+        head = re.match(r"^\W*([\w'-]+)\s*(.*)$", rest)
+        verb_part, thing_part = (head.group(1), head.group(2)) if head else ("", rest)
+        if verb_part and not (_class_of(_content(verb_part.lower()) or "") in VERB_CLASSES or verb_part.lower() in IMPERATIVE_VERBS
+                              or verb_part.lower() in ACTION_VERBS or verb_part.lower().endswith("ing")):
+            verb_part, thing_part = "", rest  # a verbless "no X" / "keep X"
+    if topic:
+        thing_part = f"{topic.group(1)} {thing_part}"
+    verb_words = _words_of(verb_part)[:1]
+    verb_stem = _content(verb_words[0]) if verb_words else None
+    verb = _class_of(verb_stem) if verb_stem else None
+    thing = frozenset(_class_of(w) for w in map(_content, _words_of(thing_part)) if w)
+    if not thing:  # a lone word is the thing even when it is a stop word ("dont use any"), a pronoun is not
+        lone = _words_of(thing_part)
+        if len(lone) == 1 and lone[0] not in _PRONOUNS and lone[0] not in _BARE_NEGATIONS:
+            thing = frozenset(lone)
+    words = thing | ({verb} if verb else frozenset())
+    if not words:
+        words = frozenset(_class_of(w) for w in content_words(s))
+    lowered = verb_words[0] if verb_words else ""
+    introducing = not verb or lowered in _INTRODUCING_VERBS or verb == "add" or lowered.rstrip("ing") in _INTRODUCING_VERBS
+    return _Key(words, thing, verb, introducing)
+
+
+def _strip_markers_keep_topic(s: str) -> str:
+    prev = None
+    s = s.strip(" \t*_-\"'“”‘’")
+    while s != prev:
+        prev = s
+        s = _MARKERS.sub("", s, count=1).strip(" ,.:!-*_\"'“”")
+        s = _NO_MARKER.sub("", s, count=1).strip(" ,.:!-*_\"'“”")
+    return s
 
 
 def _key_text(p: Prohibition) -> str:
@@ -869,21 +1015,73 @@ def _flat(text: str) -> str:
     return " ".join(s.split())
 
 
+@dataclass(frozen=True)
+class _Sentence:
+    text: str
+    words: list[str]  # every word, in order
+    stems: list[str | None]  # each word's content stem (verb class), None for a stop word
+    bag: frozenset[str]  # the stems, plus two adjacent words joined ("rate limit" ~ "ratelimit")
+    negated: bool  # has a negation cue
+    stays: list[int]  # positions of words that say a thing stays as it was
+    user_keeps: bool
+    undone: dict[str, list[int]]  # verbs said negated by "un-X-ed" ("uncommitted": commit) -> positions
+
+    @classmethod
+    def of(cls, text: str) -> "_Sentence":
+        words = _words_of(text)
+        stems = [_class_of(c) if (c := _content(w)) else None for w in words]
+        bag = {s for s in stems if s}
+        for a, b in zip(words, words[1:]):
+            if a.isalpha() and b.isalpha():
+                joined = _content(a + b)
+                if joined:
+                    bag.add(joined)
+        stays: list[int] = []
+        if _STAYS.search(text):
+            for i, w in enumerate(words):
+                if _STAYS.match(" ".join(words[i : i + 3])):
+                    stays.append(i)
+        undone: dict[str, list[int]] = {}
+        for i, (w, st) in enumerate(zip(words, stems)):
+            if st and _UN_PARTICIPLE.fullmatch(w) and w not in _NOT_UN_PARTICIPLE:
+                undone.setdefault(st, []).append(i)
+        return cls(text, words, stems, frozenset(bag), bool(_SUMMARY_NEGATION.search(text)), stays,
+                   bool(_USER_KEEPS.search(text)), undone)
+
+    def near(self, thing: frozenset[str], positions: Iterable[int], before: int, after: int) -> bool:
+        """Is a word of ``thing`` within ``before`` words before / ``after`` words after one of ``positions``?"""
+        for p in positions:
+            lo, hi = max(0, p - before), min(len(self.words), p + after + 1)
+            if any(self.stems[i] in thing or self.words[i] in thing for i in range(lo, hi) if i != p):
+                return True
+        return False
+
+
+_ANAPHOR = re.compile(r"\b(?:it|them|this|that|these|those|they)\b", re.I)
+
+
 @dataclass
 class SummaryIndex:
-    """A summary read once for matching: its flat text and its sentences' content words and cues."""
+    """A summary read once for matching: its flat text and its sentences."""
 
     flat: str
-    sentences: list[tuple[str, frozenset[str]]] = field(default_factory=list)
+    sentences: list[_Sentence] = field(default_factory=list)
 
     @classmethod
     def of(cls, summary: str) -> "SummaryIndex":
         out = []
         for line in summary.replace("\r", "\n").split("\n"):
-            for s in re.split(r"(?<=[.!?;])\s+", line):
-                if s.strip():
-                    out.append((s, content_words(s)))
+            for sentence in re.split(r"(?<=[.!?])\s+", line):
+                parts = [p for p in re.split(r"(?<=;)\s+", sentence) if p.strip()]
+                for k, part in enumerate(parts):
+                    out.append(_Sentence.of(part))
+                    if k and _ANAPHOR.search(part):  # "...; do not run it": "it" is in the clause before
+                        out.append(_Sentence.of(f"{parts[k - 1]} {part}"))
         return cls(_flat(summary), out)
+
+
+#: What :meth:`ProhibitionMatcher.judge` says of a (summary, prohibition) pair.
+VERDICTS = ("carried", "uncertain", "dropped")
 
 
 @dataclass(frozen=True)
@@ -904,6 +1102,7 @@ class ProhibitionMatcher:
 
     threshold: float = DEFAULT_MATCH_THRESHOLD
     forms: frozenset[str] = DEFAULT_FORMS
+    alert_uncertain: bool = False
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.threshold <= 1.0:
@@ -940,27 +1139,46 @@ class ProhibitionMatcher:
 
     # ---- carrying
 
-    def carries(self, summary: str | SummaryIndex | None, prohibition: Prohibition) -> bool:
-        """Does ``summary`` still state ``prohibition`` (verbatim or paraphrased)?"""
+    def judge(self, summary: str | SummaryIndex | None, prohibition: Prohibition) -> str:
+        """``carried``, ``uncertain`` or ``dropped``: does ``summary`` still state ``prohibition``? (class docstring)"""
         if not summary:
-            return False
+            return "dropped"
         index = summary if isinstance(summary, SummaryIndex) else SummaryIndex.of(summary)
-        key = _key_text(prohibition)
-        for t in (prohibition.text, key):
+        key_text = _key_text(prohibition)
+        for t in (prohibition.text, key_text):
             ft = _flat(t)
             if len(ft) >= 6 and ft in index.flat:
-                return True
-        wanted = content_words(key)
+                return "carried"
+        form = getattr(prohibition, "form", "explicit")
+        key = _key(prohibition.text, form)
+        wanted, thing = key.words, key.thing
         if not wanted:
-            return False
-        cue = _SUMMARY_CUES.get(getattr(prohibition, "form", "explicit"))
-        need = self.threshold * len(wanted)
-        for sentence, words in index.sentences:
-            if len(wanted & words) < need:
-                continue
-            if _SUMMARY_NEGATION.search(sentence) or (cue is not None and cue.search(sentence)):
-                return True
-        return False
+            return "dropped"
+        cue = _SUMMARY_CUES.get(form)
+        verdict = "dropped"
+        for s in index.sentences:
+            said = len(wanted & s.bag)
+            undone = s.undone.get(key.verb or "")  # "left uncommitted" negates a commit, of the thing next to it
+            cued = (s.negated or s.user_keeps or (cue is not None and bool(cue.search(s.text)))
+                    or bool(undone and (not thing or s.near(thing, undone, 4, 4))))
+            if cued and said >= self.threshold * len(wanted):
+                return "carried"
+            if thing and len(thing & s.bag) >= self.threshold * len(thing):
+                # the verb said otherwise: "left untouched", "not to be modified", "no new ORM"
+                if s.stays and (key.verb in _KEEPING_CLASSES or form == "preserve") and s.near(thing, s.stays, 4, 4):
+                    return "carried"
+                negs = [i for i, w in enumerate(s.words) if w in _NEGATED_THING]
+                if key.introducing and negs and s.near(thing, negs, 0, 3):
+                    return "carried"
+            if (cued or s.stays) and said >= 2 and said >= 0.5 * len(wanted):
+                verdict = "uncertain"
+        return verdict
+
+    def carries(self, summary: str | SummaryIndex | None, prohibition: Prohibition) -> bool:
+        """Does ``summary`` still state ``prohibition``? An ``uncertain`` match counts as carried unless
+        ``alert_uncertain``."""
+        verdict = self.judge(summary, prohibition)
+        return verdict == "carried" or (verdict == "uncertain" and not self.alert_uncertain)
 
     def carried(self, summary: str | None, pool: Iterable[Prohibition]) -> list[Prohibition]:
         """The prohibitions of ``pool`` that ``summary`` carries, in pool order."""

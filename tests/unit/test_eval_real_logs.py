@@ -75,7 +75,8 @@ def test_an_alerted_prohibition_that_is_not_gold_is_a_false_alarm(tmp_path):
     _, scores = eval_real_logs.evaluate(root, eval_real_logs.ProhibitionMatcher())
     s = scores["overall"]
     assert (s.tp, s.fp, s.fn, s.tn) == (3, 1, 1, 1)
-    assert s.fp_items == [f"{SESSION[:8]} C1 (line 14): \"keep the old fixtures, they are shared\" [user, preserve, line 10] "
+    # the extractor cuts the reason off at the comma before its new subject ("..., they are shared")
+    assert s.fp_items == [f"{SESSION[:8]} C1 (line 14): \"keep the old fixtures\" [user, preserve, line 10] "
                           "(not a gold prohibition)"]
 
 

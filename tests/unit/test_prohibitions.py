@@ -264,8 +264,10 @@ def test_a_preserve_form_is_carried_by_a_keep_without_a_negation():
 
 def test_the_matcher_documented_false_alarm_and_miss():
     p = make_prohibition("Do not modify the generated client code.")
-    # false alarm: a faithful paraphrase with synonyms does not count as carried
-    assert not M.carries("The user said never to change the auto-generated API code.", p)
+    # a paraphrase sharing only half the key words (the verb by synonym, "code") is uncertain: not alerted by default
+    loose = "The user said never to change the auto-generated API code."
+    assert M.judge(loose, p) == "uncertain" and M.carries(loose, p)
+    assert not ProhibitionMatcher(alert_uncertain=True).carries(loose, p)
     # miss: a different prohibition over the same words counts as carried
     assert M.carries("Do not forget to modify the generated client code.", p)
     assert ProhibitionMatcher(threshold=0.0).carries("There is no news.", p)  # any negated sentence
@@ -275,13 +277,14 @@ def test_the_matcher_documented_false_alarm_and_miss():
 
 def test_the_threshold_decides_how_loose_a_paraphrase_may_be():
     p = make_prohibition("Don't edit the generated files in src/gen/ by hand.")
-    summary = "The user forbade editing generated files in src/gen/ manually."  # 4 of 5 key words
-    assert ProhibitionMatcher(threshold=0.8).carries(summary, p)
-    assert not ProhibitionMatcher(threshold=0.9).carries(summary, p)
+    summary = "The user forbade editing generated files in src/gen/ manually."  # 5 of 6 key words
+    assert ProhibitionMatcher(threshold=0.8).judge(summary, p) == "carried"
+    assert ProhibitionMatcher(threshold=0.9).judge(summary, p) == "uncertain"
+    assert not ProhibitionMatcher(threshold=0.9, alert_uncertain=True).carries(summary, p)
 
 
 def test_content_words_drop_cues_and_reporting_verbs_and_stem_with_snowball():
-    assert content_words("The user asked us not to edit files under src/gen/.") == {"edit", "file", "src/gen"}
+    assert content_words("The user asked us not to edit files under src/gen/.") == {"edit", "file", "src", "gen"}
     assert content_words("firing") == content_words("fire") == {"fire"}
 
 
