@@ -122,7 +122,7 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 _PASTED = re.compile(
     r"^\s*(?:[│╭╰├└┌┐┘┬┴┼─━⎿⏺❯▶●○◆■→↳⋮]|\$\s|#\s*\$|>>>|\+\+\+|---\s|@@|=== |\{\s*\"|\[\s*\{|\"[\w-]+\"\s*:|"
     r"(?:fatal|error|warning|panic|hint|remote|note|go|npm|ok|FAIL|PASS|---\s?FAIL|E\d{3,})(?::|\t|\s{2,}|$)|"
-    r"npm\s+(?:ERR!|WARN|warn|notice)\b|Traceback\b|"
+    r"npm\s+(?:ERR!|WARN|warn|notice)(?:\s|$)|Traceback\b|"
     r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d|at \S+\(|File \"|create mode|delete mode|modified:|new file:|On branch|"
     r"Your branch|Changes (?:not )?(?:staged|to be)|commit [0-9a-f]{7,}|Author:|Date:|\|)",
 )
@@ -853,6 +853,8 @@ _STAYS = re.compile(
     re.I)
 #: A summary negating a thing itself ("no new ORM", "without Lombok"): it carries a rule not to add or use it.
 _NEGATED_THING = frozenset("no without zero non".split())
+#: Words that may stand between such a negation and the thing ("no new ORM", "without any extra flags").
+_MODIFIERS = frozenset("a an the any new extra additional further more other such single separate own".split())
 
 #: Verbs of one action: a summary may say any of them for the prohibition's verb (matched by stem).
 VERB_CLASSES = {
@@ -933,27 +935,53 @@ class _Key:
     thing: frozenset[str]  # the same without the verb: what it acts on
     verb: str | None  # the verb's class (or stem)
     introducing: bool  # a rule against adding / using the thing (or a verbless "no X")
+    names: frozenset[str] = frozenset()  # code names in the thing (`` `LegacyAuth` ``, ``ProfileModal``): one suffices
 
 
-_KEY_FRAME = re.compile(
-    r"^(?:(?:do\s+not|don'?t|dont|never(?:\s+ever)?|let'?s\s+not|let\s+us\s+not|avoid|stop|quit|refrain\s+from|no|not|"
+#: A negation frame: the word after it is the forbidden verb ("don't / never / avoid / let's not / we won't V").
+_KEY_NEG_FRAME = re.compile(
+    r"^(?:(?:(?:can|could|would|will)\s+(?:you|we)(?:\s+please)?|are\s+we\s+able\s+to|is\s+it\s+possible\s+to|"
+    r"do\s+not|don'?t|dont|never(?:\s+ever)?|let'?s\s+not|let\s+us\s+not|avoid|stop|quit|refrain\s+from|not|"
     r"(?:you|we|u)\s+(?:must|should|shall|may|will)\s+(?:not|never)|(?:you|we)\s+(?:mustn'?t|shouldn'?t|shan'?t|won'?t|can'?t|cannot)|"
-    r"(?:make|be)\s+sure\s+(?:that\s+)?(?:you|we|it|nothing)?\s*(?:don'?t|do\s+not|never|won'?t|not\s+to)|"
+    r"(?:you|we)\s+(?:are|'re)\s+not\s+(?:allowed|permitted|supposed)\s+to|"
+    r"(?:make|be)\s+sure\s+(?:that\s+)?(?:you|we|it|nothing)?\s*(?:don'?t|do\s+not|never|won'?t|not)|"
     r"i'?d\s+(?:rather|prefer)\s+(?:that\s+)?(?:you|we|claude)?\s*(?:didn'?t|did\s+not|don'?t|do\s+not|not|never)|"
     r"i\s+(?:don'?t|do\s+not)\s+want\s+\w+\s+to|(?:it'?d|it\s+would|it'?s|it\s+is)\s+(?:be\s+)?\w+\s+(?:to\s+)?not|"
-    r"(?:try|be\s+careful|take\s+care|better)\s+not|leave|keep|preserve|defer|postpone|skip|can\s+(?:we|you)\s+not)\s+)+"
-    r"(?:to\s+)?(?:ever\s+)?",
+    r"(?:try|be\s+careful|take\s+care|better|you'?d\s+better)\s+not)\s+(?:to\s+)?(?:ever\s+)?)+",
     re.IGNORECASE,
 )
+#: "leave X alone / as is / untouched": a rule not to change X.
+_KEY_LEAVE = re.compile(r"^leave\s+(.+?)\s+(?:alone|as[- ]is|as\s+(?:it|they)\s+(?:is|are|was|were|stands?)|untouched|unchanged|"
+                        r"intact|in\s+place|the\s+way\s+(?:it|they)\s+(?:is|are)|where\s+(?:it|they)\s+(?:is|are))\b.*$", re.I)
+#: "keep / preserve X (as is)", "defer / skip X": X is the thing, there is no forbidden verb.
+_KEY_THING_FRAME = re.compile(r"^(?:keep|preserve|retain|defer|postpone|skip|leave\s+out|hold\s+off\s+on|no)\s+(?:all\s+(?:of\s+)?)?", re.I)
+_KEY_THING_TAIL = re.compile(r"\s+(?:as[- ]is|as\s+(?:it|they)\s+(?:is|are|stands?)|unchanged|untouched|intact|the\s+same|"
+                             r"in\s+place|for\s+now|for\s+later|until\s+later)\b.*$", re.I)
 _SUBJECT_FIRST = re.compile(r"^(.+?)\s+(?:must|should|shall|may|will|can)(?:\s+not|\s+never|n'?t)\s+(?:ever\s+)?(?:be\s+|get\s+)?(.+)$", re.I)
 _SUBORDINATE = re.compile(r"\s+(?:when|whenever|until|till|unless|because|since|so\s+that|once|while|before|after|"
                           r"as\s+long\s+as|if|otherwise)\b.*$", re.I)
+#: Where the thing a verb acts on ends and its circumstances begin ("the fixtures | in e2e/fixtures").
+_PREPOSITION = re.compile(r"\s+(?:in|on|at|for|from|to|into|onto|with|under|inside|within|across|by|during|via|per|"
+                          r"alongside|beside|next\s+to|over|through|without)\s+", re.I)
+_CODE_NAME = re.compile(r"`([^`]+)`|\b([A-Za-z][a-z0-9]+[A-Z]\w*)\b")
 _PRONOUNS = frozenset("it them this that these those anything everything something one".split())
+_FUNCTION_WORDS = _PRONOUNS | _MODIFIERS | frozenset("and or but to of all some my our your their its".split())
+
+
+def _is_gerund_or_action(word: str) -> bool:
+    w = word.lower()
+    return (w.endswith("ing") and not re.fullmatch(_ING_NOT_GERUND, w)) or w in ACTION_VERBS
+
+
+def _stems(text: str) -> frozenset[str]:
+    return frozenset(_class_of(w) for w in map(_content, _words_of(text)) if w)
 
 
 @lru_cache(maxsize=16_384)
 def _key(text: str, form: str) -> _Key:
-    s = _plain(_PAREN.sub(" ", text))
+    """The verb, the thing and its circumstances of a prohibition (see :class:`_Key`)."""
+    bare = _PAREN.sub(" ", text)
+    s = _plain(bare if content_words(bare) else text.replace("(", " ").replace(")", " "))
     topic = _TOPIC.match(_strip_markers_keep_topic(s))
     s = _strip_markers(s)
     if form != "contrastive":
@@ -963,32 +991,47 @@ def _key(text: str, form: str) -> _Key:
         cut = _SUBORDINATE.sub("", s)  # "... when you're done", "... until the page ships"
         if content_words(cut):
             s = cut
-    m = _SUBJECT_FIRST.match(s)
-    if m and not _KEY_FRAME.match(s):  # "the e2e fixtures must not be deleted": verb after, thing before
-        verb_part, thing_part = m.group(2), m.group(1)
-    else:
-        rest = _KEY_FRAME.sub("", s)
-        head = re.match(r"^\W*([\w'-]+)\s*(.*)$", rest)
-        verb_part, thing_part = (head.group(1), head.group(2)) if head else ("", rest)
-        if verb_part and not (_class_of(_content(verb_part.lower()) or "") in VERB_CLASSES or verb_part.lower() in IMPERATIVE_VERBS
-                              or verb_part.lower() in ACTION_VERBS or verb_part.lower().endswith("ing")):
-            verb_part, thing_part = "", rest  # a verbless "no X" / "keep X"
+    verb_word, rest = "", s
+    if m := _KEY_NEG_FRAME.match(s):  # after a negation frame comes the verb ...
+        head = re.match(r"^\W*([\w'-]+)\s*(.*)$", s[m.end():])
+        nominal = re.search(r"(?:avoid|stop|quit|refrain\s+from)\s+$", m.group(0), re.I)  # ... or, after "avoid", a noun
+        if head and head.group(1).lower() not in _FUNCTION_WORDS and (not nominal or _is_gerund_or_action(head.group(1))):
+            verb_word, rest = head.group(1), head.group(2)
+        else:
+            rest = s[m.end():]
+    elif m := _KEY_LEAVE.match(s):
+        verb_word, rest = "change", m.group(1)
+    elif m := re.match(r"^no\s+([\w'-]+)\s*(.*)$", s, re.I):  # "no X": a noun, unless a gerund or an action ("no apply")
+        if _is_gerund_or_action(m.group(1)):
+            verb_word, rest = m.group(1), m.group(2)
+        else:
+            rest = s[3:]
+    elif m := _KEY_THING_FRAME.match(s):
+        rest = _KEY_THING_TAIL.sub("", s[m.end():])
+    elif m := _SUBJECT_FIRST.match(s):  # "the e2e fixtures must not be deleted": the thing before, the verb after
+        after = re.match(r"^\W*([\w'-]+)\s*(.*)$", m.group(2))
+        verb_word, rest = (after.group(1), f"{m.group(1)} {after.group(2)}") if after else ("", m.group(1))
     if topic:
-        thing_part = f"{topic.group(1)} {thing_part}"
-    verb_words = _words_of(verb_part)[:1]
-    verb_stem = _content(verb_words[0]) if verb_words else None
+        rest = f"{topic.group(1)} {rest}"
+    verb_stem = (_content(verb_word.lower()) or _stem(verb_word.lower())) if verb_word else None
     verb = _class_of(verb_stem) if verb_stem else None
-    thing = frozenset(_class_of(w) for w in map(_content, _words_of(thing_part)) if w)
-    if not thing:  # a lone word is the thing even when it is a stop word ("dont use any"), a pronoun is not
-        lone = _words_of(thing_part)
+    parts = _PREPOSITION.split(rest, maxsplit=1)
+    obj, circumstances = parts[0], (parts[1] if len(parts) > 1 else "")
+    thing = _stems(obj)
+    if not thing:
+        lone = _words_of(obj)
         if len(lone) == 1 and lone[0] not in _PRONOUNS and lone[0] not in _BARE_NEGATIONS:
-            thing = frozenset(lone)
-    words = thing | ({verb} if verb else frozenset())
+            thing = frozenset(lone)  # a lone word is the thing even when it is a stop word ("dont use any")
+        else:
+            thing, circumstances = _stems(circumstances), ""  # "don't destroy anything in staging": staging
+    names = frozenset(w for m in _CODE_NAME.finditer(rest) for w in map(_content, _words_of(m.group(0))) if w) & thing
+    words = thing | _stems(circumstances) | ({verb} if verb else frozenset())
     if not words:
         words = frozenset(_class_of(w) for w in content_words(s))
-    lowered = verb_words[0] if verb_words else ""
-    introducing = not verb or lowered in _INTRODUCING_VERBS or verb == "add" or lowered.rstrip("ing") in _INTRODUCING_VERBS
-    return _Key(words, thing, verb, introducing)
+    lowered = verb_word.lower()
+    introducing = (not verb or verb == "add" or lowered in _INTRODUCING_VERBS
+                   or (lowered.endswith("ing") and (lowered[:-3] in _INTRODUCING_VERBS or lowered[:-3] + "e" in _INTRODUCING_VERBS)))
+    return _Key(words, thing, verb, introducing, names)
 
 
 def _strip_markers_keep_topic(s: str) -> str:
@@ -1048,11 +1091,26 @@ class _Sentence:
         return cls(text, words, stems, frozenset(bag), bool(_SUMMARY_NEGATION.search(text)), stays,
                    bool(_USER_KEEPS.search(text)), undone)
 
-    def near(self, thing: frozenset[str], positions: Iterable[int], before: int, after: int) -> bool:
-        """Is a word of ``thing`` within ``before`` words before / ``after`` words after one of ``positions``?"""
+    def has(self, thing: frozenset[str]) -> int:
+        """How many words of ``thing`` the sentence says (a stop-word thing such as ``any`` by its word)."""
+        return sum(1 for w in thing if w in self.bag or w in self.words)
+
+    def near(self, key: "_Key", positions: Iterable[int], before: int, after: int, share: float,
+             governs: bool = False) -> bool:
+        """Does a window of ``before`` words before / ``after`` words after one of ``positions`` hold the
+        thing of ``key`` (``share`` of its words, or a code name it gives: `` `LegacyAuth` ``)?
+
+        ``governs``: the first content word after the position must be the thing's ("no new ORM", not
+        "without asking anyone")."""
         for p in positions:
+            if governs:
+                first = next((i for i in range(p + 1, min(len(self.words), p + after + 1))
+                              if self.words[i] in key.thing or self.words[i] not in _MODIFIERS), None)
+                if first is None or not (self.stems[first] in key.thing or self.words[first] in key.thing):
+                    continue
             lo, hi = max(0, p - before), min(len(self.words), p + after + 1)
-            if any(self.stems[i] in thing or self.words[i] in thing for i in range(lo, hi) if i != p):
+            seen = {self.stems[i] for i in range(lo, hi) if i != p} | {self.words[i] for i in range(lo, hi) if i != p}
+            if len(key.thing & seen) >= share * len(key.thing) or key.names & seen:
                 return True
         return False
 
@@ -1160,18 +1218,19 @@ class ProhibitionMatcher:
             said = len(wanted & s.bag)
             undone = s.undone.get(key.verb or "")  # "left uncommitted" negates a commit, of the thing next to it
             cued = (s.negated or s.user_keeps or (cue is not None and bool(cue.search(s.text)))
-                    or bool(undone and (not thing or s.near(thing, undone, 4, 4))))
+                    or bool(undone and (not thing or s.near(key, undone, 4, 4, self.threshold))))
             if cued and said >= self.threshold * len(wanted):
                 return "carried"
-            if thing and len(thing & s.bag) >= self.threshold * len(thing):
-                # the verb said otherwise: "left untouched", "not to be modified", "no new ORM"
-                if s.stays and (key.verb in _KEEPING_CLASSES or form == "preserve") and s.near(thing, s.stays, 4, 4):
+            if thing and (s.has(thing) >= self.threshold * len(thing) or key.names & s.bag):
+                # the verb said otherwise, next to the thing: "left untouched", "still in place", "no new ORM"
+                if s.stays and (key.verb in _KEEPING_CLASSES or form == "preserve") and s.near(
+                        key, s.stays, 4, 4, self.threshold):
                     return "carried"
                 negs = [i for i, w in enumerate(s.words) if w in _NEGATED_THING]
-                if key.introducing and negs and s.near(thing, negs, 0, 3):
+                if key.introducing and negs and s.near(key, negs, 0, 4, self.threshold, governs=True):
                     return "carried"
-            if (cued or s.stays) and said >= 2 and said >= 0.5 * len(wanted):
-                verdict = "uncertain"
+            if (cued or s.stays) and said >= 2 and said >= 0.5 * len(wanted) and (key.verb is None or key.verb in s.bag):
+                verdict = "uncertain"  # half the words, the same action: a paraphrase we cannot confirm
         return verdict
 
     def carries(self, summary: str | SummaryIndex | None, prohibition: Prohibition) -> bool:
