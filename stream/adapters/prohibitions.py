@@ -991,7 +991,7 @@ def _key(text: str, form: str) -> _Key:
         cut = _SUBORDINATE.sub("", s)  # "... when you're done", "... until the page ships"
         if content_words(cut):
             s = cut
-    verb_word, rest = "", s
+    verb_word, rest, left = "", s, False
     if m := _KEY_NEG_FRAME.match(s):  # after a negation frame comes the verb ...
         head = re.match(r"^\W*([\w'-]+)\s*(.*)$", s[m.end():])
         nominal = re.search(r"(?:avoid|stop|quit|refrain\s+from)\s+$", m.group(0), re.I)  # ... or, after "avoid", a noun
@@ -1000,7 +1000,7 @@ def _key(text: str, form: str) -> _Key:
         else:
             rest = s[m.end():]
     elif m := _KEY_LEAVE.match(s):
-        verb_word, rest = "change", m.group(1)
+        verb_word, rest, left = "change", m.group(1), True
     elif m := re.match(r"^no\s+([\w'-]+)\s*(.*)$", s, re.I):  # "no X": a noun, unless a gerund or an action ("no apply")
         if _is_gerund_or_action(m.group(1)):
             verb_word, rest = m.group(1), m.group(2)
@@ -1026,6 +1026,9 @@ def _key(text: str, form: str) -> _Key:
             thing, circumstances = _stems(circumstances), ""  # "don't destroy anything in staging": staging
     names = frozenset(w for m in _CODE_NAME.finditer(rest) for w in map(_content, _words_of(m.group(0))) if w) & thing
     words = thing | _stems(circumstances) | ({verb} if verb else frozenset())
+    if not thing and not circumstances.strip() and verb_stem:
+        # no thing ("don't commit", "leave them alone"): only the verb itself, not its synonyms, says it
+        words = frozenset() if left else frozenset({verb_stem})
     if not words:
         words = frozenset(_class_of(w) for w in content_words(s))
     lowered = verb_word.lower()
@@ -1072,8 +1075,9 @@ class _Sentence:
     @classmethod
     def of(cls, text: str) -> "_Sentence":
         words = _words_of(text)
-        stems = [_class_of(c) if (c := _content(w)) else None for w in words]
-        bag = {s for s in stems if s}
+        raw = [_content(w) for w in words]
+        stems = [_class_of(c) if c else None for c in raw]
+        bag = {s for s in stems if s} | {c for c in raw if c}  # a verb counts by its class and by itself
         for a, b in zip(words, words[1:]):
             if a.isalpha() and b.isalpha():
                 joined = _content(a + b)
