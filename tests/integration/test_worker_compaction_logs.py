@@ -41,10 +41,10 @@ DOCUMENTED = {
         (NCD, "open", "root:cc:cc-broken-parent-link", ["prohibition:5b3e9627b389"]),
     ],
     "cc:e4c90000-0000-4000-8000-0000000000c9": [
-        (NCD, "open", "e-s1", ["prohibition:33435f925486", "prohibition:8ed482c8be10", "prohibition:d58808ee3ba2",
+        (NCD, "open", "e-s1", ["prohibition:13983af91403", "prohibition:33435f925486", "prohibition:d58808ee3ba2",
           "prohibition:d9fb023660aa"]),
         (NCD, "open", "root:cc:e4c90000-0000-4000-8000-0000000000c9",
-         ["prohibition:33435f925486", "prohibition:8ed482c8be10", "prohibition:d58808ee3ba2",
+         ["prohibition:13983af91403", "prohibition:33435f925486", "prohibition:d58808ee3ba2",
           "prohibition:d9fb023660aa"]),
     ],
 }

@@ -24,6 +24,7 @@ from stream.adapters.claude_code import ClaudeCodeTranscript
 from stream.adapters.compaction_logs import mentioned_artifacts, path_names
 from stream.adapters.openhands import OpenHandsConversation
 from stream.adapters.openhands import discover as discover_oh
+from stream.adapters.prohibitions import ProhibitionMatcher
 from stream.replay import replay_lines
 
 pytestmark = pytest.mark.unit
@@ -87,9 +88,9 @@ EXPECTED = {
     "glued-line": ("claude-code", [CC / "cc-glued-line.jsonl"], []),
     "names-its-transcript": ("claude-code", [CC / "cc-names-its-transcript.jsonl"], []),
     "every-channel": ("claude-code", [CC / "cc-every-channel.jsonl"], [
-        (NCD, "open", "e-s1", ["prohibition:33435f925486", "prohibition:8ed482c8be10", "prohibition:d58808ee3ba2",
+        (NCD, "open", "e-s1", ["prohibition:13983af91403", "prohibition:33435f925486", "prohibition:d58808ee3ba2",
           "prohibition:d9fb023660aa"]),
-        (NCD, "open", f"root:cc:{EVERY}", ["prohibition:33435f925486", "prohibition:8ed482c8be10", "prohibition:d58808ee3ba2",
+        (NCD, "open", f"root:cc:{EVERY}", ["prohibition:13983af91403", "prohibition:33435f925486", "prohibition:d58808ee3ba2",
           "prohibition:d9fb023660aa"]),
     ]),
 }
@@ -159,9 +160,11 @@ def test_ingest_piped_into_replay_gives_exactly_the_fixtures_documented_alerts(n
     assert "0 dead letters" in replay_err
 
 
-def test_a_stricter_match_threshold_turns_the_kept_paraphrase_into_a_dropped_prohibition():
+def test_a_stricter_match_threshold_makes_the_kept_paraphrase_uncertain_which_alerts_only_when_asked():
     alerts, _, _ = ingest_then_replay("openhands", str(OH / "paraphrased-prohibition"), "--match-threshold", "0.9")
-    assert brief(alerts) == [
+    assert brief(alerts) == []  # 5 of 6 key words < 0.9: uncertain, which counts as carried by default
+    strict = ProhibitionMatcher(threshold=0.9, alert_uncertain=True)
+    assert brief(replay_of(library_events("openhands", OH / "paraphrased-prohibition", matcher=strict)).alerts) == [
         (NCD, "open", "00000004-0000-4000-8000-000000000005-summary", ["prohibition:fce9d84e3c79"]),
         (NCD, "open", "root:oh:paraphrased-prohibition", ["prohibition:fce9d84e3c79"]),
     ]
@@ -424,7 +427,7 @@ def test_every_channel_of_the_users_words_is_read_and_tagged_with_its_source():
         ("don't bump the package version", "user", "explicit", 4),  # queued while the agent worked
         ("never squash the history", "user", "explicit", 6),  # queued, named by "remove" + a queued_command
         ("No, leave them alone", "user", "implicit", 10),  # an AskUserQuestion option the user picked
-        ("keep the old fixtures, they are shared", "user", "preserve", 10),  # ... and an answer the user typed
+        ("keep the old fixtures", "user", "preserve", 10),  # ... and an answer the user typed (its reason cut off)
         ("never round half down", "user", "explicit", 11),  # slash-command arguments
     ]  # nothing from the plan's context or verification sections, the code fence, the pasted log or the quote
 
