@@ -239,6 +239,83 @@ def test_every_prohibition_carries_its_source_form_and_origin_on_the_wire():
     assert p.id == make_prohibition("never  EDIT the lockfile").id  # the id is a hash of the normalized text
 
 
+def test_a_line_opening_with_ok_go_or_note_is_the_users_own_words_not_tool_output():
+    assert found("ok next one. stop renaming the fixtures") == ["stop renaming the fixtures"]
+    assert found("go ahead, but don't merge it") == ["don't merge it"]
+    assert found("note the cache is cold. never flush it by hand") == ["never flush it by hand"]
+    # an output prefix is followed by ":", a tab, two spaces or the end of the line
+    assert found("ok  \tpkg/store\t0.41s\nFAIL\tpkg/api\t1.2s\nnpm ERR! do not run as root\ngo: do not use go get") == []
+
+
+def test_a_comma_before_a_new_subject_or_a_new_imperative_ends_a_clause():
+    assert found("leave the vendored copy alone, it comes from upstream") == ["leave the vendored copy alone"]
+    assert found("never drop the index, this table is huge") == ["never drop the index"]
+    assert forms("the parser is slow, use the cached table not the raw dump") == [
+        ("contrastive", "use the cached table not the raw dump")]
+    assert found("don't add, remove or rename routes") == ["don't add, remove or rename routes"]  # a list of verbs
+
+
+def test_a_question_is_judged_per_clause_the_one_that_asks():
+    assert found("Two things: I'd rather you didn't touch the cron file, and could you avoid renaming the jobs?") == [
+        "I'd rather you didn't touch the cron file", "could you avoid renaming the jobs?"]
+    assert found("if we skip the cache, would it be slower?") == []
+    assert found("the tests pass, should we not merge now?") == []
+
+
+def test_terse_and_non_native_negations_are_prohibitions():
+    assert found("please not delete the seed data") == ["not delete the seed data"]
+    assert found("no push the tags to origin") == ["no push the tags to origin"]
+    assert found("tf plan only. no apply") == ["no apply"]
+    assert found("no change.") == []  # a noun: nothing forbidden
+    assert found("pls no emojis") == ["no emojis"]
+    assert found("no refactors in this PR") == ["no refactors in this PR"]
+    assert found("no force pushes on this branch ever") == ["no force pushes on this branch ever"]
+    assert found("kindly do not open a PR yet") == ["do not open a PR yet"]
+    assert found("It'd be best not to restart the broker yourself") == ["It'd be best not to restart the broker yourself"]
+    assert found("Try not to reformat unrelated files.") == ["Try not to reformat unrelated files"]
+
+
+def test_modal_negations_with_any_subject_are_prohibitions_and_predictions_are_not():
+    assert found("We won't cache the tokens.") == ["We won't cache the tokens"]
+    assert found("The importer must never drop rows.") == ["The importer must never drop rows"]
+    assert found("we won't know before Monday") == []
+    assert found("you won't believe this") == []
+    assert found("this must not be the reason") == []
+
+
+def test_keeping_as_is_stopping_to_ask_doing_it_myself_and_skipping_for_now_are_their_forms():
+    assert forms("About the lockfile, please keep as is.") == [("preserve", "About the lockfile, please keep as is")]
+    assert forms("keep the env names unchanged") == [("preserve", "keep the env names unchanged")]
+    assert forms("leave the fixtures as they are") == [("explicit", "leave the fixtures as they are")]
+    assert forms("I will tag the release myself.") == [("restraint", "I will tag the release myself")]
+    assert forms("if the diff touches billing, stop and ask me") == [
+        ("restraint", "if the diff touches billing, stop and ask me")]
+    assert forms("skip the docs for now") == [("defer", "skip the docs for now")]
+    assert forms("NO. i said read only") == [("implicit", "NO. i said read only")]
+
+
+def test_use_x_not_y_is_contrastive_without_a_comma_and_after_a_leading_phrase():
+    assert forms("use the builder not a raw dict") == [("contrastive", "use the builder not a raw dict")]
+    assert forms("for the CLI use click, not argparse") == [("contrastive", "for the CLI use click, not argparse")]
+    assert forms("Also the cache should be per user, store it in redis not in memory") == [
+        ("contrastive", "store it in redis not in memory")]
+    assert found("it's not the parser, the lexer never emits EOF") == []
+
+
+def test_a_no_x_item_or_a_modal_negation_in_a_plans_design_section_is_a_decision():
+    plan = "## Design\n- Tokens live in Vault; no secrets in env files.\n- We won't support IPv6 yet.\n"
+    assert found(plan, source="plan") == ["no secrets in env files", "We won't support IPv6 yet"]
+
+
+def test_a_paragraph_announced_as_someone_elses_text_is_not_read():
+    text = ("We got this bug report from support:\n\nThe export hangs. Please don't retry the upload forever.\n\n"
+            "Can you look? don't change the export format")
+    assert found(text) == ["don't change the export format"]
+    assert found("Title: Crash on save\nNever call save twice.\n\nfix it but don't touch the UI") == [
+        "don't touch the UI"]
+    assert found("my notes from yesterday:\ndon't rebase the branch") == ["don't rebase the branch"]
+
+
 # --------------------------------------------------------------------------- carrying
 
 
@@ -286,6 +363,73 @@ def test_the_threshold_decides_how_loose_a_paraphrase_may_be():
 def test_content_words_drop_cues_and_reporting_verbs_and_stem_with_snowball():
     assert content_words("The user asked us not to edit files under src/gen/.") == {"edit", "file", "src", "gen"}
     assert content_words("firing") == content_words("fire") == {"fire"}
+
+
+def test_a_synonym_of_the_verb_in_a_negated_sentence_carries_the_prohibition():
+    p = make_prohibition("Don't touch the billing module.")
+    assert M.judge("The billing module must not be modified.", p) == "carried"
+    assert M.judge("Nothing in the billing module was edited.", p) == "carried"
+    assert M.judge("The billing module was modified to add VAT.", p) == "dropped"  # no negation
+    assert M.judge("The tests are not modified.", p) == "dropped"  # not the same thing
+
+
+def test_saying_the_thing_stays_as_it_was_carries_a_rule_not_to_change_or_remove_it():
+    bump = make_prohibition("please don't bump the chart version")
+    assert M.judge("Chart version left untouched, as the user asked.", bump) == "carried"
+    assert M.judge("The chart version stays at 2.1.", bump) == "carried"
+    assert M.judge("Version of the chart: 2.1.", bump) == "dropped"
+    # "untouched" next to another thing, in the clause after a ';': not this rule
+    assert M.judge("The chart version was bumped; the values file stays untouched.", bump) == "dropped"
+    keep = make_prohibition("Keep the existing `LegacyAuth` class until the migration ships", form="preserve")
+    assert M.judge("`LegacyAuth` is still in place (to be removed later).", keep) == "carried"  # a code name suffices
+    assert M.judge("LegacyAuth was deleted.", keep) == "dropped"
+
+
+def test_saying_no_x_carries_a_rule_not_to_add_or_use_x_only_when_the_no_governs_x():
+    queue = make_prohibition("Let's not introduce a message queue")
+    assert M.judge("Jobs run in-process (no message queue).", queue) == "carried"
+    assert M.judge("No queue consumer was written yet, the message format is still open.", queue) == "dropped"
+    anything = make_prohibition("dont use any")  # a lone stop word is the thing itself
+    assert M.judge("Typed everything strictly, no `any`.", anything) == "carried"
+    assert M.judge("Continue without asking the user any further questions.", anything) == "dropped"
+
+
+def test_morphology_paths_hyphens_and_un_participles_are_normalized():
+    assert M.judge("the test snapshots must not be deleted",
+                   make_prohibition("DO NOT delete the snapshots in tests/__snapshots__")) == "carried"
+    assert M.judge("no hardcoded timeouts anywhere", make_prohibition("no hard-coded timeouts")) == "carried"
+    commit = make_prohibition("Please don't commit.")
+    assert M.judge("The work is left uncommitted for the user to review.", commit) == "carried"
+    assert M.judge("Committed as abc123; docs left unformatted.", commit) == "dropped"
+    assert content_words("Don't squash when you're done, either") == {"squash"}  # closed-class words are not content
+
+
+def test_the_users_keeping_the_action_carries_it_and_a_pronoun_reads_the_clause_before():
+    p = make_prohibition("It'd be best not to run the reindex yourself")
+    assert M.judge("The user will trigger the reindex after the deploy; do not run it.", p) == "carried"
+    assert M.judge("Reindex done.", p) == "dropped"
+
+
+def test_the_key_of_a_prohibition_is_its_rule_not_its_reason_or_its_condition():
+    p = make_prohibition("never rename the public topics, consumers subscribe by name")
+    assert M.judge("Public topics unchanged (consumers subscribe by name).", p) == "carried"
+    q = make_prohibition("Don't squash the commits when you're done")
+    assert M.judge("Keep the commit history as is (no squashing).", q) == "carried"
+
+
+def test_a_prohibition_without_a_thing_is_said_only_by_its_own_verb():
+    p = make_prohibition("leave them alone", form="implicit")
+    assert M.judge("No schema change in this PR.", p) == "dropped"  # the noun "change" is not "leave alone"
+    assert M.judge("Nothing was committed.", make_prohibition("don't commit")) == "carried"
+
+
+def test_a_partial_match_is_uncertain_only_if_it_shares_the_action():
+    p = make_prohibition("dont touch the migrations dir")
+    summary = "Do not modify anything under migrations/."  # the verb by synonym and 1 of 2 thing words
+    assert M.judge(summary, p) == "uncertain" and M.carries(summary, p)
+    assert not ProhibitionMatcher(alert_uncertain=True).carries(summary, p)
+    r = make_prohibition("We won't rate-limit internal calls")
+    assert M.judge("Internal calls are exempt.", r) == "dropped"  # the nouns without the action
 
 
 # --------------------------------------------------------------------------- any text
