@@ -9,21 +9,27 @@ implements are written down in ``docs/REAL_LOGS.md`` ("What counts").
 Extraction, in three steps:
 
 1. **Text**: pasted material is dropped before anything is read — code fences, quoted
-   lines (``> ...``), tool/terminal output and logs, wrapper tags of slash commands and
-   local shell commands (their ``<command-args>`` are kept), system reminders, tables.
+   lines (``> ...``), tool/terminal output and logs (an output prefix such as ``ok`` or
+   ``note`` needs ``:``, a tab or two spaces after it), wrapper tags of slash commands and
+   local shell commands (their ``<command-args>`` are kept), system reminders, tables, the
+   paragraph a lead-in announces as someone else's text ("We got this issue from a user:").
    A plan is read as markdown: its headings name sections, and sections that describe
    (context, bug analysis, verification, tests, expected output) only contribute
    explicit imperatives.
 2. **Segmentation** (:func:`sentences`): lines, then sentence ends (``.``/``!``/``?``,
    also before a lower-case word, but not after an abbreviation, inside inline code or
    a file name), then clauses (``;``, a spaced dash, ``, but``, ``and``/``or`` before a
-   new subject or cue); parentheticals are read as clauses of their own.
+   new subject or cue, a comma before a new subject or a new imperative); parentheticals
+   are read as clauses of their own. A question is judged per clause: only the clause that
+   asks is a question.
 3. **Classification** (:func:`classify`): a clause is a prohibition when, after leading
    discourse markers ("ok", "also", "no,", "please", ...), it is an imperative negation
    addressed to the agent — ``don't``/``do not``/``never`` + verb, ``let's not``,
    ``avoid``/``stop`` + verb, ``no`` + gerund, ``you/we must not``/``shouldn't``,
-   ``leave ... alone``, ``keep it local/private``, ``<it> should not be <done>``,
-   ``<it> needs no X``, a ``no X`` item in a list of decisions — or one of the extra
+   ``we won't``, ``<anything> must not``, ``please not V``, ``no V the X``, ``it'd be
+   best / try / make sure not to V``, ``leave ... alone / as it is``, ``keep it
+   local/private``, ``<it> should not be <done>``, ``<it> needs no X``, a ``no X`` item in
+   a list of decisions or said with a scope or force ("in this PR", "ever", "pls") — or one of the extra
    forms (:data:`FORMS`): ``preserve`` (keep the existing X), ``contrastive`` (a
    directive "..., not Y"), ``defer`` (an explicit deferral), ``restraint`` (the user
    keeps the action: "I'll do that manually", "ask before ..."), ``implicit`` (a decline:
@@ -31,6 +37,11 @@ Extraction, in three steps:
    think"), possibility or non-necessity ("may not", "don't have to", "no need to"), a
    dismissal ("never mind", "don't worry"), a description (a cue that is not in
    imperative position: "X is never called").
+
+Matching (:meth:`ProhibitionMatcher.judge`): a prohibition's key is its verb and the thing
+it acts on (markers, a reason after a comma, a trailing ``when``/``until`` clause away);
+words are compared by stem after normalizing paths, ``snake_case``, hyphens, contractions
+and ``un-X-ed`` participles, with a small table of verb classes (:data:`VERB_CLASSES`).
 
 Every prohibition is tagged with its ``source`` (``user``, ``plan``, ``rule_file``,
 ``system``) and where it was read (``line`` of a transcript, ``event`` of a
@@ -1151,15 +1162,24 @@ class ProhibitionMatcher:
     """Finds prohibitions in raw text and decides whether a summary still carries them.
 
     * :meth:`prohibitions` — the extractor (module docstring), restricted to ``forms``.
-    * :meth:`carries` — verbatim (the prohibition's text, or its key part without
-      markers and parenthesized reasons, appears in the summary), or paraphrased: one
-      summary sentence has a cue of the same polarity (a negation; for ``preserve``
-      also keep/retain/unchanged, for ``defer`` later/deferred, for ``restraint``
-      instruct/manual/ask) and at least ``threshold`` of the key part's content words.
-      A prohibition without content words is carried only verbatim.
+    * :meth:`judge` — ``carried`` when the summary states it verbatim (its text, or its
+      key part without markers and parenthesized reasons), or one summary sentence (a
+      ``;`` clause; with the clause before when it says "it") has a cue of the same
+      polarity (a negation, "the user will ... himself"; for ``preserve`` also
+      keep/retain/unchanged, for ``defer`` later/deferred, for ``restraint``
+      instruct/manual/ask) and at least ``threshold`` of the key's words (the verb by its
+      class: "modified" says "touch"); or says the thing stays as it was ("left
+      untouched", "still in place": a rule not to change / remove / rename / refactor it)
+      or governs it with "no"/"without" ("no new ORM": a rule not to add / use it), with
+      ``threshold`` of the thing's words (or a code name of it) next to that cue.
+      ``uncertain`` when a cued sentence has at least two and half of the key's words,
+      the action among them; else ``dropped``. A prohibition with no thing ("don't
+      commit") is said only by its own verb; one without words only verbatim.
+    * :meth:`carries` — ``judge`` is not ``dropped``; with ``alert_uncertain``, only
+      ``carried`` (an uncertain match then alerts).
 
     ``threshold`` in [0, 1]: lower keeps more paraphrases (fewer false alarms, more
-    misses); higher flags more paraphrases as dropped. Synonyms never match.
+    misses); higher makes more of them uncertain (or dropped, with ``alert_uncertain``).
     """
 
     threshold: float = DEFAULT_MATCH_THRESHOLD
