@@ -382,6 +382,10 @@ _CLAUSE_SPLIT = re.compile(
 )
 
 
+_INTERJECTION = re.compile(r"\b((?:do\s+not|don'?t|dont|never)(?:\s+ever)?)\s*,\s*[^,]{1,40}?,\s*"
+                           r"(?=(?!(?:do\s+not|don'?t|dont|never)\b)[a-z])", re.IGNORECASE)
+#: A lead that puts what follows its ":" out of scope: "Not in this PR: the router refactor".
+_SCOPE_LEAD = re.compile(r"^(?:not\s+(?:in|for)\s+(?:this|the\s+current)\s+\w+|out\s+of\s+scope(?:\s+for\s+now)?|non-goals?)$", re.I)
 _CONDITION_START = re.compile(r"^(?:if|when|unless|once|before|after|while|until|whenever|in\s+case)\b", re.I)
 
 
@@ -392,6 +396,7 @@ def clauses(sentence: str) -> list[tuple[str, bool]]:
     that subject ("we use X but don't change Y": *we* don't) and is dropped; a leading
     condition stays with the clause it conditions ("if it fails, don't retry").
     """
+    sentence = _INTERJECTION.sub(r"\1 ", sentence)  # "do not, under any circumstances, touch X"
     inner = [m.group(1) for m in _PAREN.finditer(sentence)]
     host = _PAREN.sub(" ", sentence)
     out: list[tuple[str, bool]] = []
@@ -404,6 +409,13 @@ def clauses(sentence: str) -> list[tuple[str, bool]]:
             seps.append(m.group(0).strip().lower())
             pos = m.end()
         pieces.append(text[pos:])
+        k = 1
+        while k < len(pieces):
+            if seps[k - 1] == ":" and _SCOPE_LEAD.match(_plain(pieces[k - 1]).strip(" *")):  # "Not in this PR: X"
+                pieces[k - 1 : k + 1] = [f"{pieces[k - 1]}: {pieces[k]}"]
+                del seps[k - 1]
+            else:
+                k += 1
         k = 1
         while k < len(pieces):  # "don't add, remove or rename files": a list of verbs, one clause
             last = re.search(r"([A-Za-z]+)\W*$", pieces[k - 1])
@@ -540,7 +552,10 @@ _NOT_BASE_FORM = (
 _NEG_IMPERATIVE = re.compile(
     rf"^(?:please\s+)?(?:(?:do\s+not|don'?t|dont|never|never\s+ever)\s+(?:ever\s+)?(?!{_NOT_FORBIDDING}\b|mind\b|{_NOT_BASE_FORM}\b)[a-z]"
     rf"|(?:make\s+sure|ensure|be\s+sure)\s+(?:that\s+)?(?:you|we|it|nothing|they|the\s+\w+)?\s*(?:don'?t|do\s+not|never|doesn'?t|does\s+not|won'?t|will\s+not|isn'?t)\s+[a-z]"
-    rf"|i'?d\s+(?:rather|prefer)\s+(?:that\s+)?(?:you|we|claude)\s+(?:didn'?t|did\s+not|don'?t|do\s+not|not|never)\s+[a-z]"
+    rf"|i(?:'?d|\s+would)?\s+(?:rather|prefer)\s+(?:that\s+)?(?:you|we|claude)\s+(?:didn'?t|did\s+not|don'?t|do\s+not|not|never)\s+[a-z]"
+    # "I don't want any new X" (not "I don't want to V": the user's own aim); "hands off X"
+    rf"|i\s+(?:don'?t|do\s+not)\s+want\s+(?:any|more|new|extra|additional|another)\s+[a-z`]"
+    rf"|hands\s+off\s+[\w`]"
     rf"|i\s+(?:don'?t|do\s+not)\s+want\s+(?:you|claude|us|the\s+agent|it|them|anyone)\s+to\s+[a-z]"
     rf"|(?:let'?s|let\s+us|lets)\s+(?:not|never)\s+(?!worry|bother|overthink|panic|forget|get\s+ahead)[a-z]"
     rf"|(?:let'?s\s+)?(?:avoid|refrain\s+from)\s+[a-z_`*'\"]"
@@ -574,13 +589,26 @@ _REQUIREMENT = re.compile(
     r"(?:must|should|shall)\s+(?:not|never)\s+(?:be|get|ever\s+be)\s+\w+(?:ed|en|wn|ne|t)\b",
     re.IGNORECASE,
 )
+#: "Nothing in vendor/ should be edited", "no file under X may be changed".
+_NOTHING_SHOULD = re.compile(
+    r"^(?:nothing|no\s+(?:file|files|code|line|test|tests|module|change|changes))\s+(?:(?:in|under|inside|outside|from|of)\s+\S+(?:\s+\S+){0,2}\s+)?"
+    r"(?:should|must|may|can|shall)\s+(?:ever\s+)?(?:be|get)\s+\w+(?:ed|en|wn|ne|t)\b",
+    re.IGNORECASE,
+)
+#: "the public API must stay the same": a thing to keep as it is.
+_MUST_STAY = re.compile(
+    r"^(?:the|this|that|these|those|our|its|their|all|every|`)[^,;]{0,60}?\s+(?:must|should|has\s+to|have\s+to|needs?\s+to)\s+"
+    r"(?:stay|remain|be\s+kept|keep\s+working)(?:\s+(?:the\s+same|unchanged|as[- ]is|intact|stable|untouched|where\s+(?:it|they)\s+(?:is|are)|"
+    r"backwards?[- ]compatible|compatible|in\s+place|working))?\s*[.!]*$",
+    re.IGNORECASE,
+)
 #: "it needs no date", "the file should have no status".
 _NEEDS_NO = re.compile(
     r"^(?:it|this|that|they|the\s+[\w`.-]+(?:\s+[\w`.-]+){0,2})\s+(?:needs|need|should\s+have|must\s+have|has\s+to\s+have|gets|should\s+get)\s+no\s+[a-z`]",
     re.IGNORECASE,
 )
 #: A "no X" noun phrase (a design decision when it stands in a list of them).
-_NO_NP = re.compile(r"^no\s+(?:more\s+)?(?!more\b|longer\b|one\b|need\b|idea\b|problem|worries|way\b|matter\b|doubt|wait\b|change[sd]?\b|answer|issue|luck|clue|rush|pressure|longer)[`*\w][\w`*./-]*(?:\s+[\w`*./-]+){0,6}$", re.I)
+_NO_NP = re.compile(r"^no\s+(?:more\s+)?(?!more\b|longer\b|one\b|need\b|idea\b|problem|worries|way\b|matter\b|doubt|wait\b|change[sd]?\b(?!\s+(?:to|in|on)\s)|answer|issue|luck|clue|rush|pressure|longer)[`*\w][\w`*./-]*(?:\s+[\w`*./-]+){0,6}$", re.I)
 #: A "no X" that is a directive wherever it stands: additions refused, or said with force.
 _NO_NP_DIRECTIVE = re.compile(
     r"^no\s+(?:new|extra|additional|further|external|third[- ]party|other)\b|\b(?:please|pls|plz|whatsoever|"
@@ -617,6 +645,7 @@ _DEFER = re.compile(
     r"|^(?:let'?s\s+|please\s+)?leave\s+(?:it|that|this|those|them|the\s+\w+(?:\s+\w+){0,3})\s+(?:for|until|till)\s+"
     r"(?:later|now|another|a\s+(?:later|follow|separate|future)|the\s+next|next|phase|v\d)"
     r"|^(?:let'?s\s+)?(?:do|handle|tackle|address)\s+(?:it|that|this|those|them)\s+later\b"
+    r"|^not\s+(?:in|for)\s+(?:this|the\s+current)\s+(?:pr|change|release|branch|ticket|iteration|sprint|phase|round|pass)\b"
     r"|^(?:let'?s\s+|please\s+)?(?:skip|leave\s+out|hold\s+off\s+on)\s+.{1,60}?\s+(?:for\s+now|for\s+later|until\s+later|"
     r"for\s+this\s+(?:pr|change|release|round|pass|iteration)|in\s+this\s+(?:pr|change|release|round|pass|iteration)|this\s+time)\b"
     r"|\bdefer(?:red)?\s+(?:to|until)\s+(?:phase|v\d|later|the\s+next|a\s+later|a\s+follow)",
@@ -753,7 +782,8 @@ def classify(unit: Unit, clause: str, parenthetical: bool, *, source: str) -> st
         return None
     if unit.descriptive:  # plan sections that describe: only explicit imperatives
         return "explicit" if _NEG_IMPERATIVE.match(c) and not c.lower().startswith("no ") else None
-    if _NEG_IMPERATIVE.match(c) or _REQUIREMENT.match(c) or _NEEDS_NO.match(c) or _POLITE_NOT.match(raw):
+    if (_NEG_IMPERATIVE.match(c) or _REQUIREMENT.match(c) or _NEEDS_NO.match(c) or _POLITE_NOT.match(raw)
+            or _NOTHING_SHOULD.match(c) or re.match(r"^(?:out\s+of\s+scope(?:\s+for\s+now)?|non-goals?)\s*:\s*\S", c, re.I)):
         return "explicit"
     if _NO_NP.match(c) and not _NO_NP_BAD_TAIL.search(c) and (
             not re.match(r"no\s+more\b", c, re.I) or _NO_NP_DIRECTIVE.search(c)):  # "no more X": a result, unless said as an order
@@ -761,7 +791,7 @@ def classify(unit: Unit, clause: str, parenthetical: bool, *, source: str) -> st
         if (unit.decisions or unit.imperative_list or (parenthetical and _directive_host(unit))
                 or _NO_NP_DIRECTIVE.search(c) or _POLITE_NO.match(raw)):
             return "explicit"
-    if _PRESERVE.match(c) and not _PRESERVE_BAD.search(c):
+    if (_PRESERVE.match(c) and not _PRESERVE_BAD.search(c)) or _MUST_STAY.match(c):
         return "preserve"
     if _DEFER.search(c):
         return "defer"
@@ -859,7 +889,7 @@ _SUMMARY_CUES = {
 #: A summary saying a thing stays as it was ("left untouched", "still in place"): it carries a rule not to change,
 #: remove, rename or refactor that thing (when the thing's words are next to it).
 _STAYS = re.compile(
-    r"\b(?:unchanged|untouched|unmodified|intact|kept|preserved|retained|stays?|stayed|remains?|remained|"
+    r"\b(?:unchanged|untouched|unmodified|intact|kept|keeps|preserved|retained|stays?|stayed|remains?|remained|"
     r"as[- ]is|in\s+place|left\s+(?:alone|as|untouched|unchanged|in\s+place)|still\s+(?:there|present|exists?|in\s+place|used))\b",
     re.I)
 #: A summary negating a thing itself ("no new ORM", "without Lombok"): it carries a rule not to add or use it.
@@ -956,7 +986,8 @@ _KEY_NEG_FRAME = re.compile(
     r"(?:you|we|u)\s+(?:must|should|shall|may|will)\s+(?:not|never)|(?:you|we)\s+(?:mustn'?t|shouldn'?t|shan'?t|won'?t|can'?t|cannot)|"
     r"(?:you|we)\s+(?:are|'re)\s+not\s+(?:allowed|permitted|supposed)\s+to|"
     r"(?:make|be)\s+sure\s+(?:that\s+)?(?:you|we|it|nothing)?\s*(?:don'?t|do\s+not|never|won'?t|not)|"
-    r"i'?d\s+(?:rather|prefer)\s+(?:that\s+)?(?:you|we|claude)?\s*(?:didn'?t|did\s+not|don'?t|do\s+not|not|never)|"
+    r"i(?:'?d|\s+would)?\s+(?:rather|prefer)\s+(?:that\s+)?(?:you|we|claude)?\s*(?:didn'?t|did\s+not|don'?t|do\s+not|not|never)|"
+    r"hands\s+off(?:\s+of)?|"
     r"i\s+(?:don'?t|do\s+not)\s+want\s+\w+\s+to|(?:it'?d|it\s+would|it'?s|it\s+is)\s+(?:be\s+)?\w+\s+(?:to\s+)?not|"
     r"(?:try|be\s+careful|take\s+care|better|you'?d\s+better)\s+not)\s+(?:to\s+)?(?:ever\s+)?)+",
     re.IGNORECASE,
@@ -965,9 +996,12 @@ _KEY_NEG_FRAME = re.compile(
 _KEY_LEAVE = re.compile(r"^leave\s+(.+?)\s+(?:alone|as[- ]is|as\s+(?:it|they)\s+(?:is|are|was|were|stands?)|untouched|unchanged|"
                         r"intact|in\s+place|the\s+way\s+(?:it|they)\s+(?:is|are)|where\s+(?:it|they)\s+(?:is|are))\b.*$", re.I)
 #: "keep / preserve X (as is)", "defer / skip X": X is the thing, there is no forbidden verb.
-_KEY_THING_FRAME = re.compile(r"^(?:keep|preserve|retain|defer|postpone|skip|leave\s+out|hold\s+off\s+on|no)\s+(?:all\s+(?:of\s+)?)?", re.I)
+_KEY_THING_FRAME = re.compile(
+    r"^(?:(?:let'?s|let\s+us|we\s+(?:can|should|will)|please)\s+)?(?:keep|preserve|retain|defer|postpone|park|punt\s+on|skip|"
+    r"leave\s+out|hold\s+off\s+on|put\s+off|leave(?=\s+.+\s+(?:for|until|till)\s+)|no)\s+(?:all\s+(?:of\s+)?)?", re.I)
 _KEY_THING_TAIL = re.compile(r"\s+(?:as[- ]is|as\s+(?:it|they)\s+(?:is|are|stands?)|unchanged|untouched|intact|the\s+same|"
-                             r"in\s+place|for\s+now|for\s+later|until\s+later)\b.*$", re.I)
+                             r"in\s+place|for\s+now|for\s+later|until\s+later|(?:for|until|till)\s+(?:later|another|a\s+|the\s+next|"
+                             r"next|phase|v\d)|working|alive|around|(?:backwards?[- ])?compatible)\b.*$", re.I)
 _SUBJECT_FIRST = re.compile(r"^(.+?)\s+(?:must|should|shall|may|will|can)(?:\s+not|\s+never|n'?t)\s+(?:ever\s+)?(?:be\s+|get\s+)?(.+)$", re.I)
 _SUBORDINATE = re.compile(r"\s+(?:when|whenever|until|till|unless|because|since|so\s+that|once|while|before|after|"
                           r"as\s+long\s+as|if|otherwise)\b.*$", re.I)

@@ -316,6 +316,19 @@ def test_a_paragraph_announced_as_someone_elses_text_is_not_read():
     assert found("my notes from yesterday:\ndon't rebase the branch") == ["don't rebase the branch"]
 
 
+def test_idioms_of_refusal_and_of_keeping_a_thing_as_it_is_are_prohibitions():
+    assert found("Do NOT, under any circumstances, touch the prod database.") == ["Do NOT touch the prod database"]
+    assert found("Do not, I repeat, do not deploy on Friday.") == ["do not deploy on Friday"]
+    assert found("hands off the auth module") == ["hands off the auth module"]
+    assert found("I don't want any new dependencies.") == ["I don't want any new dependencies"]
+    assert found("I don't want to break them.") == []  # the user's own aim
+    assert found("I prefer you don't rename things") == ["I prefer you don't rename things"]
+    assert found("Nothing in vendor/ should be edited.") == ["Nothing in vendor/ should be edited"]
+    assert forms("the public API must stay the same") == [("preserve", "the public API must stay the same")]
+    assert forms("Not in this PR: the refactor of the router.") == [("defer", "Not in this PR: the refactor of the router")]
+    assert found("Out of scope: the billing page") == ["Out of scope: the billing page"]
+
+
 # --------------------------------------------------------------------------- carrying
 
 
@@ -430,6 +443,12 @@ def test_a_partial_match_is_uncertain_only_if_it_shares_the_action():
     assert not ProhibitionMatcher(alert_uncertain=True).carries(summary, p)
     r = make_prohibition("We won't rate-limit internal calls")
     assert M.judge("Internal calls are exempt.", r) == "dropped"  # the nouns without the action
+
+
+def test_a_deferral_is_carried_by_a_later_cue_on_its_thing():
+    p = make_prohibition("let's leave the caching for later", form="defer")
+    assert M.judge("Caching deferred to a follow-up.", p) == "carried"
+    assert M.judge("Caching works now.", p) == "dropped"
 
 
 # --------------------------------------------------------------------------- any text
