@@ -572,8 +572,8 @@ _NEG_IMPERATIVE = re.compile(
     rf"|(?:(?:it'?d|it\s+would|it'?s|it\s+is)\s+(?:be\s+)?(?:best|better|wiser|safer|preferable)\s+|(?:make|be)\s+sure\s+|"
     rf"be\s+careful\s+|take\s+care\s+|try\s+|(?:you|we)(?:'?d|\s+had)\s+better\s+|better\s+|i'?d\s+prefer\s+(?:(?:you|we)\s+)?|"
     rf"prefer\s+)not\s+(?:to\s+(?:ever\s+)?(?!{_NOT_FORBIDDING}\b)[a-z]|(?:ever\s+)?(?:{_ACTION})\b)"
-    # "no V the X" (non-native), "no apply" (terse)
-    rf"|no\s+(?:{_ACTION})\s+{_DETERMINER}\b|no\s+(?:{_BARE_ACTION})\s*[.!]*$"
+    # "no apply" (terse); not "no V the X": "no revert those changes" is "no, revert them" as often as "don't"
+    rf"|no\s+(?:{_BARE_ACTION})\s*[.!]*$"
     # modal negation: "we won't V", "X must not / must never V" (any subject)
     rf"|(?:we|you)\s+(?:won'?t|will\s+not|will\s+never)\s+(?!{_NOT_FORBIDDING}\b|be\s+able|get|find|notice|lose|"
     rf"break|hit|miss|regret|be\s+(?:here|there|around|back|available))[a-z]"
@@ -718,6 +718,7 @@ _QUESTION_START = re.compile(
     r"the|a|an|any|our|your|my|its|claude|anyone|someone)\b",
     re.IGNORECASE,
 )
+_WH_QUESTION = re.compile(r"^(?:why|how|what|which|who|whom|whose|where|any\s+reason)\b", re.IGNORECASE)
 #: A question that asks for a negative action: "can we not push the tests to the end?".
 _NEG_REQUEST = re.compile(
     r"^(?:(?:can|could|would)\s+(?:we|you)|are\s+we\s+able\s+to|is\s+it\s+possible\s+to)\s+(?:please\s+)?"
@@ -756,10 +757,14 @@ def _plain(s: str) -> str:
 
 
 def _questioned(clause: str, sentence: str) -> bool:
-    """Is ``clause`` the part of the question ``sentence`` that asks (it opens like a question, or ends the sentence)?"""
+    """Is ``clause`` the part of the question ``sentence`` that asks? The clause that opens like a
+    question, else (no clause does) the one that ends the sentence."""
     c = clause.strip().rstrip(" .)!\"'`*_?")
-    return (bool(_QUESTION_START.match(_strip_markers(c))) or not c
-            or sentence.strip().rstrip(" .)!\"'`*_?").endswith(c))
+    if not c or _QUESTION_START.match(_strip_markers(c)):
+        return True
+    if any(_QUESTION_START.match(_strip_markers(_plain(k).strip())) for k, _ in clauses(sentence)):
+        return False
+    return sentence.strip().rstrip(" .)!\"'`*_?").endswith(c)
 
 
 def is_question(sentence: str) -> bool:
@@ -775,7 +780,8 @@ def classify(unit: Unit, clause: str, parenthetical: bool, *, source: str) -> st
         return None  # too short, or a quotation of someone else's words
     if _IMPLICIT.match(_plain(sent)):  # (sentence_forms reads those whole)
         return None
-    if is_question(sent) and _questioned(raw, sent):  # a question is judged per clause: the one that asks
+    if is_question(sent) and (_WH_QUESTION.match(_strip_markers(sent)) or _questioned(raw, sent)):
+        # a question is judged per clause (the one that asks), but one opening with a wh-word asks about all of it
         return "explicit" if _NEG_REQUEST.match(_strip_markers(raw)) else None
     c = _strip_markers(raw)
     if len(c) < 4 or _OPINION.match(c) or _POSSIBILITY.search(c):

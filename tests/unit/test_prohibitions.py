@@ -260,11 +260,14 @@ def test_a_question_is_judged_per_clause_the_one_that_asks():
         "I'd rather you didn't touch the cron file", "could you avoid renaming the jobs?"]
     assert found("if we skip the cache, would it be slower?") == []
     assert found("the tests pass, should we not merge now?") == []
+    assert found("Can you add the banner, and please do not touch the templates?") == ["do not touch the templates?"]
+    # a wh-question asks about all of it: what follows its colon is what it asks about
+    assert found("why does the list print this: keep the cache warm and never drop the index?") == []
 
 
 def test_terse_and_non_native_negations_are_prohibitions():
     assert found("please not delete the seed data") == ["not delete the seed data"]
-    assert found("no push the tags to origin") == ["no push the tags to origin"]
+    assert found("no revert those changes") == []  # "no, revert them" as often as "don't revert them": not read
     assert found("tf plan only. no apply") == ["no apply"]
     assert found("no change.") == []  # a noun: nothing forbidden
     assert found("pls no emojis") == ["no emojis"]
