@@ -1117,11 +1117,12 @@ class _Sentence:
     text: str
     words: list[str]  # every word, in order
     stems: list[str | None]  # each word's content stem (verb class), None for a stop word
-    bag: frozenset[str]  # the stems, plus two adjacent words joined ("rate limit" ~ "ratelimit")
+    bag: frozenset[str]  # the stems
     negated: bool  # has a negation cue
     stays: list[int]  # positions of words that say a thing stays as it was
     user_keeps: bool
     undone: dict[str, list[int]]  # verbs said negated by "un-X-ed" ("uncommitted": commit) -> positions
+    joined: frozenset[str]  # two adjacent words written as one ("hard coded": "hardcoded")
 
     @classmethod
     def of(cls, text: str) -> "_Sentence":
@@ -1129,11 +1130,7 @@ class _Sentence:
         raw = [_content(w) for w in words]
         stems = [_class_of(c) if c else None for c in raw]
         bag = {s for s in stems if s} | {c for c in raw if c}  # a verb counts by its class and by itself
-        for a, b in zip(words, words[1:]):
-            if a.isalpha() and b.isalpha():
-                joined = _content(a + b)
-                if joined:
-                    bag.add(joined)
+        joined = frozenset(a + b for a, b in zip(words, words[1:]) if a.isalpha() and b.isalpha())
         stays: list[int] = []
         if _STAYS.search(text):
             for i, w in enumerate(words):
@@ -1144,11 +1141,16 @@ class _Sentence:
             if st and _UN_PARTICIPLE.fullmatch(w) and w not in _NOT_UN_PARTICIPLE:
                 undone.setdefault(st, []).append(i)
         return cls(text, words, stems, frozenset(bag), bool(_SUMMARY_NEGATION.search(text)), stays,
-                   bool(_USER_KEEPS.search(text)), undone)
+                   bool(_USER_KEEPS.search(text)), undone, joined)
+
+    def says(self, word: str) -> bool:
+        """Does the sentence say ``word`` (a stem; a compound also written as two words, a stop word by itself)?"""
+        return (word in self.bag or word in self.words
+                or (len(word) >= 6 and any(j.startswith(word) for j in self.joined)))
 
     def has(self, thing: frozenset[str]) -> int:
-        """How many words of ``thing`` the sentence says (a stop-word thing such as ``any`` by its word)."""
-        return sum(1 for w in thing if w in self.bag or w in self.words)
+        """How many words of ``thing`` the sentence says."""
+        return sum(1 for w in thing if self.says(w))
 
     def near(self, key: "_Key", positions: Iterable[int], before: int, after: int, share: float,
              governs: bool = False) -> bool:
@@ -1279,7 +1281,7 @@ class ProhibitionMatcher:
         cue = _SUMMARY_CUES.get(form)
         verdict = "dropped"
         for s in index.sentences:
-            said = len(wanted & s.bag)
+            said = s.has(wanted)
             undone = s.undone.get(key.verb or "")  # "left uncommitted" negates a commit, of the thing next to it
             cued = (s.negated or s.user_keeps or (cue is not None and bool(cue.search(s.text)))
                     or bool(undone and (not thing or s.near(key, undone, 4, 4, self.threshold))))
