@@ -131,7 +131,7 @@ _NOT_WORDS = (
 _FENCE = re.compile(r"^\s*(```|~~~)")
 #: Lines that are output pasted into a message, not words addressed to the agent.
 _PASTED = re.compile(
-    r"^\s*(?:[│╭╰├└┌┐┘┬┴┼─━⎿⏺❯▶●○◆■→↳⋮]|\$\s|#\s*\$|>>>|\+\+\+|---\s|@@|=== |\{\s*\"|\[\s*\{|\"[\w-]+\"\s*:|"
+    r"^\s*(?:[│╭╰├└┌┐┘┬┴┼─━⎿⏺❯▶●○◆■→↳⋮]|\$\s|#\s*\$|>>>|\+\+\+|---\s|@@|[+-]\t|=== |\{\s*\"|\[\s*\{|\"[\w-]+\"\s*:|"
     r"(?:fatal|error|warning|panic|hint|remote|note|go|npm|ok|FAIL|PASS|---\s?FAIL|E\d{3,})(?::|\t|\s{2,}|$)|"
     r"npm\s+(?:ERR!|WARN|warn|notice)(?:\s|$)|Traceback\b|"
     r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d|at \S+\(|File \"|create mode|delete mode|modified:|new file:|On branch|"
@@ -150,7 +150,8 @@ _PASTE_LEAD = re.compile(
     re.IGNORECASE,
 )
 _PASTE_TITLE = re.compile(r"^(?:title|subject)\s*:\s+\S", re.IGNORECASE)
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|[a-zA-Z][.)])\s+")
+#: A list item's marker: a dash or number, or a pictograph used as a bullet ("❌ no unwrap", "✅ tests").
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|[a-zA-Z][.)]|[\u2190-\u21ff\u2600-\u27bf\U0001f000-\U0001faff]\ufe0f?)\s+")
 _HEADING = re.compile(r"^\s*#{1,6}\s+(.*)$")
 #: Plan sections that describe rather than direct: there, only explicit imperatives count.
 _DIRECTIVE_SECTION = re.compile(
@@ -297,6 +298,8 @@ def _looks_like_code(line: str) -> bool:
 # --------------------------------------------------------------------------- step 2: segmentation
 
 
+#: Spoken fillers ("um", "uh"): not words of the message (dictated text has them between its clauses).
+_FILLER = re.compile(r"\b(?:u+m+|u+h+|uhm+|erm+|er)\b,?\s*", re.IGNORECASE)
 _ABBREV = frozenset(
     "e.g i.e etc vs cf approx incl esp resp viz al fig no nr mr mrs ms dr st jr sr inc ltd co".split()
 )
@@ -312,7 +315,7 @@ def sentences(line: str) -> list[str]:
         spans.append(m.group(0))
         return f"\x00{len(spans) - 1}\x00"
 
-    text = _CODE_SPAN.sub(protect, line)
+    text = _FILLER.sub("", _CODE_SPAN.sub(protect, line))
     out: list[str] = []
     start = 0
     for m in _BOUNDARY.finditer(text):
@@ -377,7 +380,11 @@ _CLAUSE_SPLIT = re.compile(
     rf",\s+(?={_SUBJECT_PRONOUN}\s+[a-z])|"
     rf",\s+(?=(?:the|this|that|these|those|our|my|its|their|his|her|some|all|every)\s+(?:[\w`.'/-]+\s+){{0,3}}{_FINITE}\b)|"
     rf",\s+(?=(?:{'|'.join(sorted(IMPERATIVE_VERBS))})\s+(?!,)\S)|"
-    r"\s+(?:and|or|then|so)\s+(?=(?:also\s+)?(?:it|we|you|i|they|this|that|these|those|there|let'?s|please|don'?t|do\s+not)\b))\s*",
+    r"(?<!\bthat)(?<!\bif)(?<!\bwhen)(?<!\bunless)(?<!\bbefore)(?<!\bafter)(?<!\buntil)(?<!\bbecause)(?<!\bas)(?<!\bso)"
+    r"(?<!\band)(?<!\bbut)(?<!\bor)(?<!\bwhat)(?<!\bthan)(?<!\bwhere)(?<!\bwhile)(?<!\bonce)"
+    r"\s+(?=i\s+(?:wanna|want|will|need|think|guess|prefer|gotta|have\s+to|am\s+going|would|can)\b|i'(?:ll|d|m)\s)|"
+    r"\s+(?:and|or|then|so)\s+(?=(?:also\s+)?(?:no\s+)?(?:it|we|you|i|they|this|that|these|those|there|let'?s|please|don'?t|dont|"
+    r"do\s+not|never)\b))\s*",
     re.IGNORECASE,
 )
 
@@ -469,9 +476,10 @@ _DECISIONS_SECTION = re.compile(
 #: A list whose every item is forbidden ("Don't:", "Out of scope:", a "Non-goals" section).
 _NEGATED_LEAD = re.compile(
     r"(?:^|\b)(don'?ts?|do\s+not|never|avoid|must\s+not|non-goals?|out\s+of\s+scope|not\s+in\s+scope|"
-    r"what\s+not\s+to\s+do)\s*:\s*$", re.I)
+    r"what\s+not\s+to\s+do|won'?t\s+do|will\s+not\s+do|not\s+doing|not\s+planned|excluded|exclusions)\s*:\s*$", re.I)
 _NEGATED_SECTION = re.compile(r"^(don'?ts|do\s+not|never|avoid|non-goals?|out\s+of\s+scope|not\s+in\s+scope|"
-                              r"what\s+not\s+to\s+do)\b", re.I)
+                              r"what\s+not\s+to\s+do|won'?t\s+do|will\s+not\s+do|not\s+doing|not\s+planned|excluded|"
+                              r"exclusions)\b", re.I)
 #: A lead-in that introduces consequences or observations, not instructions ("This means:").
 _CONSEQUENCE_LEAD = re.compile(r"\b(?:means|result|results|effects?|outcome|consequences?|so|i\.e\.|currently|today|before|now)\s*:\s*$", re.I)
 
@@ -519,9 +527,14 @@ _MARKERS = re.compile(
     r"^(?:ok(?:ay)?|yes|yeah|yep|yup|sure|right|fine|great|cool|alright|hmm+|hm+|ah+|oh+|so|and|but|also|then|"
     r"just|please|pls|plz|kindly|actually|well|again|now|first|finally|btw|plus|lol|haha|sorry|thanks|thank you|"
     r"intentional|intentionally|(?:it\s+|this\s+)?(?:is\s+)?(?:very\s+)?important|note|nb|again|instead|otherwise|however|and also|but also|"
-    r"like|for now|this time|from now on|going forward|in general|generally|remember|reminder|q|question|fyi)\b[\s,.:!-]*",
+    r"like|for now|this time|from now on|going forward|in general|generally|remember|reminder|q|question|fyi|"
+    r"nice|perfect|lgtm|awesome|excellent|good|got\s+it|looks\s+good|sounds\s+good|"
+    r"that'?s\s+(?:good|fine|great|ok(?:ay)?|right|perfect|nice|correct|better)|thats\s+(?:good|fine|great|ok|right|perfect|nice)|"
+    r"nit|nitpick|suggestion|oh|ah|anyway|anyways)\b[\s,.:!-]*",
     re.IGNORECASE,
 )
+#: Pictographs and symbols before the first word ("🚫 don't rename it").
+_LEADING_SYMBOLS = re.compile(r"^[\s\u2190-\u21ff\u2600-\u27bf\U0001f000-\U0001faff\ufe0f]+")
 _NO_MARKER = re.compile(r"^no+\b(?:[\s,.!:-]+(?=(?:don'?t|do not|never|let'?s|please|we|you)\b)|\s*[,.!:-]+\s*)", re.I)
 #: A fronted topic: "About the lockfile, please keep it as is".
 _TOPIC = re.compile(r"^(?:about|regarding|re:?|as\s+(?:for|to)|concerning|wrt)\s+([^,]{1,40}),\s*", re.I)
@@ -551,8 +564,17 @@ _NOT_BASE_FORM = (
 )
 _NEG_IMPERATIVE = re.compile(
     rf"^(?:please\s+)?(?:(?:do\s+not|don'?t|dont|never|never\s+ever)\s+(?:ever\s+)?(?!{_NOT_FORBIDDING}\b|mind\b|{_NOT_BASE_FORM}\b)[a-z]"
-    rf"|(?:make\s+sure|ensure|be\s+sure)\s+(?:that\s+)?(?:you|we|it|nothing|they|the\s+\w+)?\s*(?:don'?t|do\s+not|never|doesn'?t|does\s+not|won'?t|will\s+not|isn'?t)\s+[a-z]"
+    rf"|(?:let'?s\s+)?(?:make\s+sure|ensure|be\s+sure)\s+(?:that\s+)?(?:you|we|it|nothing|they|the\s+\w+)?\s*(?:don'?t|do\s+not|never|doesn'?t|does\s+not|won'?t|will\s+not|isn'?t)\s+[a-z]"
+    rf"|(?:let'?s\s+)?(?:make\s+sure|ensure|be\s+sure)\s+(?:that\s+)?(?:we|you|it|they|nothing|nobody)(?:'re|'s|\s+are|\s+is)\s+not\s+\w+ing\b"
     rf"|i(?:'?d|\s+would)?\s+(?:rather|prefer)\s+(?:that\s+)?(?:you|we|claude)\s+(?:didn'?t|did\s+not|don'?t|do\s+not|not|never)\s+[a-z]"
+    rf"|i(?:'?d|\s+would)\s+(?:rather\s+not|prefer\s+not\s+to)\s+(?!{_NOT_FORBIDDING}\b)[a-z]"
+    rf"|(?:it\s+would|it'?d)\s+be\s+(?:great|good|nice|best|better|ideal|preferable|wise|safer)\s+if\s+(?:we|you)\s+(?:could\s+|can\s+)?"
+    rf"(?:avoid|not|didn'?t|did\s+not|don'?t|do\s+not|never|stopped|refrained\s+from)\s+[a-z]"
+    rf"|i(?:'?d|\s+would)\s+appreciate\s+(?:it\s+)?if\s+(?:you|we)\s+(?:didn'?t|did\s+not|don'?t|do\s+not|wouldn'?t|would\s+not|"
+    rf"could\s+avoid|avoided|never)\s+[a-z]"
+    # (J) a hedge between the subject and its modal: "we probably shouldn't", "you really must not"
+    rf"|(?:you|we)\s+(?:probably|really|definitely|certainly|still|just|also|honestly)\s+(?:shouldn'?t|should\s+not|mustn'?t|must\s+not|"
+    rf"must\s+never|should\s+never)\s+(?!need|have\s+to)[a-z]"
     # "I don't want any new X" (not "I don't want to V": the user's own aim); "hands off X"
     rf"|i\s+(?:don'?t|do\s+not)\s+want\s+(?:any|more|new|extra|additional|another)\s+[a-z`]"
     rf"|hands\s+off\s+[\w`]"
@@ -577,10 +599,14 @@ _NEG_IMPERATIVE = re.compile(
     # modal negation: "we won't V", "X must not / must never V" (any subject)
     rf"|(?:we|you)\s+(?:won'?t|will\s+not|will\s+never)\s+(?!{_NOT_FORBIDDING}\b|be\s+able|get|find|notice|lose|"
     rf"break|hit|miss|regret|be\s+(?:here|there|around|back|available))[a-z]"
-    rf"|(?:[\w`.'*/()-]+\s+){{0,5}}?(?:must|shall)\s+(?:not|never)\s+(?:ever\s+)?(?!be\s+(?:a|an|the|too|very|so|that|this|it)\b)"
-    rf"(?:be\s+\w+(?:ed|en|wn|ne|t)\b|(?!be\b|have\b)[a-z])"
-    rf"|(?:[\w`.'*/()-]+\s+){{0,5}}?mustn'?t\s+(?!be\s+(?:a|an|the|too|very|so)\b)[a-z]"
     rf")",
+    re.IGNORECASE,
+)
+#: "X must not / must never V" with any subject: a requirement (in a plan's test section, a criterion instead).
+_MODAL_NEGATION = re.compile(
+    rf"^(?:[\w`.'*/()-]+\s+){{0,5}}?(?:must|shall)\s+(?:not|never)\s+(?:ever\s+)?(?!be\s+(?:a|an|the|too|very|so|that|this|it)\b)"
+    rf"(?:be\s+\w+(?:ed|en|wn|ne|t)\b|(?!be\b|have\b)[a-z])"
+    rf"|^(?:[\w`.'*/()-]+\s+){{0,5}}?mustn'?t\s+(?!be\s+(?:a|an|the|too|very|so)\b)[a-z]",
     re.IGNORECASE,
 )
 #: "It should not be cleared by X", "this must never be exposed" (a requirement on a thing).
@@ -608,7 +634,7 @@ _NEEDS_NO = re.compile(
     re.IGNORECASE,
 )
 #: A "no X" noun phrase (a design decision when it stands in a list of them).
-_NO_NP = re.compile(r"^no\s+(?:more\s+)?(?!more\b|longer\b|one\b|need\b|idea\b|problem|worries|way\b|matter\b|doubt|wait\b|change[sd]?\b(?!\s+(?:to|in|on)\s)|answer|issue|luck|clue|rush|pressure|longer)[`*\w][\w`*./-]*(?:\s+[\w`*./-]+){0,6}$", re.I)
+_NO_NP = re.compile(r"^no\s+(?:more\s+)?(?!more\b|longer\b|one\b|need\b|idea\b|problem|worries|way\b|matter\b|doubt|wait\b|change[sd]?\b(?!\s+(?:to|in|on)\s)|answer|issue|luck|clue|rush|pressure|longer)[`*\w][\w`*./:()!<>#-]*(?:\s+[\w`*./:()!<>#-]+){0,6}$", re.I)
 #: A "no X" that is a directive wherever it stands: additions refused, or said with force.
 _NO_NP_DIRECTIVE = re.compile(
     r"^no\s+(?:new|extra|additional|further|external|third[- ]party|other)\b|\b(?:please|pls|plz|whatsoever|"
@@ -646,14 +672,17 @@ _DEFER = re.compile(
     r"(?:later|now|another|a\s+(?:later|follow|separate|future)|the\s+next|next|phase|v\d)"
     r"|^(?:let'?s\s+)?(?:do|handle|tackle|address)\s+(?:it|that|this|those|them)\s+later\b"
     r"|^not\s+(?:in|for)\s+(?:this|the\s+current)\s+(?:pr|change|release|branch|ticket|iteration|sprint|phase|round|pass)\b"
+    r"|^let'?s\s+not\s+bother\s+with\s+.{1,60}?\s+(?:for\s+now|yet|right\s+now|until|till|before)\b"
     r"|^(?:let'?s\s+|please\s+)?(?:skip|leave\s+out|hold\s+off\s+on)\s+.{1,60}?\s+(?:for\s+now|for\s+later|until\s+later|"
     r"for\s+this\s+(?:pr|change|release|round|pass|iteration)|in\s+this\s+(?:pr|change|release|round|pass|iteration)|this\s+time)\b"
     r"|\bdefer(?:red)?\s+(?:to|until)\s+(?:phase|v\d|later|the\s+next|a\s+later|a\s+follow)",
     re.IGNORECASE,
 )
 _RESTRAINT = re.compile(
-    r"\bi(?:'?ll|\s+will|'m\s+going\s+to|\s+am\s+going\s+to)\s+(?:[\w`./-]+\s+){0,8}?(?:by\s+)?(?:myself|manually|by\s+hand)\b"
+    r"\bi(?:'?ll|\s+will|'m\s+going\s+to|\s+am\s+going\s+to|\s+wanna|\s+want\s+to|\s+gonna|'d\s+like\s+to|\s+would\s+like\s+to|"
+    r"\s+prefer\s+to)\s+(?:[\w`./-]+\s+){0,8}?(?:by\s+)?(?:myself|manually|by\s+hand)\b"
     r"|\b(?:stop|pause|halt)\s+(?:and|then)\s+(?:tell|ask|ping|check\s+with|wait\s+for)\s+me\b"
+    r"|^(?:please\s+)?wait\s+(?:until|till|for)\s+(?:the|it|i|my|we|you|this|that|CI|\S+\s+(?:is|are|shows?|passes|turns))\b"
     r"|\bi'?ll\s+(?:do|handle|take\s+care\s+of|merge|commit|push|run|deploy|release|instruct|decide|review)\b"
     r"(?:\s+(?:it|that|this|them|those|the\s+\w+|you))?(?:\s+\w+){0,3}?\s*(?:manually|myself|by\s+hand|over\s+there|later|the\s+next\s+steps?|next)\b"
     r"|\bthen\s+i'?ll\s+(?:instruct|tell\s+you|let\s+you\s+know|decide)"
@@ -730,7 +759,7 @@ _NEG_REQUEST = re.compile(
 def _strip_markers(clause: str) -> str:
     """Remove leading discourse markers ("ok, also", "no,", "please") and a leading condition."""
     prev = None
-    s = clause.strip(" \t*_-\"'“”‘’")
+    s = _LEADING_SYMBOLS.sub("", clause).strip(" \t*_-\"'“”‘’")
     while s != prev:
         prev = s
         s = _MARKERS.sub("", s, count=1).strip(" ,.:!-*_\"'“”")
@@ -788,14 +817,15 @@ def classify(unit: Unit, clause: str, parenthetical: bool, *, source: str) -> st
         return None
     if unit.descriptive:  # plan sections that describe: only explicit imperatives
         return "explicit" if _NEG_IMPERATIVE.match(c) and not c.lower().startswith("no ") else None
-    if (_NEG_IMPERATIVE.match(c) or _REQUIREMENT.match(c) or _NEEDS_NO.match(c) or _POLITE_NOT.match(raw)
+    if (_NEG_IMPERATIVE.match(c) or _MODAL_NEGATION.match(c) or _REQUIREMENT.match(c) or _NEEDS_NO.match(c)
+            or _POLITE_NOT.match(raw)
             or _NOTHING_SHOULD.match(c) or re.match(r"^(?:out\s+of\s+scope(?:\s+for\s+now)?|non-goals?)\s*:\s*\S", c, re.I)):
         return "explicit"
     if _NO_NP.match(c) and not _NO_NP_BAD_TAIL.search(c) and (
             not re.match(r"no\s+more\b", c, re.I) or _NO_NP_DIRECTIVE.search(c)):  # "no more X": a result, unless said as an order
         # "no X" is a decision only inside a decision list, a parenthetical, or a plan's list item.
         if (unit.decisions or unit.imperative_list or (parenthetical and _directive_host(unit))
-                or _NO_NP_DIRECTIVE.search(c) or _POLITE_NO.match(raw)):
+                or _NO_NP_DIRECTIVE.search(c) or _POLITE_NO.match(raw) or _then_imperative(clause, unit.sentence)):
             return "explicit"
     if (_PRESERVE.match(c) and not _PRESERVE_BAD.search(c)) or _MUST_STAY.match(c):
         return "preserve"
@@ -804,6 +834,14 @@ def classify(unit: Unit, clause: str, parenthetical: bool, *, source: str) -> st
     if _RESTRAINT.search(c):
         return "restraint"
     return None
+
+
+def _then_imperative(clause: str, sentence: str) -> bool:
+    """Is ``clause`` followed in its sentence by an imperative ("no exceptions across the API, return codes")?"""
+    c, s = _plain(clause).strip(), _plain(sentence)
+    at = s.find(c)
+    return at >= 0 and bool(re.match(r"\s*[,;]\s*(?:(?:please|just|and)\s+)?(?:only\s+)?([a-z]+)\b", s[at + len(c):], re.I)) and (
+        starts_imperative(re.sub(r"^\s*[,;]\s*(?:(?:please|just|and)\s+)?(?:only\s+)?", "", s[at + len(c):])))
 
 
 def _directive_host(unit: Unit) -> bool:
@@ -866,7 +904,8 @@ _STOPWORDS = frozenset(
     himself herself when whenever while though although because since until unless whether if once what which who
     whom whose where how why anything everything something nothing anyone everyone someone nobody none
     new extra additional existing current further via per within through across pls plz kindly rather best
-    better alone""".split()
+    better alone against toward towards upon among amongst beside besides beyond despite except instead unlike
+    around behind below above near along alongside throughout""".split()
 )
 #: Negations typed without an apostrophe (also stop words).
 _BARE_NEGATIONS = frozenset("dont wont cant didnt doesnt isnt arent wasnt werent shouldnt wouldnt couldnt mustnt "
@@ -879,7 +918,7 @@ _SUMMARY_NEGATION = re.compile(
     r"\b(?:not|no|never|none|nothing|don't|dont|doesn't|didn't|won't|wouldn't|mustn't|shouldn't|cannot|can't|"
     r"avoid\w*|forb[ia]d\w*|prohibit\w*|without|refrain\w*|instead|rather|except|exclud\w*|skip\w*|"
     r"declin\w*|reject\w*|against|ignor\w*|omit\w*|dropp?\w*|revert\w*|remov\w*|stop\w*|only|"
-    r"out\s+of\s+scope|non-goals?|defer\w*|later|exempt\w*|(?:stay\w*|keep\w*|kept|left|leave)\s+out)\b",
+    r"out\s+of\s+scope|non-goals?|defer\w*|later|exempt\w*|off[- ]limits|no[- ]go|banned|disallowed|(?:stay\w*|keep\w*|kept|left|leave)\s+out)\b",
     re.IGNORECASE,
 )
 #: The user keeps the action: a summary saying so carries a prohibition of it ("the user applies it himself").
@@ -896,7 +935,8 @@ _SUMMARY_CUES = {
 #: remove, rename or refactor that thing (when the thing's words are next to it).
 _STAYS = re.compile(
     r"\b(?:unchanged|untouched|unmodified|intact|kept|keeps|preserved|retained|stays?|stayed|remains?|remained|"
-    r"as[- ]is|in\s+place|left\s+(?:alone|as|untouched|unchanged|in\s+place)|still\s+(?:there|present|exists?|in\s+place|used))\b",
+    r"as[- ]is|in\s+place|left\s+(?:alone|as|untouched|unchanged|in\s+place)|still\s+(?:there|present|exists?|in\s+place|used)|"
+    r"off[- ]limits|read[- ]only|frozen|hands[- ]off|no[- ]go)\b",
     re.I)
 #: A summary negating a thing itself ("no new ORM", "without Lombok"): it carries a rule not to add or use it.
 _NEGATED_THING = frozenset("no without zero non".split())
@@ -906,15 +946,16 @@ _MODIFIERS = frozenset("a an the any new extra additional further more other suc
 #: Verbs of one action: a summary may say any of them for the prohibition's verb (matched by stem).
 VERB_CLASSES = {
     "change": "touch touched modify modified change changed edit edited alter altered rewrite rewrote rewritten tweak "
-              "update updated bump bumped",
+              "update updated bump bumped overwrite overwrote overwritten",
     "remove": "remove removed delete deleted drop dropped erase erased wipe wiped purge purged",
     "add": "add added introduce introduced create created",
     "run": "run ran execute executed trigger triggered",
     "rename": "rename renamed",
+    "break": "break broke broken",
     "refactor": "refactor refactored restructure restructured",
 }
 #: Classes whose prohibition a "stays as it was" sentence carries.
-_KEEPING_CLASSES = frozenset({"change", "remove", "rename", "refactor"})
+_KEEPING_CLASSES = frozenset({"change", "remove", "rename", "refactor", "break"})
 #: Verbs whose prohibition a "no X" / "without X" sentence carries (adding or using the thing).
 _INTRODUCING_VERBS = frozenset("add introduce create use install import write bring pull hardcode hard-code".split())
 
@@ -995,7 +1036,17 @@ _KEY_NEG_FRAME = re.compile(
     r"i(?:'?d|\s+would)?\s+(?:rather|prefer)\s+(?:that\s+)?(?:you|we|claude)?\s*(?:didn'?t|did\s+not|don'?t|do\s+not|not|never)|"
     r"hands\s+off(?:\s+of)?|"
     r"i\s+(?:don'?t|do\s+not)\s+want\s+\w+\s+to|(?:it'?d|it\s+would|it'?s|it\s+is)\s+(?:be\s+)?\w+\s+(?:to\s+)?not|"
-    r"(?:try|be\s+careful|take\s+care|better|you'?d\s+better)\s+not)\s+(?:to\s+)?(?:ever\s+)?)+",
+    r"(?:try|be\s+careful|take\s+care|better|you'?d\s+better)\s+not|"
+    r"i(?:'?d|\s+would)\s+(?:rather\s+not|prefer\s+not)|"
+    r"(?:it\s+would|it'?d)\s+be\s+\w+\s+if\s+(?:we|you)\s+(?:could\s+|can\s+)?(?:avoid|not|didn'?t|did\s+not|don'?t|do\s+not|never)|"
+    r"i(?:'?d|\s+would)\s+appreciate\s+(?:it\s+)?if\s+(?:you|we)\s+(?:didn'?t|did\s+not|don'?t|do\s+not|wouldn'?t|would\s+not|"
+    r"could\s+avoid|never)|"
+    r"(?:you|we)\s+(?:probably|really|definitely|certainly|still|just|also|honestly)\s+(?:shouldn'?t|should\s+not|mustn'?t|must\s+not|"
+    r"must\s+never|should\s+never)|"
+    r"(?:let'?s\s+)?(?:make\s+sure|ensure|be\s+sure)\s+(?:that\s+)?(?:we|you|it|they|nothing|nobody)(?:'re|'s|\s+are|\s+is)\s+not|"
+    r"let'?s\s+(?:make\s+sure|ensure)\s+(?:that\s+)?(?:you|we)?\s*(?:don'?t|do\s+not|never)|"
+    r"(?:don'?ts?|do\s+not|never|avoid|must\s+not|non-goals?|out\s+of\s+scope|not\s+in\s+scope|won'?t\s+do|will\s+not\s+do|"
+    r"not\s+doing|excluded)\s*:)\s+(?:to\s+)?(?:ever\s+)?)+",
     re.IGNORECASE,
 )
 #: "leave X alone / as is / untouched": a rule not to change X.
@@ -1013,7 +1064,7 @@ _SUBORDINATE = re.compile(r"\s+(?:when|whenever|until|till|unless|because|since|
                           r"as\s+long\s+as|if|otherwise)\b.*$", re.I)
 #: Where the thing a verb acts on ends and its circumstances begin ("the fixtures | in e2e/fixtures").
 _PREPOSITION = re.compile(r"\s+(?:in|on|at|for|from|to|into|onto|with|under|inside|within|across|by|during|via|per|"
-                          r"alongside|beside|next\s+to|over|through|without)\s+", re.I)
+                          r"alongside|beside|next\s+to|over|through|without|against|toward|towards|upon|behind|outside|beyond)\s+", re.I)
 _CODE_NAME = re.compile(r"`([^`]+)`|\b([A-Za-z][a-z0-9]+[A-Z]\w*)\b")
 _PRONOUNS = frozenset("it them this that these those anything everything something one".split())
 _FUNCTION_WORDS = _PRONOUNS | _MODIFIERS | frozenset("and or but to of all some my our your their its".split())
@@ -1039,13 +1090,10 @@ def _key(text: str, form: str) -> _Key:
         first = re.split(r"\s*(?:,|;|\s[—–-]\s)\s*", s)[0]  # the rule, not its reason ("..., they come from the build")
         if content_words(first):
             s = first
-        cut = _SUBORDINATE.sub("", s)  # "... when you're done", "... until the page ships"
-        if content_words(cut):
-            s = cut
     verb_word, rest, left = "", s, False
     if m := _KEY_NEG_FRAME.match(s):  # after a negation frame comes the verb ...
         head = re.match(r"^\W*([\w'-]+)\s*(.*)$", s[m.end():])
-        nominal = re.search(r"(?:avoid|stop|quit|refrain\s+from)\s+$", m.group(0), re.I)  # ... or, after "avoid", a noun
+        nominal = re.search(r"(?:avoid|stop|quit|refrain\s+from|:)\s*$", m.group(0), re.I)  # ... or, after "avoid"/"X:", a noun
         if head and head.group(1).lower() not in _FUNCTION_WORDS and (not nominal or _is_gerund_or_action(head.group(1))):
             verb_word, rest = head.group(1), head.group(2)
         else:
@@ -1062,6 +1110,10 @@ def _key(text: str, form: str) -> _Key:
     elif m := _SUBJECT_FIRST.match(s):  # "the e2e fixtures must not be deleted": the thing before, the verb after
         after = re.match(r"^\W*([\w'-]+)\s*(.*)$", m.group(2))
         verb_word, rest = (after.group(1), f"{m.group(1)} {after.group(2)}") if after else ("", m.group(1))
+    if form != "contrastive":
+        cut = _SUBORDINATE.sub("", rest)  # "... when you're done", "... until the page ships"
+        if content_words(cut):
+            rest = cut
     if topic:
         rest = f"{topic.group(1)} {rest}"
     verb_stem = (_content(verb_word.lower()) or _stem(verb_word.lower())) if verb_word else None
@@ -1090,7 +1142,7 @@ def _key(text: str, form: str) -> _Key:
 
 def _strip_markers_keep_topic(s: str) -> str:
     prev = None
-    s = s.strip(" \t*_-\"'“”‘’")
+    s = _LEADING_SYMBOLS.sub("", s).strip(" \t*_-\"'“”‘’")
     while s != prev:
         prev = s
         s = _MARKERS.sub("", s, count=1).strip(" ,.:!-*_\"'“”")
@@ -1244,16 +1296,18 @@ class ProhibitionMatcher:
         if not text:
             return []
         for unit, parts in units(text, source=source):
-            found: list[tuple[str, str]] = []
+            found: list[tuple[str, str, bool]] = []  # (form, clause, from a parenthetical)
             if unit.negated_item and not is_question(unit.text):
-                found.append(("explicit", f"{unit.negated_item}: {unit.text.rstrip(' .;')}"))
+                found.append(("explicit", f"{unit.negated_item}: {unit.text.rstrip(' .;')}", False))
             for clause, par in parts:
                 form = classify(unit, clause, par, source=source)
+                if form is not None and par and any(not p for _, _, p in found) and _NO_NP.match(_strip_markers(_plain(clause))):
+                    continue  # "No new dependencies (no xsimd, no highway)": examples of the rule, not rules
                 if form is not None:
-                    found.append((form, clause))
+                    found.append((form, clause, par))
             if not found:
-                found = sentence_forms(unit)
-            for form, clause in found:
+                found = [(f, c, False) for f, c in sentence_forms(unit)]
+            for form, clause, _ in found:
                 if form not in self.forms:
                     continue
                 text = clause if form == "implicit" else _strip_discourse(clause)  # a decline's "no," is its point

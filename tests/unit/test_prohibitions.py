@@ -332,6 +332,61 @@ def test_idioms_of_refusal_and_of_keeping_a_thing_as_it_is_are_prohibitions():
     assert found("Out of scope: the billing page") == ["Out of scope: the billing page"]
 
 
+def test_dictated_text_without_punctuation_is_cut_at_fillers_conjunctions_and_a_new_i():
+    assert found("ok so um the thing I want is a csv export and uh dont use any csv library just a writer") == [
+        "dont use any csv library just a writer"]
+    assert found("the raw files are the source of truth so never write into data/raw") == ["never write into data/raw"]
+    assert forms("commit it when its green but dont push I wanna rebase it myself first") == [
+        ("explicit", "dont push"), ("restraint", "I wanna rebase it myself first")]
+    assert found("yeah thats good um leave the billing export alone its used every night") == [
+        "leave the billing export alone its used every night"]
+    assert found("don't push before I want it") == ["don't push before I want it"]  # not cut after a subordinator
+
+
+def test_pictograph_bullets_are_list_items_and_pictographs_before_a_rule_are_not_words():
+    assert found("rules for the rewrite:\n❌ no `panic!()` in the parser\n✅ a test per fix") == [
+        "no `panic!()` in the parser"]
+    assert found("🚫 don't rename the `Config::load` function") == ["don't rename the `Config::load` function"]
+    assert found("+\t// never close the pool here") == []  # a diff line is pasted code
+
+
+def test_a_bare_no_x_followed_by_what_to_do_instead_is_a_rule():
+    assert found("nit: no `print()` in the package, use logging") == ["no `print()` in the package"]
+    assert found("no exceptions across the FFI boundary, return status codes") == ["no exceptions across the FFI boundary"]
+    assert found("no errors in the log, looks fine") == []
+
+
+def test_hedged_and_indirect_requests_not_to_do_something_are_prohibitions():
+    assert found("I'd rather not spend the afternoon on the migration script.") == [
+        "I'd rather not spend the afternoon on the migration script"]
+    assert found("It would be great if we could avoid touching the email templates.") == [
+        "It would be great if we could avoid touching the email templates"]
+    assert found("I'd appreciate it if you didn't add new npm packages without asking.") == [
+        "I'd appreciate it if you didn't add new npm packages without asking"]
+    assert found("Let's make sure we're not breaking the old /v1 routes.") == [
+        "Let's make sure we're not breaking the old /v1 routes"]
+    assert found("we probably shouldn't log the request bodies") == ["we probably shouldn't log the request bodies"]
+    assert found("I'd rather not think about it now") == []  # a dismissal
+
+
+def test_wont_do_lists_waiting_and_not_bothering_for_now_are_their_forms():
+    assert found("## Won't do\n- Windows support\n- A GUI", source="plan") == [
+        "Won't do: Windows support", "Won't do: A GUI"]
+    assert forms("wait until CI is green") == [("restraint", "wait until CI is green")]
+    assert forms("let's not bother with the docs for now") == [("defer", "let's not bother with the docs for now")]
+    assert found("let's not bother, it works") == []
+
+
+def test_examples_in_parentheses_of_a_rule_are_not_rules_of_their_own():
+    assert found("No new dependencies (no left-pad, no lodash).") == ["No new dependencies"]
+    assert found("read the notes (no TTL, no retries)") == ["no TTL", "no retries"]  # no rule outside: they are the rules
+
+
+def test_a_criterion_in_a_plans_test_section_is_not_a_prohibition_but_an_imperative_there_is():
+    plan = "## Test plan\n- Results must not differ by more than 1%.\n- Don't run the soak test in CI\n"
+    assert found(plan, source="plan") == ["Don't run the soak test in CI"]
+
+
 # --------------------------------------------------------------------------- carrying
 
 
@@ -452,6 +507,22 @@ def test_a_deferral_is_carried_by_a_later_cue_on_its_thing():
     p = make_prohibition("let's leave the caching for later", form="defer")
     assert M.judge("Caching deferred to a follow-up.", p) == "carried"
     assert M.judge("Caching works now.", p) == "dropped"
+
+
+def test_off_limits_and_unchanged_carry_rules_against_touching_or_breaking_the_thing():
+    touch = make_prohibition("It would be great if we could avoid touching the email templates")
+    assert M.judge("The email templates are off-limits (signed off by design).", touch) == "carried"
+    breaking = make_prohibition("Let's make sure we're not breaking the old /v1 routes")
+    assert M.judge("The old /v1 routes are unchanged.", breaking) == "carried"
+    assert M.judge("The old /v1 routes now return 410.", breaking) == "dropped"
+    npm = make_prohibition("I'd appreciate it if you didn't add new npm packages without asking")
+    assert M.judge("No new npm packages without the user's approval.", npm) == "carried"
+
+
+def test_the_key_of_an_item_of_a_list_of_things_not_to_do_is_the_thing():
+    p = make_prohibition("Won't do: Windows support")
+    assert M.judge("Windows support is out of scope.", p) == "carried"
+    assert M.judge("Windows support added.", p) == "dropped"
 
 
 # --------------------------------------------------------------------------- any text
