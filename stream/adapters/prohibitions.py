@@ -595,7 +595,7 @@ _NEG_IMPERATIVE = re.compile(
     rf"be\s+careful\s+|take\s+care\s+|try\s+|(?:you|we)(?:'?d|\s+had)\s+better\s+|better\s+|i'?d\s+prefer\s+(?:(?:you|we)\s+)?|"
     rf"prefer\s+)not\s+(?:to\s+(?:ever\s+)?(?!{_NOT_FORBIDDING}\b)[a-z]|(?:ever\s+)?(?:{_ACTION})\b)"
     # "no apply" (terse); not "no V the X": "no revert those changes" is "no, revert them" as often as "don't"
-    rf"|no\s+(?:{_BARE_ACTION})\s*[.!]*$"
+    rf"|no\s+(?:{_BARE_ACTION})(?:\s+(?:yet|for\s+now|today|please|pls|thanks))?\s*[.!]*$"
     # modal negation: "we won't V", "X must not / must never V" (any subject)
     rf"|(?:we|you)\s+(?:won'?t|will\s+not|will\s+never)\s+(?!{_NOT_FORBIDDING}\b|be\s+able|get|find|notice|lose|"
     rf"break|hit|miss|regret|be\s+(?:here|there|around|back|available))[a-z]"
@@ -628,6 +628,15 @@ _MUST_STAY = re.compile(
     r"backwards?[- ]compatible|compatible|in\s+place|working))?\s*[.!]*$",
     re.IGNORECASE,
 )
+#: "Changing the save format is forbidden", "the billing module is off-limits": a rule stated about the act or thing.
+_FORBIDDEN = re.compile(
+    r"^\w+ing\b[^,;]{0,60}?\s+(?:is|are)\s+(?:strictly\s+|absolutely\s+)?(?:forbidden|prohibited|banned|not\s+allowed|"
+    r"not\s+permitted|not\s+ok(?:ay)?|off[- ]limits|a\s+no[- ]go)\b"
+    r"|^(?:the\s+|our\s+|this\s+|that\s+|`)?[^,;]{1,50}?\s+(?:is|are|stays?|remains?)\s+(?:strictly\s+)?(?:off[- ]limits|a\s+no[- ]go(?:\s+zone)?)\b",
+    re.IGNORECASE,
+)
+#: "Version number please not change" (non-native, the thing first).
+_FRONTED_PLEASE_NOT = re.compile(rf"^(?:[\w`'./-]+\s+){{1,5}}?(?:please|pls|kindly)\s+(?:do\s+)?not\s+(?:{_ACTION})\b", re.I)
 #: "it needs no date", "the file should have no status".
 _NEEDS_NO = re.compile(
     r"^(?:it|this|that|they|the\s+[\w`.-]+(?:\s+[\w`.-]+){0,2})\s+(?:needs|need|should\s+have|must\s+have|has\s+to\s+have|gets|should\s+get)\s+no\s+[a-z`]",
@@ -750,10 +759,16 @@ _QUESTION_START = re.compile(
 _WH_QUESTION = re.compile(r"^(?:why|how|what|which|who|whom|whose|where|any\s+reason)\b", re.IGNORECASE)
 #: A question that asks for a negative action: "can we not push the tests to the end?".
 _NEG_REQUEST = re.compile(
-    r"^(?:(?:can|could|would)\s+(?:we|you)|are\s+we\s+able\s+to|is\s+it\s+possible\s+to)\s+(?:please\s+)?"
-    r"(?:not|avoid|stop|refrain\s+from|never)\s+(?!simply\b|just\b)[a-z]",
+    r"^(?:(?:(?:can|could|would)\s+(?:we|you)|are\s+we\s+able\s+to|is\s+it\s+possible\s+to)\s+(?:please\s+)?"
+    r"(?:not|avoid|stop|refrain\s+from|never)\s+(?!simply\b|just\b)[a-z]"
+    # "should we maybe not X?" (hedged: "should we not X?" alone suggests X), "is it ok if you don't X?"
+    r"|should\s+(?:we|you)\s+(?:maybe|perhaps|probably)\s+not\s+[a-z]"
+    r"|(?:is|would)\s+(?:it|that)\s+(?:be\s+)?(?:ok(?:ay)?|alright|all\s+right|fine)\s+if\s+(?:you|we)\s+"
+    r"(?:don'?t|do\s+not|didn'?t|did\s+not|never|not|wouldn'?t)\s+[a-z])",
     re.IGNORECASE,
 )
+#: A tag that asks for agreement, not a question of its own: "..., ok?", "..., right?".
+_TAG_QUESTION = re.compile(r"[,\s]+(?:ok(?:ay)?|right|yes|yeah|alright|got\s+it|understood|clear|deal|agreed)\s*\?+\s*$", re.I)
 
 
 def _strip_markers(clause: str) -> str:
@@ -797,7 +812,7 @@ def _questioned(clause: str, sentence: str) -> bool:
 
 
 def is_question(sentence: str) -> bool:
-    s = _plain(sentence).strip()
+    s = _TAG_QUESTION.sub("", _plain(sentence).strip())  # "don't push, ok?" asks nothing
     return s.rstrip(" .)!\"'`*_").endswith("?") or bool(_QUESTION_START.match(_strip_markers(s)))
 
 
@@ -819,7 +834,7 @@ def classify(unit: Unit, clause: str, parenthetical: bool, *, source: str) -> st
         return "explicit" if _NEG_IMPERATIVE.match(c) and not c.lower().startswith("no ") else None
     if (_NEG_IMPERATIVE.match(c) or _MODAL_NEGATION.match(c) or _REQUIREMENT.match(c) or _NEEDS_NO.match(c)
             or _POLITE_NOT.match(raw)
-            or _NOTHING_SHOULD.match(c) or re.match(r"^(?:out\s+of\s+scope(?:\s+for\s+now)?|non-goals?)\s*:\s*\S", c, re.I)):
+            or _NOTHING_SHOULD.match(c) or _FORBIDDEN.match(c) or _FRONTED_PLEASE_NOT.match(c) or re.match(r"^(?:out\s+of\s+scope(?:\s+for\s+now)?|non-goals?)\s*:\s*\S", c, re.I)):
         return "explicit"
     if _NO_NP.match(c) and not _NO_NP_BAD_TAIL.search(c) and (
             not re.match(r"no\s+more\b", c, re.I) or _NO_NP_DIRECTIVE.search(c)):  # "no more X": a result, unless said as an order
@@ -874,8 +889,8 @@ def contrastive(unit: Unit) -> list[str]:
     m = _NOT_ING_BUT.match(core)
     if m:
         return [f"not {m.group(1)}"]
-    if _DIRECTIVE.match(_LEADING_PHRASE.sub("", core)) and _CONTRAST.search(core):
-        return [core]
+    if (_DIRECTIVE.match(_LEADING_PHRASE.sub("", core)) or unit.decisions) and _CONTRAST.search(core):
+        return [core]  # a directive "..., not Y", or any "X, not Y" item in a list of decisions / constraints
     for clause, par in clauses(unit.text):  # "..., use X not Y": the clause that draws it
         c = _strip_markers(_plain(clause).strip())
         if par or _POSSIBILITY.search(c) or _OPINION.match(c):
@@ -918,13 +933,16 @@ _SUMMARY_NEGATION = re.compile(
     r"\b(?:not|no|never|none|nothing|don't|dont|doesn't|didn't|won't|wouldn't|mustn't|shouldn't|cannot|can't|"
     r"avoid\w*|forb[ia]d\w*|prohibit\w*|without|refrain\w*|instead|rather|except|exclud\w*|skip\w*|"
     r"declin\w*|reject\w*|against|ignor\w*|omit\w*|dropp?\w*|revert\w*|remov\w*|stop\w*|only|"
-    r"out\s+of\s+scope|non-goals?|defer\w*|later|exempt\w*|off[- ]limits|no[- ]go|banned|disallowed|(?:stay\w*|keep\w*|kept|left|leave)\s+out)\b",
+    r"out\s+of\s+scope|non-goals?|defer\w*|later|exempt\w*|off[- ]limits|no[- ]go|banned|disallowed|at\s+most|"
+    r"no\s+more\s+than|not\s+more\s+than|at\s+the\s+most|capped|(?:stay\w*|keep\w*|kept|left|leave)\s+out)\b",
     re.IGNORECASE,
 )
 #: The user keeps the action: a summary saying so carries a prohibition of it ("the user applies it himself").
 _USER_KEEPS = re.compile(
     r"\b(?:himself|herself|themselves|(?:the\s+)?user\s+(?:will|would|wants\s+to|prefers\s+to|is\s+going\s+to)|"
-    r"(?:for|to)\s+the\s+user\s+to|left\s+to\s+the\s+user|user'?s\s+(?:call|job|decision))\b", re.I)
+    r"(?:for|to)\s+the\s+user\s+to|left\s+to\s+the\s+user|user'?s\s+(?:call|job|decision)|"
+    # someone else keeps the action: "left to the release manager", "for the DBA to apply"
+    r"left\s+to\s+(?:the|their|our|his|her)\s+\w+(?:\s+\w+)?|for\s+(?:the\s+|their\s+|our\s+)\w+(?:\s+\w+)?\s+to\s+[a-z]+)\b", re.I)
 _SUMMARY_CUES = {
     "preserve": re.compile(r"\b(?:keep\w*|kept|preserv\w*|retain\w*|intact|unchanged|untouched|stays?|remain\w*|local|leave|left|"
                            r"in\s+place|as[- ]is)\b", re.I),
@@ -1038,6 +1056,8 @@ _KEY_NEG_FRAME = re.compile(
     r"i\s+(?:don'?t|do\s+not)\s+want\s+\w+\s+to|(?:it'?d|it\s+would|it'?s|it\s+is)\s+(?:be\s+)?\w+\s+(?:to\s+)?not|"
     r"(?:try|be\s+careful|take\s+care|better|you'?d\s+better)\s+not|"
     r"i(?:'?d|\s+would)\s+(?:rather\s+not|prefer\s+not)|"
+    r"(?:is|would)\s+(?:it|that)\s+(?:be\s+)?(?:ok(?:ay)?|alright|all\s+right|fine)\s+if\s+(?:you|we)\s+(?:don'?t|do\s+not|didn'?t|never|not)|"
+    r"should\s+(?:we|you)\s+(?:maybe|perhaps|probably)\s+not|"
     r"(?:it\s+would|it'?d)\s+be\s+\w+\s+if\s+(?:we|you)\s+(?:could\s+|can\s+)?(?:avoid|not|didn'?t|did\s+not|don'?t|do\s+not|never)|"
     r"i(?:'?d|\s+would)\s+appreciate\s+(?:it\s+)?if\s+(?:you|we)\s+(?:didn'?t|did\s+not|don'?t|do\s+not|wouldn'?t|would\s+not|"
     r"could\s+avoid|never)|"
@@ -1107,6 +1127,8 @@ def _key(text: str, form: str) -> _Key:
             rest = s[3:]
     elif m := _KEY_THING_FRAME.match(s):
         rest = _KEY_THING_TAIL.sub("", s[m.end():])
+    elif m := re.match(r"^(.+?)\s+(?:please|pls|kindly)\s+(?:do\s+)?not\s+([\w'-]+)\s*(.*)$", s, re.I):
+        verb_word, rest = m.group(2), f"{m.group(1)} {m.group(3)}"  # "Version number please not change"
     elif m := _SUBJECT_FIRST.match(s):  # "the e2e fixtures must not be deleted": the thing before, the verb after
         after = re.match(r"^\W*([\w'-]+)\s*(.*)$", m.group(2))
         verb_word, rest = (after.group(1), f"{m.group(1)} {after.group(2)}") if after else ("", m.group(1))
@@ -1345,6 +1367,8 @@ class ProhibitionMatcher:
                 # the verb said otherwise, next to the thing: "left untouched", "still in place", "no new ORM"
                 if s.stays and (key.verb in _KEEPING_CLASSES or form == "preserve") and s.near(
                         key, s.stays, 4, 4, self.threshold):
+                    return "carried"
+                if s.user_keeps:  # "the index SQL is for the DBA to apply": someone else acts on the thing
                     return "carried"
                 negs = [i for i, w in enumerate(s.words) if w in _NEGATED_THING]
                 if key.introducing and negs and s.near(key, negs, 0, 4, self.threshold, governs=True):

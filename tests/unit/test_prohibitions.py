@@ -387,6 +387,34 @@ def test_a_criterion_in_a_plans_test_section_is_not_a_prohibition_but_an_imperat
     assert found(plan, source="plan") == ["Don't run the soak test in CI"]
 
 
+def test_a_tag_asking_for_agreement_does_not_make_a_rule_a_question():
+    assert found("Also do not touch the network code, another team owns it, ok?") == [
+        "do not touch the network code, another team owns it, ok?"]
+    assert found("don't cache the tokens, right?") == ["don't cache the tokens, right?"]
+    assert found("is the cache cold, right?") == []
+
+
+def test_a_rule_stated_about_the_act_or_the_thing_and_a_fronted_thing_are_prohibitions():
+    assert found("Changing the save format is forbidden, because old saves must load.") == [
+        "Changing the save format is forbidden, because old saves must load"]
+    assert found("The billing module is off-limits.") == ["The billing module is off-limits"]
+    assert found("Access is forbidden for guests.") == []  # a description of behaviour
+    assert found("Version number please not change.") == ["Version number please not change"]
+
+
+def test_hedged_questions_that_ask_for_a_negative_action_are_prohibitions():
+    assert found("should we maybe not change the response shape?") == ["should we maybe not change the response shape?"]
+    assert found("is it ok if you don't add the index yourself?") == ["is it ok if you don't add the index yourself?"]
+    assert found("the tests pass, should we not merge now?") == []  # suggests merging
+
+
+def test_a_terse_no_action_yet_and_a_contrast_in_a_constraints_list_are_rules():
+    assert found("Also no commit yet. I check first.") == ["no commit yet"]
+    assert found("no tests yet") == []  # an outcome
+    assert forms("## Constraints\n- Service worker only for static assets, not for API responses.") == [
+        ("contrastive", "Service worker only for static assets, not for API responses")]
+
+
 # --------------------------------------------------------------------------- carrying
 
 
@@ -523,6 +551,20 @@ def test_the_key_of_an_item_of_a_list_of_things_not_to_do_is_the_thing():
     p = make_prohibition("Won't do: Windows support")
     assert M.judge("Windows support is out of scope.", p) == "carried"
     assert M.judge("Windows support added.", p) == "dropped"
+
+
+def test_a_bound_carries_a_must_not_exceed_rule():
+    p = make_prohibition("Bundle size must not grow by more than 20 kB.")
+    assert M.judge("The bundle may grow by at most 20 kB.", p) == "carried"
+    assert M.judge("The bundle grew by 6 kB.", p) == "dropped"
+
+
+def test_someone_else_acting_on_the_thing_carries_a_rule_that_the_agent_must_not():
+    index = make_prohibition("is it ok if you don't add the index yourself?")
+    assert M.judge("The index SQL is in a file for the DBA to apply.", index) == "carried"
+    version = make_prohibition("Version number please not change")
+    assert M.judge("The version number is left to the release manager.", version) == "carried"
+    assert M.judge("Nothing left to do on the version number.", version) == "dropped"
 
 
 # --------------------------------------------------------------------------- any text
