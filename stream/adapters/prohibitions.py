@@ -1046,7 +1046,10 @@ class _Key:
 
 #: A negation frame: the word after it is the forbidden verb ("don't / never / avoid / let's not / we won't V").
 _KEY_NEG_FRAME = re.compile(
-    r"^(?:(?:(?:can|could|would|will)\s+(?:you|we)(?:\s+please)?|are\s+we\s+able\s+to|is\s+it\s+possible\s+to|"
+    # a list lead first ("Not doing: X" is not "not" + the verb "doing")
+    r"^(?:(?:(?:don'?ts?|do\s+not|never|avoid|must\s+not|non-goals?|out\s+of\s+scope|not\s+in\s+scope|won'?t\s+do|"
+    r"will\s+not\s+do|not\s+doing|excluded)\s*:|(?:can|could|would|will)\s+(?:you|we)(?:\s+please)?|are\s+we\s+able\s+to|"
+    r"is\s+it\s+possible\s+to|"
     r"do\s+not|don'?t|dont|never(?:\s+ever)?|let'?s\s+not|let\s+us\s+not|avoid|stop|quit|refrain\s+from|not|"
     r"(?:you|we|u)\s+(?:must|should|shall|may|will)\s+(?:not|never)|(?:you|we)\s+(?:mustn'?t|shouldn'?t|shan'?t|won'?t|can'?t|cannot)|"
     r"(?:you|we)\s+(?:are|'re)\s+not\s+(?:allowed|permitted|supposed)\s+to|"
@@ -1064,9 +1067,8 @@ _KEY_NEG_FRAME = re.compile(
     r"(?:you|we)\s+(?:probably|really|definitely|certainly|still|just|also|honestly)\s+(?:shouldn'?t|should\s+not|mustn'?t|must\s+not|"
     r"must\s+never|should\s+never)|"
     r"(?:let'?s\s+)?(?:make\s+sure|ensure|be\s+sure)\s+(?:that\s+)?(?:we|you|it|they|nothing|nobody)(?:'re|'s|\s+are|\s+is)\s+not|"
-    r"let'?s\s+(?:make\s+sure|ensure)\s+(?:that\s+)?(?:you|we)?\s*(?:don'?t|do\s+not|never)|"
-    r"(?:don'?ts?|do\s+not|never|avoid|must\s+not|non-goals?|out\s+of\s+scope|not\s+in\s+scope|won'?t\s+do|will\s+not\s+do|"
-    r"not\s+doing|excluded)\s*:)\s+(?:to\s+)?(?:ever\s+)?)+",
+    r"let'?s\s+(?:make\s+sure|ensure)\s+(?:that\s+)?(?:you|we)?\s*(?:don'?t|do\s+not|never)"
+    r")\s+(?:to\s+)?(?:ever\s+)?)+",
     re.IGNORECASE,
 )
 #: "leave X alone / as is / untouched": a rule not to change X.

@@ -551,6 +551,8 @@ def test_the_key_of_an_item_of_a_list_of_things_not_to_do_is_the_thing():
     p = make_prohibition("Won't do: Windows support")
     assert M.judge("Windows support is out of scope.", p) == "carried"
     assert M.judge("Windows support added.", p) == "dropped"
+    q = make_prohibition("Not doing: Dark theme (needs design)")  # the lead, not "not" + a verb "doing"
+    assert M.judge("Not doing: i18n, dark theme.", q) == "carried"
 
 
 def test_a_bound_carries_a_must_not_exceed_rule():
