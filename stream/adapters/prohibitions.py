@@ -16,20 +16,23 @@ Extraction, in three steps:
    A plan is read as markdown: its headings name sections, and sections that describe
    (context, bug analysis, verification, tests, expected output) only contribute
    explicit imperatives.
-2. **Segmentation** (:func:`sentences`): lines, then sentence ends (``.``/``!``/``?``,
-   also before a lower-case word, but not after an abbreviation, inside inline code or
-   a file name), then clauses (``;``, a spaced dash, ``, but``, ``and``/``or`` before a
-   new subject or cue, a comma before a new subject or a new imperative); parentheticals
-   are read as clauses of their own. A question is judged per clause: only the clause that
-   asks is a question.
+2. **Segmentation** (:func:`sentences`): lines (pictograph bullets are list items), then
+   sentence ends (``.``/``!``/``?``, also before a lower-case word, but not after an
+   abbreviation, inside inline code or a file name; spoken fillers dropped), then clauses
+   (``;``, a spaced dash, ``, but``, ``and``/``or``/``so`` before a new subject or a
+   negation, a comma before a new subject or a new imperative, a new "I want / I'll" in
+   unpunctuated dictation); parentheticals are read as clauses of their own. A question is
+   judged per clause: only the clause that asks is a question (a tag "..., ok?" asks nothing).
 3. **Classification** (:func:`classify`): a clause is a prohibition when, after leading
    discourse markers ("ok", "also", "no,", "please", ...), it is an imperative negation
    addressed to the agent — ``don't``/``do not``/``never`` + verb, ``let's not``,
    ``avoid``/``stop`` + verb, ``no`` + gerund, ``you/we must not``/``shouldn't``,
-   ``we won't``, ``<anything> must not``, ``please not V``, ``no V the X``, ``it'd be
-   best / try / make sure not to V``, ``leave ... alone / as it is``, ``keep it
-   local/private``, ``<it> should not be <done>``, ``<it> needs no X``, a ``no X`` item in
-   a list of decisions or said with a scope or force ("in this PR", "ever", "pls") — or one of the extra
+   ``we won't``, ``<anything> must not``, ``please not V``, ``it'd be best / try / make
+   sure not to V``, hedged and indirect forms ("I'd rather not", "it would be great if we
+   could avoid", "is it ok if you don't ...?"), ``X is forbidden / off-limits``, ``leave
+   ... alone / as it is``, ``keep it local/private``, ``<it> should not be <done>``, ``<it>
+   needs no X``, a ``no X`` item in a list of decisions, said with a scope or force ("in
+   this PR", "ever", "pls") or followed by what to do instead — or one of the extra
    forms (:data:`FORMS`): ``preserve`` (keep the existing X), ``contrastive`` (a
    directive "..., not Y"), ``defer`` (an explicit deferral), ``restraint`` (the user
    keeps the action: "I'll do that manually", "ask before ..."), ``implicit`` (a decline:
