@@ -107,7 +107,10 @@ def _fmt(rates: tuple[float, ...]) -> str:
     option("--match-threshold", type=float, default=DEFAULT_MATCH_THRESHOLD, show_default=True,
            help="openhands/claude-code: share of a prohibition's key words a summary sentence "
                 "with a cue of the same polarity must contain to count as carrying it (0..1; lower = "
-                "fewer false alarms, more misses; measured in docs/REAL_LOGS.md)."),
+                "more paraphrases kept, higher = more of them only 'uncertain'; measured in docs/REAL_LOGS.md)."),
+    option("--alert-uncertain", is_flag=True, default=False,
+           help="openhands/claude-code: a summary that only partly restates a prohibition (the "
+                "'uncertain' verdict) does not carry it, so it alerts [default: uncertain counts as carried]."),
 )
 def ingest(
     paths: tuple[str, ...],
@@ -128,6 +131,7 @@ def ingest(
     idle_timeout: float | None,
     poll_interval: float,
     match_threshold: float,
+    alert_uncertain: bool,
 ) -> int:
     """Turn agent runs or compaction logs into checkpoint and artifact events (JSONL or Kafka).
 
@@ -160,7 +164,8 @@ def ingest(
     if paths and paths[0] in LOG_FORMATS:
         return _ingest_logs(
             paths[0], paths[1:], out=out, to_kafka=to_kafka, follow=follow, idle_timeout=idle_timeout,
-            poll_interval=poll_interval, match_threshold=match_threshold, started=started,
+            poll_interval=poll_interval, match_threshold=match_threshold,
+            alert_uncertain=alert_uncertain, started=started,
         )
     if follow or idle_timeout is not None:
         fail("--follow and --idle-timeout work with the log forms only: ingest openhands DIR... / ingest claude-code FILE...")
@@ -379,7 +384,8 @@ class _Tally:
 
 def _ingest_logs(
     fmt: str, paths: tuple[str, ...], *, out: str | None, to_kafka: bool, follow: bool,
-    idle_timeout: float | None, poll_interval: float, match_threshold: float, started: float,
+    idle_timeout: float | None, poll_interval: float, match_threshold: float, alert_uncertain: bool,
+    started: float,
 ) -> int:
     """``ingest openhands|claude-code``: read (or follow) the logs, write JSONL or produce to Kafka."""
     if not paths:
@@ -393,7 +399,7 @@ def _ingest_logs(
     if to_kafka and out:
         fail("give either --out or --to-kafka, not both")
     try:
-        matcher = ProhibitionMatcher(threshold=match_threshold)
+        matcher = ProhibitionMatcher(threshold=match_threshold, alert_uncertain=alert_uncertain)
     except ValueError as exc:
         fail(str(exc))
     inputs = LogInputs(fmt, paths, matcher)

@@ -168,6 +168,10 @@ def test_a_stricter_match_threshold_makes_the_kept_paraphrase_uncertain_which_al
         (NCD, "open", "00000004-0000-4000-8000-000000000005-summary", ["prohibition:fce9d84e3c79"]),
         (NCD, "open", "root:oh:paraphrased-prohibition", ["prohibition:fce9d84e3c79"]),
     ]
+    cli_strict, _, _ = ingest_then_replay("openhands", str(OH / "paraphrased-prohibition"), "--match-threshold", "0.9",
+                                          "--alert-uncertain")
+    assert brief(cli_strict) == brief(replay_of(library_events("openhands", OH / "paraphrased-prohibition",
+                                                               matcher=strict)).alerts)
 
 
 def test_the_library_and_the_cli_agree_on_every_fixture():
