@@ -43,20 +43,25 @@ class Gaps:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._client: Any = None
+        self._creating = asyncio.Lock()  # partitions restore concurrently: one client, not one each
         self.repaired = 0
         self.lost = 0
 
     async def _consumer(self) -> Any:
-        if self._client is None:  # group-less: it never joins the group nor commits
-            c = consumer(self.settings, group_id=None, enable_auto_commit=False,
-                         max_partition_fetch_bytes=max(1 << 20, self.settings.max_request_bytes))
-            try:
-                await c.start()
-            except BaseException:
-                await c.stop()
-                raise
-            self._client = c
+        async with self._creating:
+            if self._client is None:  # group-less: it never joins the group nor commits
+                self._client = await self._new_consumer()
         return self._client
+
+    async def _new_consumer(self) -> Any:
+        c = consumer(self.settings, group_id=None, enable_auto_commit=False,
+                     max_partition_fetch_bytes=max(1 << 20, self.settings.max_request_bytes))
+        try:
+            await c.start()
+        except BaseException:
+            await c.stop()
+            raise
+        return c
 
     async def close(self) -> None:
         if self._client is not None:
