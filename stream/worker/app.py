@@ -20,6 +20,7 @@ Topics (all keyed by the UTF-8 ``context_id``; names from the settings):
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 from typing import Any
 
@@ -27,7 +28,7 @@ import faust
 
 from stream.settings import Settings, get_settings
 from stream.worker import compat
-from stream.worker.runtime import Runtime
+from stream.worker.runtime import Runtime, stop_now
 
 
 def broker_credentials(settings: Settings) -> Any:
@@ -93,9 +94,20 @@ def create_app(settings: Settings | None = None) -> faust.App:
 
     @app.agent(inputs, name="validate")
     async def validate(stream: faust.StreamT) -> None:
-        """Validate every checkpoint on arrival and whenever the store changes under it."""
-        async for events in stream.take_events(s.batch_max, within=s.batch_within):
-            await runtime.handle(events)
+        """Validate every checkpoint on arrival and whenever the store changes under it.
+
+        The loop ends only when the app stops; ended otherwise (faust cancelled the
+        actor, the stream failed) the worker exits 70 rather than live on consuming
+        nothing, and a restart re-processes from the last commit."""
+        try:
+            async for events in stream.take_events(s.batch_max, within=s.batch_within):
+                await runtime.handle(events)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            stop_now(RuntimeError(f"the agent's stream failed: {exc!r}"))
+        if not app.should_stop or app.crashed:
+            stop_now(RuntimeError("the agent stopped while the worker was running"))
 
     @app.timer(interval=max(0.05, s.commit_interval / 2))
     async def commit_timer() -> None:
