@@ -141,16 +141,19 @@ class BatchStream(faust.Stream):
             consumer.inline_topics = frozenset(getattr(channel, "topics", ()) or ())
         wait = float(within) if within else 0.0
         get, get_nowait, empty = queue.get, queue.get_nowait, queue.empty
+        clock = asyncio.get_running_loop().time
         while not self.should_stop:
             batch: list[Any] = []
             try:
                 _add(batch, await get())
+                deadline = clock() + wait  # CG_BATCH_WITHIN bounds the whole batch, not each wait
                 while len(batch) < max_:
                     if empty():
-                        if not wait:
+                        left = deadline - clock()
+                        if left <= 0:
                             break
-                        try:  # a little longer for a fuller batch (CG_BATCH_WITHIN)
-                            _add(batch, await asyncio.wait_for(get(), wait))
+                        try:  # a little longer for a fuller batch
+                            _add(batch, await asyncio.wait_for(get(), left))
                         except asyncio.TimeoutError:
                             break
                         continue

@@ -5,6 +5,7 @@ fails and the override must be reviewed against the new code.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import importlib
 import inspect
@@ -83,3 +84,32 @@ def test_no_module_outside_compat_touches_a_private_faust_name():
             if private.search(line) or "from faust.streams import _" in line:
                 offenders.append(f"{path.relative_to(STREAM)}:{lineno}: {line.strip()}")
     assert offenders == []
+
+
+def test_a_steady_trickle_of_fetches_does_not_hold_a_batch_open_until_it_is_full():
+    """CG_BATCH_WITHIN bounds a batch from its first record: one fetch every 2 ms used to
+    extend the wait each time, so a batch at 1,000 events/s closed only when full."""
+    from stream.worker.app import create_app
+
+    app = create_app(Settings(broker="kafka://127.0.0.1:9"))
+
+    async def scenario() -> int:
+        stream = app.stream(app.channel())
+        batches = stream.take_events(2000, within=0.02)
+        first = asyncio.ensure_future(batches.__anext__())
+        await asyncio.sleep(0)  # take_events hands its queue to the inline consumer
+        queue = app.consumer.inline_queue
+
+        async def trickle() -> None:
+            for i in range(2000):
+                queue.put_nowait([f"record-{i}"])
+                await asyncio.sleep(0.002)
+
+        feeding = asyncio.ensure_future(trickle())
+        try:
+            return len(await asyncio.wait_for(first, 30))
+        finally:
+            feeding.cancel()
+
+    size = asyncio.run(scenario())
+    assert 1 <= size < 2000
