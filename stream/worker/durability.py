@@ -354,34 +354,63 @@ class Durability:
                 delay = min(delay * 2, SEND_RETRY_MAX_DELAY)
 
     async def _log_bounds(self, tp: TopicPartition) -> tuple[int, int]:
-        c = self._consumer()
-        try:  # stop() also when start() failed: no "Unclosed AIOKafkaConsumer" at exit
-            await c.start()
-            start = (await c.beginning_offsets([tp]))[tp]
-            end = (await c.end_offsets([tp]))[tp]
-        finally:
-            await c.stop()
-        return start, end
+        async def bounds() -> tuple[int, int]:
+            c = self._consumer()
+            try:  # stop() also when start() failed: no "Unclosed AIOKafkaConsumer" at exit
+                await c.start()
+                start = (await c.beginning_offsets([tp]))[tp]
+                end = (await c.end_offsets([tp]))[tp]
+            finally:
+                await c.stop()
+            return start, end
+
+        return await self._retrying(tp, bounds)
 
     async def _read_log(self, tp: TopicPartition, start: int, last: int, replay: statelog.Replay) -> None:
-        """Feed records ``start..last`` (inclusive) of the log to ``replay``."""
-        if start > last:
-            return
-        c = self._consumer()
-        try:
-            await c.start()
-            c.assign([tp])
-            c.seek(tp, start)
-            position = start
-            while position <= last:
-                batch = await c.getmany(tp, timeout_ms=1000, max_records=10_000)
-                for rec in batch.get(tp, ()):
-                    if rec.offset > last:
-                        break
-                    replay.feed(rec.value)
-                position = await c.position(tp)
-        finally:
-            await c.stop()
+        """Feed records ``start..last`` (inclusive) of the log to ``replay``; a failed read
+        (broker away) resumes after the last record fed."""
+        nxt = start
+
+        async def read() -> None:
+            nonlocal nxt
+            c = self._consumer()
+            try:
+                await c.start()
+                c.assign([tp])
+                c.seek(tp, nxt)
+                while nxt <= last:
+                    batch = await c.getmany(tp, timeout_ms=1000, max_records=10_000)
+                    for rec in batch.get(tp, ()):
+                        if rec.offset > last:
+                            nxt = last + 1
+                            break
+                        if rec.offset >= nxt:
+                            replay.feed(rec.value)
+                            nxt = rec.offset + 1
+                    else:
+                        nxt = max(nxt, await c.position(tp))  # past holes (aborted batches, markers)
+            finally:
+                await c.stop()
+
+        if start <= last:
+            await self._retrying(tp, read)
+
+    async def _retrying(self, tp: TopicPartition, call: Any) -> Any:
+        """Run ``call`` until it succeeds: a restore waits for the broker, never gives up
+        (an authorization failure is final)."""
+        delay = 0.2
+        while True:
+            try:
+                return await call()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if _is(exc, (TopicAuthorizationFailedError,)):
+                    raise OutputRejected(f"may not read the state log {self.topic!r}: {exc}") from exc
+                log.warning("partition %d: reading the state log failed (%r); retrying in %.1fs",
+                            tp.partition, exc, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, SEND_RETRY_MAX_DELAY)
 
     # ------------------------------------------------------------------ committing
     def due(self) -> bool:
