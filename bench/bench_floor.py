@@ -39,23 +39,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
-    PARTITIONS, REPO, Poller, WorkerProc, add_broker_args, broker, command_line, cpu_seconds,
+    PARTITIONS, REPO, Poller, WorkerProc, copies_of, add_broker_args, broker, command_line, cpu_seconds,
     create_topics_ready, machine_line, part_footer, pdeathsig, produce_events, say,
     software_line, topic_set, utc_now, write_out, loadavg,
 )
 from bench_worker import real_events  # noqa: E402
 
 from stream.adapters.trajectories import DEFAULT_TRACES  # noqa: E402
-
-
-def copies_of(events: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
-    out = []
-    for i in range(n):
-        for e in events:
-            c = dict(e)
-            c["context_id"] = f"{e['context_id']}~{i}" if i else e["context_id"]
-            out.append(c)
-    return out
 
 
 async def raw_rate(settings: Any, inputs: tuple[str, str], total: int) -> dict[str, float]:
