@@ -1,7 +1,7 @@
 """Run every benchmark part and write docs/BENCHMARKS.md — what ``make bench`` runs.
 
-    python bench/run_all.py                      # everything, full size (~50 min): docs/BENCHMARKS.md
-    python bench/run_all.py --quick              # smoke-sized (~6 min): var/bench/BENCHMARKS.quick.md
+    python bench/run_all.py                      # everything, full size (~20 min): docs/BENCHMARKS.md
+    python bench/run_all.py --quick              # smoke-sized (~3 min): var/bench/BENCHMARKS.quick.md
     python bench/run_all.py --parts 1,6          # some parts only (1-9, see below)
     python bench/run_all.py --bootstrap HOST:PORT   # use a running broker instead of starting one
 
