@@ -307,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=900, help="seconds per run")
     ap.add_argument("--stall", type=float, default=120, help="seconds without progress before a run fails")
     ap.add_argument("--quick", action="store_true", help="1 run each, 4 trajectories of the real stream")
-    ap.add_argument("--title", default="9. The peer a user would pick instead: a Quix Streams app, same engine")
+    ap.add_argument("--title", default="10. The peer a user would pick instead: a Quix Streams app, same engine")
     ap.add_argument("--out", metavar="FILE")
     add_broker_args(ap)
     args = ap.parse_args(argv)

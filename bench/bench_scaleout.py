@@ -233,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--copies", type=int, default=None,
                     help="copies of the real stream, each under its own context ids (default 3; quick 1)")
     ap.add_argument("--traces-limit", type=int, default=None, help="only this many trajectories (quick: 6)")
-    ap.add_argument("--traces", nargs="*", default=None, help="trajectory files/dirs (default samples/traces)")
+    ap.add_argument("--traces", nargs="*", default=None, help="trajectory files/dirs (default stream/samples/traces)")
     ap.add_argument("--runs", type=int, default=None, help="runs per worker count (default 3; quick 1)")
     ap.add_argument("--workers", default="1,2", help="worker counts (default 1,2)")
     ap.add_argument("--worker-loglevel", default="warn")
@@ -255,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
 
     t_start, load_start = time.monotonic(), loadavg()
     if args.stream == "real":
-        events = copies_of(real_events(args.traces or [str(Path(__file__).resolve().parent.parent / "samples" / "traces")],
+        events = copies_of(real_events(args.traces or [str(Path(__file__).resolve().parent.parent / "stream" / "samples" / "traces")],
                                        args.traces_limit), args.copies)
         desc = (f"real (the shipped trajectories through the compaction simulator) x {args.copies}, "
                 f"{len(events):,} events")

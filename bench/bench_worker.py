@@ -6,11 +6,11 @@
 One run, in this order (every figure is printed as one Markdown section at the end,
 and written to ``--out FILE`` too):
 
-1. **broker**: starts its own fresh single-node Kafka (``stream.kafka_local``) on free
+1. **broker**: starts its own fresh single-node Kafka (``stream.devtools.kafka_local``) on free
    ports in a temporary ``kafka_home``; it is always stopped at the end (``finally``,
    plus PR_SET_PDEATHSIG so even a ``kill -9`` of this script takes it down).
 2. **throughput**, on two pre-filled input-topic pairs (4 partitions each):
-   (a) the *real* stream — the shipped trajectories (``samples/traces``) through the
+   (a) the *real* stream — the shipped trajectories (``stream/samples/traces``) through the
    compaction simulator, exactly what ``make demo`` produces (~18k events, mostly
    artifact events); (b) a *synthetic checkpoint-heavy* stream of ``--events`` events
    from :func:`synthetic_events` (about 70 % checkpoints with referents, children and
@@ -102,7 +102,7 @@ from bench.common import (  # noqa: E402
     command_line, create_topic_set, find_py_spy, git_rev, loadavg, machine_info, versions, warm_group_coordinator,
     write_out,
 )
-from stream import kafka_local  # noqa: E402
+from stream.devtools import kafka_local  # noqa: E402
 from stream.adapters import SimulationParams, encode_event, load_trajectories, simulate  # noqa: E402
 from stream.kafka_clients import admin, consumer, producer, state_topic  # noqa: E402
 from stream.replay import replay_lines  # noqa: E402
@@ -350,7 +350,7 @@ class Worker:
             "CG_COMPACTION_TOPIC": self.inputs[0], "CG_ARTIFACT_TOPIC": self.inputs[1],
             "CG_ALERTS_TOPIC": self.outputs[0], "CG_VERDICTS_TOPIC": self.outputs[1],
             "CG_DEADLETTER_TOPIC": self.outputs[2], "CG_STATUS_TOPIC": self.outputs[3],
-            "CG_STORE": "rocksdb://", "CG_DATA_DIR": str(self.data_dir),
+            "CG_DATA_DIR": str(self.data_dir),
             "CG_WEB_PORT": str(self.web_port),
         })
         return env
@@ -1032,8 +1032,8 @@ COMPONENTS = [
 ]
 GENERIC = re.compile(r"\((?:asyncio/|selectors\.py|functools\.py|contextlib\.py|typing\.py|abc\.py|"
                      r"weakref\.py|threading\.py|<frozen|socket\.py|ssl\.py|enum\.py|"
-                     r"mode/worker\.py|mode/threads\.py|faust/cli/|stream/__main__\.py|click/)|^App\.main ")
-ROOT_CHAIN = re.compile(r"faust/cli/|stream/__main__\.py|mode/worker\.py|<frozen runpy>|"
+                     r"mode/worker\.py|mode/threads\.py|faust/cli/|stream/__main__\.py|stream/cli\.py|stream/commands/worker\.py|click/)|^App\.main ")
+ROOT_CHAIN = re.compile(r"faust/cli/|stream/__main__\.py|stream/cli\.py|stream/commands/worker\.py|mode/worker\.py|<frozen runpy>|"
                         r"App\.main |click/|asyncio/")
 
 
@@ -1255,8 +1255,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                     help="wait this long for outstanding alerts after sending (default 10)")
     ap.add_argument("--phases", default="real,synthetic,latency",
                     help="comma list of real, synthetic, latency (default all)")
-    ap.add_argument("--traces", nargs="*", default=[str(REPO / "samples" / "traces")],
-                    help="trajectory files/dirs of the real stream (default samples/traces)")
+    ap.add_argument("--traces", nargs="*", default=[str(REPO / "stream" / "samples" / "traces")],
+                    help="trajectory files/dirs of the real stream (default stream/samples/traces)")
     ap.add_argument("--profile", type=float, default=0.0, metavar="SECONDS",
                     help="extra real-stream worker run with py-spy attached for SECONDS (default off)")
     ap.add_argument("--profile-stream", choices=("real", "synthetic"), default="real",

@@ -1,7 +1,7 @@
 """Helpers shared by the benchmark parts (``bench/run_all.py`` and the part scripts).
 
 * the report's facts: machine (CPUs, RAM, load average), software versions, git revision;
-* :func:`broker`: a fresh local Kafka (``stream.kafka_local``) in a temporary home on
+* :func:`broker`: a fresh local Kafka (``stream.devtools.kafka_local``) in a temporary home on
   free ports — or a running one given with ``--bootstrap HOST:PORT`` — always stopped;
 * :class:`WorkerProc`: one ``python -m stream worker`` subprocess with its own web port
   and data dir (RocksDB), readiness from its ``/readyz`` view, RSS from ``/proc``;
@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from stream import kafka_local  # noqa: E402
+from stream.devtools import kafka_local  # noqa: E402
 from stream.settings import Settings, get_settings  # noqa: E402
 
 PARTITIONS = 4
@@ -470,7 +470,7 @@ class WorkerProc:
             "CG_COMPACTION_TOPIC": self.inputs[0], "CG_ARTIFACT_TOPIC": self.inputs[1],
             "CG_ALERTS_TOPIC": self.outputs[0], "CG_VERDICTS_TOPIC": self.outputs[1],
             "CG_DEADLETTER_TOPIC": self.outputs[2], "CG_STATUS_TOPIC": self.outputs[3],
-            "CG_STORE": "rocksdb://", "CG_DATA_DIR": str(self.data_dir),
+            "CG_DATA_DIR": str(self.data_dir),
             "CG_WEB_PORT": str(self.web_port),
         })
         env.update(self.extra_env)

@@ -3,7 +3,7 @@
     python bench/quix_app.py --broker HOST:PORT --group G --inputs C,A --outputs AL,VE,DL,ST \\
         --state-dir DIR --expect N [--guarantee at-least-once|exactly-once]
 
-Used by ``bench/bench_quix.py`` (part 9). What a Quix Streams user would write, with
+Used by ``bench/bench_quix.py`` (part 10). What a Quix Streams user would write, with
 Quix's defaults (RocksDB state under ``--state-dir`` with its changelog topic,
 ``commit_interval`` 5 s, at-least-once, librdkafka clients):
 

@@ -7,8 +7,10 @@ Layout (arrows point inward, to the pure domain):
 * ``stream.app``      — the faust app: topics and tables, declared once.
 * ``stream.agents``   — the one thin agent: decode -> engine -> send -> write state.
 * ``stream.adapters`` — real trajectories / compaction logs -> input events.
-* ``stream.commands`` — the CLI (faust's click CLI underneath).
-* ``stream.kafka_local`` — the single-node Kafka the project starts itself.
+* ``stream.cli`` / ``stream.commands`` — the ``checkpoint-guard`` command (click; only
+  ``worker`` loads faust).
+* ``stream.devtools`` — local development: the single-node Kafka the project starts
+  itself, the end-to-end demo.
 """
 
 __version__ = "0.1.0"

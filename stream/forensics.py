@@ -26,7 +26,7 @@ from stream.domain.engine import MAX_OUTPUT_BYTES, Engine, encode_record, node_s
 from stream.domain.events import ArtifactEvent, CheckpointEvent, Source
 from stream.domain.state import DictState
 from stream.errors import ConfigurationError, InvalidEvent
-from stream.kafka_clients import consumer
+from stream.kafka_clients import consumer, start_client
 from stream.settings import Settings
 from stream.wire import MAX_MESSAGE_BYTES, decode_message, encode_alert
 
@@ -80,7 +80,7 @@ async def read_topics(
     ranges read. No consumer group, no commits.
     """
     c = consumer(settings, enable_auto_commit=False, auto_offset_reset="earliest", group_id=None)
-    await c.start()
+    await start_client(settings, c)
     try:
         tps = []
         for t in topics:
@@ -162,17 +162,20 @@ def replay_records(records: list[Record], *, seq_gap_limit: int, since: bool = F
 
 @dataclass
 class Verification:
+    """A comparison of replayed records with a topic's (alerts by id, statuses by node)."""
+
     missing: list[dict[str, Any]] = field(default_factory=list)    # replay has it, topic does not
     extra: list[dict[str, Any]] = field(default_factory=list)      # topic has it, replay does not
     different: list[tuple[dict, dict]] = field(default_factory=list)  # same id, other content
     compared: int = 0
+    what: str = "alerts"
 
     @property
     def ok(self) -> bool:
         return not (self.missing or self.extra or self.different)
 
     def summary(self) -> str:
-        return (f"verify: {self.compared} alerts compared: {len(self.missing)} missing, "
+        return (f"verify: {self.compared} {self.what} compared: {len(self.missing)} missing, "
                 f"{len(self.extra)} extra, {len(self.different)} different")
 
 
@@ -210,33 +213,15 @@ def verify(replayed: list[dict[str, Any]], published: list[dict[str, Any]], rng:
     return v
 
 
-@dataclass
-class StatusVerification:
-    """The final status of every node, replayed vs the (compacted) status topic."""
-
-    missing: list[dict[str, Any]] = field(default_factory=list)    # replay has a status, topic none
-    extra: list[dict[str, Any]] = field(default_factory=list)      # topic has one, replay none
-    different: list[tuple[dict, dict]] = field(default_factory=list)
-    compared: int = 0
-
-    @property
-    def ok(self) -> bool:
-        return not (self.missing or self.extra or self.different)
-
-    def summary(self) -> str:
-        return (f"verify: {self.compared} node statuses compared: {len(self.missing)} missing, "
-                f"{len(self.extra)} extra, {len(self.different)} different")
-
-
 def verify_statuses(replayed: list[dict[str, Any]], published: list[dict[str, Any]],
-                    rng: Range) -> StatusVerification:
+                    rng: Range) -> Verification:
     """Compare, per node, the last status record of the replay with the topic's last one.
 
     Nodes whose last published status was triggered outside the replayed input range are
     left out (a later event, not replayed, decided it); so are older published records a
     compaction may or may not have removed yet.
     """
-    v = StatusVerification()
+    v = Verification(what="node statuses")
     mine = {(s["context_id"], s["node_id"]): s for s in replayed}
     theirs: dict[tuple[str, str], dict] = {}
     for s in published:

@@ -2,10 +2,10 @@
 
 Every command that talks to Kafka outside the faust worker (``topics create``,
 ``ingest --to-kafka``, ``replay --from-kafka``, ``export``, ``explain``, ``tail``,
-``remediate``, the worker's startup topic check) builds its producer, consumer or admin
-client here, so SSL/SASL settings apply everywhere and secrets are only read
-(``get_secret_value()``) here and in :func:`stream.app.faust_broker_credentials` (the
-worker's own clients). A test (tests/unit/test_security_settings.py) fails if any other
+``remediate``, the worker's startup topic check) and the pipeline client
+(:mod:`stream.client`) builds its producer, consumer or admin client here, so SSL/SASL
+settings apply everywhere and secrets are only read (``get_secret_value()``) here and
+in :func:`stream.app.faust_broker_credentials` (the worker's own clients). A test (tests/unit/test_security_settings.py) fails if any other
 module builds an aiokafka client itself.
 
 A refused SASL login looks, to aiokafka, like an unreachable broker ("Unable to
@@ -66,16 +66,39 @@ def login_hint(settings: Settings) -> str:
     )
 
 
+def kafka_error(settings: Settings, exc: BaseException, doing: str = "cannot reach Kafka") -> str:
+    """One line for a Kafka failure of a command: what, where, and what to check."""
+    if isinstance(exc, KafkaConnectionError):
+        from stream.logs import KAFKA_ERRORS
+
+        hint = login_hint(settings) or "check that the broker is running and CG_BROKER"
+        said = f" (aiokafka: {KAFKA_ERRORS.last})" if KAFKA_ERRORS.last else ""
+        return f"{doing} at {settings.bootstrap_servers}: no broker answered{said}; {hint}"
+    text = str(exc).removeprefix(f"{type(exc).__name__}: ") or type(exc).__name__
+    return f"{doing} at {settings.bootstrap_servers}: {type(exc).__name__}: {text}"
+
+
 _Client = TypeVar("_Client", AIOKafkaAdminClient, AIOKafkaProducer, AIOKafkaConsumer)
 
 
+async def close_client(client: _Client) -> None:
+    """Close an admin client / stop a producer or consumer (idempotent, never raises)."""
+    with contextlib.suppress(Exception):
+        await (client.close() if isinstance(client, AIOKafkaAdminClient) else client.stop())
+
+
 async def start_client(settings: Settings, client: _Client) -> _Client:
-    """``await client.start()``; a connection error gets :func:`login_hint` appended."""
+    """``await client.start()``; a connection error gets :func:`login_hint` appended.
+
+    A client that failed to start is closed before the error propagates, so no
+    "Unclosed AIOKafka..." warning follows the command's one-line error.
+    """
     try:
         await client.start()
-    except KafkaConnectionError as exc:
+    except BaseException as exc:
+        await close_client(client)
         hint = login_hint(settings)
-        if not hint:
+        if not isinstance(exc, KafkaConnectionError) or not hint:
             raise
         raise KafkaConnectionError(f"{str(exc).removeprefix('KafkaConnectionError: ')}; {hint}") from None
     return client
@@ -88,12 +111,26 @@ async def started(settings: Settings, client: _Client) -> AsyncIterator[_Client]
     try:
         yield client
     finally:
-        await (client.close() if isinstance(client, AIOKafkaAdminClient) else client.stop())
+        await close_client(client)
 
 
 def producer(settings: Settings, **extra: Any) -> AIOKafkaProducer:
     """A producer with acks=all (alerts and inputs must not be lost)."""
     return AIOKafkaProducer(**client_kwargs(settings), acks="all", **extra)
+
+
+def idempotent_producer(settings: Settings, **extra: Any) -> AIOKafkaProducer:
+    """The producer of :mod:`stream.client`: acks=all and ``enable_idempotence`` (a retry
+    inside the producer never duplicates or reorders a record on its partition).
+
+    ``max_request_size`` leaves room for one input message of ``CG_MAX_MESSAGE_BYTES``
+    plus its batch overhead, so a message the decoder accepts is never refused here.
+    ``linger_ms=5`` is the Java producer's default since Kafka 4.0 (KIP-1030): fuller
+    batches for a pipeline that emits event by event, at most 5 ms more per flush.
+    """
+    extra.setdefault("max_request_size", settings.max_message_bytes + (64 << 10))
+    extra.setdefault("linger_ms", 5)
+    return AIOKafkaProducer(**client_kwargs(settings), acks="all", enable_idempotence=True, **extra)
 
 
 def consumer(settings: Settings, *topics: str, **extra: Any) -> AIOKafkaConsumer:
@@ -161,9 +198,9 @@ async def create_topics(
 
 
 def project_topics(settings: Settings) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """``(plain, compacted)``: the topics the project creates itself (faust creates only
-    its changelogs) — the inputs, the outputs and the remediation requests; the node-status
-    topic is compacted (a reader holds every node's current status)."""
+    """``(plain, compacted)``: the inputs, the outputs and the remediation requests; the
+    node-status topic is compacted (a reader holds every node's current status). The
+    state log is separate (:func:`ensure_state_topic`)."""
     plain = (*settings.input_topics, settings.alerts_topic, settings.verdicts_topic,
              settings.deadletter_topic, settings.remediation_topic)
     return plain, (settings.status_topic,)
@@ -175,6 +212,51 @@ async def create_project_topics(settings: Settings) -> dict[str, str]:
     result = await create_topics(settings, plain, settings.partitions)
     result.update(await create_topics(settings, compacted, settings.partitions, compacted=True))
     return result
+
+
+async def max_message_bytes(settings: Settings, topics: list[str] | tuple[str, ...]) -> dict[str, int]:
+    """topic -> its ``max.message.bytes`` (the largest record batch the broker accepts)."""
+    from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+    async with started(settings, admin(settings)) as client:
+        responses = await client.describe_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, t, configs={"max.message.bytes": None}) for t in topics])
+    out: dict[str, int] = {}
+    for resp in responses:
+        for resource in resp.resources:
+            name, configs = resource[3], resource[4]
+            for entry in configs:
+                if entry[0] == "max.message.bytes" and entry[1] is not None:
+                    out[name] = int(entry[1])
+    return out
+
+
+async def wait_until_described(settings: Settings, names: list[str] | tuple[str, ...], *,
+                               timeout: float = 15.0) -> None:
+    """Wait until every broker answer about ``names`` includes their configs.
+
+    Right after CreateTopics the broker that answers may not know a new topic yet
+    (KRaft metadata propagates asynchronously): a DescribeConfigs or AlterConfigs sent at
+    once fails with an unknown topic. A command that says "created" waits for this, so the
+    next command (or the worker's start-up check) sees the topics as they are.
+    """
+    import asyncio
+    import time
+
+    from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+    deadline = time.monotonic() + timeout
+    async with started(settings, admin(settings)) as client:
+        while True:
+            responses = await client.describe_configs(
+                [ConfigResource(ConfigResourceType.TOPIC, name) for name in names])
+            resources = [r for resp in responses for r in resp.resources]
+            if len(resources) == len(names) and all(r[0] == 0 and r[4] for r in resources):
+                return
+            if time.monotonic() > deadline:
+                raise ConfigurationError(f"topics {', '.join(names)} were created but the broker did not "
+                                         f"describe them within {timeout:.0f}s")
+            await asyncio.sleep(0.2)
 
 
 async def check_copartitioned(settings: Settings) -> int:
@@ -194,7 +276,7 @@ async def check_copartitioned(settings: Settings) -> int:
     missing = [t for t in topics if counts.get(t) is None]
     if missing:
         raise ConfigurationError(
-            f"topics do not exist: {', '.join(missing)}; run `python -m stream topics create` first"
+            f"topics do not exist: {', '.join(missing)}; run `checkpoint-guard topics create` first"
         )
     a, b = settings.input_topics
     if counts[a] != counts[b]:

@@ -405,12 +405,12 @@ async def load_states(settings: "Settings") -> dict[str, ContextState]:
     """Read the state topic to its end (``read_committed``, no group): context -> state."""
     from aiokafka import TopicPartition
 
-    from stream.kafka_clients import consumer
+    from stream.kafka_clients import consumer, start_client
 
     topic = state_topic(settings)
     c = consumer(settings, group_id=None, enable_auto_commit=False, auto_offset_reset="earliest",
                  isolation_level="read_committed")
-    await c.start()
+    await start_client(settings, c)
     states: dict[str, ContextState] = {}
     try:
         parts = c.partitions_for_topic(topic)
@@ -490,7 +490,7 @@ class RemediationWorker:
         missing = [t for t in (s.alerts_topic, *published) if counts.get(t) is None]
         if missing:
             raise ConfigurationError(
-                f"topics do not exist: {', '.join(missing)}; run `python -m stream topics create` first"
+                f"topics do not exist: {', '.join(missing)}; run `checkpoint-guard topics create` first"
             )
         await create_topics(s, [state_topic(s)], s.partitions, compacted=True)
         return [*published, state_topic(s)]
@@ -499,7 +499,7 @@ class RemediationWorker:
         """Process alerts until ``stop`` is set; return the counters."""
         from aiokafka.abc import ConsumerRebalanceListener
 
-        from stream.kafka_clients import consumer, producer
+        from stream.kafka_clients import consumer, producer, start_client
 
         s = self.settings
         worker = self
@@ -512,7 +512,7 @@ class RemediationWorker:
                 worker._reload = True  # new partitions: read the state topic again first
 
         prod = producer(s, transactional_id=transactional_id(s), enable_idempotence=True)
-        await prod.start()  # InitProducerId: fences an older instance and aborts its open transaction
+        await start_client(s, prod)  # InitProducerId: fences an older instance and aborts its open transaction
         handlers: list[tuple[str, RemediationHandler]] = []
         cons = None
         try:
@@ -526,7 +526,7 @@ class RemediationWorker:
             await prod.client.set_topics(written)
             cons = consumer(s, group_id=s.remediation_group, enable_auto_commit=False,
                             auto_offset_reset="earliest", isolation_level="read_committed")
-            await cons.start()
+            await start_client(s, cons)
             cons.subscribe([s.alerts_topic], listener=_ReloadOnAssign())
             self.log(f"remediate: group {s.remediation_group} on {s.alerts_topic} -> "
                      f"{', '.join(p for p, _ in handlers)} (state {state_topic(s)})")

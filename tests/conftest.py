@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from stream import kafka_local
+from stream.devtools import kafka_local
 from stream.settings import Settings
 
 TESTS_DIR = Path(__file__).resolve().parent

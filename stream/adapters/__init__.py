@@ -4,7 +4,7 @@ Plain Python (no faust, no aiokafka); ``python -m stream ingest`` is the shell a
 
     from stream.adapters import load_trajectories, simulate, SimulationParams, encode_event
 
-    loaded = load_trajectories(["samples/traces"])           # .trajectories, .errors
+    loaded = load_trajectories(["stream/samples/traces"])           # .trajectories, .errors
     for traj in loaded.trajectories:
         for event in simulate(traj, SimulationParams(seed=7)):
             print(encode_event(event))

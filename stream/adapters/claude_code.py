@@ -1,16 +1,28 @@
-"""Claude Code session transcripts (``~/.claude/projects/<project>/<sessionId>.jsonl``) -> events.
+"""Claude Code session transcripts -> the two input streams.
 
-Input: one JSONL transcript per session (one record per line, append-only), or a
-project directory holding several. Output: the events of DESIGN.md §3 under the format
-notes' conventions (``shared/formats/COMPACTION_LOGS.md``, "Claude Code"):
+Input: transcripts ``~/.claude/projects/<project>/<sessionId>.jsonl`` (one JSON record
+per line, append-only), or directories holding them. Output: the events of DESIGN.md
+§3 under the format notes' conventions (``docs/COMPACTION_LOGS.md``, "Claude Code"):
 
-* ``context_id`` = ``cc:<sessionId>`` (the file name's stem, which Claude Code sets to
-  the session id);
+* ``context_id`` = ``cc:<sessionId>``, the session id the records carry (the first
+  one in the file) — never the file name, so copies saved as ``<session>/full.jsonl``
+  stay apart. Every transcript of one session read in one run continues the same
+  context: a record already read (same ``uuid``; a record without one: same content)
+  is skipped, so a growing copy adds only what is new;
 * every ``user`` / ``assistant`` record -> ``ev:<uuid>`` admitted ``live`` and
-  ``durable`` (the transcript is the durable log); a ``tool_result`` block ->
-  ``call:<tool_use_id>``; a path in a ``tool_use`` input (``file_path``, ``path``,
-  ``notebook_path``) or in ``toolUseResult`` (``filePath``) -> ``file:<path>``, held by
-  the record that names it;
+  ``durable`` (the transcript file is the durable copy; a second copy of a record
+  holds it too); each ``tool_result`` -> ``call:<tool_use_id>``; each path in a
+  ``tool_use`` input (``file_path``, ``path``, ``notebook_path``) or in
+  ``toolUseResult`` (``filePath``) -> ``file:<path>``, held by the record that names it;
+* the user's words, wherever they reach the agent, are read for prohibitions (source
+  ``user``): typed messages, queued messages (``queue-operation`` ``enqueue``, read when
+  the queue hands them over with ``remove`` — which newer versions write with the content
+  and a ``queued_command`` attachment; a ``dequeue``/``popAll`` turns them into a typed
+  message, read then), tool-rejection feedback ("... the user said: <words>"),
+  AskUserQuestion answers (``toolUseResult.answers``, typed or picked) and slash-command arguments
+  (``<command-args>``); an approved plan (a user record with ``planContent``, or
+  "Implement the following plan:") is source ``plan``; ``isMeta`` records (skill
+  files, caveats) are not the user's words;
 * a ``system`` record with ``subtype: "compact_boundary"`` followed by the
   ``isCompactSummary`` user record -> one checkpoint named by the summary's ``uuid``:
   ``leaf`` for the first compaction, ``section`` with the previous summary as its child
@@ -18,31 +30,37 @@ notes' conventions (``shared/formats/COMPACTION_LOGS.md``, "Claude Code"):
   ``preservedSegment`` (``headUuid`` .. ``tailUuid`` in file order); they are evicted
   from ``live`` right after the checkpoint. **Parent links are not trusted**: dangling
   ``parentUuid`` / ``logicalParentUuid`` and a ``tailUuid`` that is not a message are
-  known defects, so coverage follows file order and broken links are only counted
-  (``ReadStats.broken_links``);
-* a boundary with no summary record after it (another record comes first, or the file
-  ends) -> an opaque node named by the boundary's ``uuid`` (``text: null``,
-  ``x_opaque: true``); a summary with no text likewise;
-* ``raw_negative_constraints`` = prohibitions of the covered user messages (``isMeta``
-  records excluded); ``negative_constraints`` = those of the subtree its text states;
-* rule files injected as ``attachment`` records (``nested_memory``) are the always-kept
-  channel: the synthetic root ``root:cc:<sessionId>`` lists the summary in view, has
-  every rule-file prohibition seen as raw, and carries those re-injected since the last
-  boundary (plus what the summary in view carries). Rule files are re-injected *after*
-  the summary record, so the root is (re-)emitted only when the next ``user`` /
-  ``assistant`` record arrives or the input ends — never in between, so following a
-  live transcript gives the very events of reading it afterwards;
-* in ``--follow``, the transcript (or its directory) disappearing -> ``evicted
-  durable`` of everything (Claude Code deletes transcripts after ``cleanupPeriodDays``).
+  known defects, so coverage follows file order and broken links are only counted;
+* the transcript a summary names ("read the full transcript at: <path>.jsonl" — the
+  recovery path itself) -> referent ``file:<path>``, admitted ``durable`` (held by the
+  transcript being read) before the summary; when ``--follow`` sees the transcript
+  deleted it is evicted, and the summaries that named it open ``orphaned_referent``;
+* a boundary followed by another record instead of its summary, or a summary with no
+  text -> an opaque node (``text: null``, ``opaque: true``); a transcript that *ends*
+  on a boundary emits nothing for it yet (a warning): its summary may still be written,
+  and the events of a transcript never depend on where a copy of it stops;
+* ``microcompact_boundary`` (``microcompactMetadata.compactedToolIds``) -> each
+  ``call:<id>`` still live is evicted from ``live``; no checkpoint (nothing summarizes);
+* ``raw_negative_constraints`` = prohibitions of the covered records;
+  ``negative_constraints`` = those of the subtree its text states;
+* rule files injected as ``attachment`` records (``nested_memory``, source
+  ``rule_file``) are the always-kept channel: the synthetic root ``root:cc:<sessionId>``
+  lists the summary in view, has every rule-file prohibition seen as raw, and carries
+  those re-injected since the last boundary (plus what the summary in view carries).
+  Rule files are re-injected *after* the summary record, so the root is (re-)emitted
+  when the next ``user`` / ``assistant`` record arrives.
 
 Errors are per line: a line that is not UTF-8 JSON or not an object is reported
-(``ReadStats.errors``) and skipped; an unknown record ``type`` is skipped and counted
-(``ReadStats.unknown``). Never fatal.
+(``ReadStats.errors``) and skipped; two JSON objects glued on one line (a record
+written without its newline) are both read, with a warning; an unknown record
+``type`` is skipped and counted (``ReadStats.unknown``). Never fatal.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -55,12 +73,20 @@ from stream.adapters.compaction_logs import (
     rfc3339_or_none,
     texts_of,
 )
-from stream.adapters.trajectories import Constraint
+from stream.adapters.prohibitions import Prohibition
 
 #: Record types known to carry nothing for the rules (counted as ignored, not unknown).
-IGNORED_TYPES = frozenset({"summary", "file-history-snapshot", "queue-operation", "progress"})
+IGNORED_TYPES = frozenset({
+    "summary", "file-history-snapshot", "progress", "custom-title", "ai-title", "pr-link", "tag", "last-prompt",
+    "agent-name", "agent-color", "mode", "permission-mode", "cost-state", "agent_metadata",
+})
 _INPUT_PATH_KEYS = ("file_path", "path", "notebook_path")
-TRANSCRIPT = "transcript"  # the durable holder of everything: the JSONL file itself
+_REJECTED = "The user doesn't want to proceed with this tool use."
+_CLARIFY = "The user wants to clarify these questions."
+_RECOMMENDED = re.compile(r"\s*\(recommended\)", re.IGNORECASE)
+_FEEDBACK = re.compile(r"the user said:\s*\n?(.*)\Z", re.DOTALL)
+_TRANSCRIPT_PATH = re.compile(r"read the full transcript at:\s*(\S+?\.jsonl)\b")
+_PLAN = re.compile(r"^\s*Implement the following plan:", re.IGNORECASE)
 
 
 def discover(paths: list[str | Path]) -> tuple[list[Path], list[str]]:
@@ -85,38 +111,309 @@ def discover(paths: list[str | Path]) -> tuple[list[Path], list[str]]:
     return [found[k] for k in sorted(found)], errors
 
 
-class ClaudeCodeTranscript:
-    """Incremental reader of one transcript: :meth:`poll` returns the events of new lines.
+def record_key(rec: dict[str, Any]) -> str:
+    """A record's native identity: its ``uuid``, else a hash of its content (queue operations, snapshots)."""
+    uuid = rec.get("uuid")
+    if isinstance(uuid, str) and uuid:
+        return f"uuid:{uuid}"
+    canonical = json.dumps(rec, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return f"sha:{hashlib.sha256(canonical.encode('utf-8')).hexdigest()[:24]}"
 
-    ``final=True`` (after the fact): the last line may lack its ``\\n`` and a boundary
-    still waiting for its summary becomes an opaque node. ``final=False`` (following):
-    only complete lines are read, and a boundary waits for its summary.
+
+def decode_line(line: bytes) -> tuple[list[Any], json.JSONDecodeError | None]:
+    """The JSON values of one line — usually one; several when records were glued together —
+    and the error that stopped decoding the rest of the line, if any.
+
+    Raises ``UnicodeDecodeError`` when the line is not UTF-8.
     """
+    text = line.decode("utf-8")
+    decoder = json.JSONDecoder()
+    out: list[Any] = []
+    pos = 0
+    n = len(text)
+    while True:
+        while pos < n and text[pos] in " \t\r\n":
+            pos += 1
+        if pos >= n:
+            return out, None
+        try:
+            value, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            return out, exc
+        out.append(value)
 
-    def __init__(self, path: str | Path, matcher: ProhibitionMatcher | None = None) -> None:
-        self.path = Path(path)
-        self.matcher = matcher or ProhibitionMatcher()
-        self.stats = ReadStats(source=str(self.path))
-        self.out = ContextEvents(f"cc:{self.path.stem}")
-        self.finished = False
-        self._offset = 0
-        self._lineno = 0
-        self._started = False
+
+class ClaudeCodeSession:
+    """One session's records (from one or more transcripts) -> the events of its context."""
+
+    def __init__(self, session_id: str, matcher: ProhibitionMatcher) -> None:
+        self.matcher = matcher
+        self.out = ContextEvents(f"cc:{session_id}")
+        self.seen: set[str] = set()
         self._uuids: list[str] = []  # file order
         self._uuid_pos: dict[str, int] = {}
-        self._raw: dict[str, list[Constraint]] = {}  # ev holder -> prohibitions (user text)
+        self._raw: dict[str, list[Prohibition]] = {}  # ev holder -> prohibitions
         self._boundary: tuple[dict[str, Any], str, str | None] | None = None
         self._summary: str | None = None  # the summary node in view
-        self._rules: dict[str, Constraint] = {}  # every rule-file prohibition seen
-        self._rules_in_view: dict[str, Constraint] = {}
+        self._rules: dict[str, Prohibition] = {}  # every rule-file prohibition seen
+        self._rules_in_view: dict[str, Prohibition] = {}
         self._root_dirty = False
+        self._queued: list[tuple[str, str, int]] = []  # (record key, text, line) waiting in the queue
 
     @property
     def context_id(self) -> str:
         return self.out.context_id
 
+    def drain(self) -> list[dict[str, Any]]:
+        return self.out.drain()
+
+    # ---- records
+
+    def record(self, rec: dict[str, Any], file: "ClaudeCodeTranscript", lineno: int) -> None:
+        key = record_key(rec)
+        if key in self.seen:
+            file.stats.repeated += 1
+            self.out.also_held_by(key, file.holder, None)
+            return
+        self.seen.add(key)
+        stats = file.stats
+        rtype = rec.get("type")
+        at = rfc3339_or_none(rec.get("timestamp"))
+        uuid = rec.get("uuid") if isinstance(rec.get("uuid"), str) and rec.get("uuid") else None
+        self._check_links(rec, stats)
+        if uuid is not None and uuid not in self._uuid_pos:
+            self._uuid_pos[uuid] = len(self._uuids)
+            self._uuids.append(uuid)
+        if rtype == "user" and rec.get("isCompactSummary") is True:
+            self._compact_summary(rec, key, uuid, file, lineno, at)
+            return
+        if rtype == "system" and rec.get("subtype") == "compact_boundary":
+            self._finish_boundary("no summary record after the compact boundary", stats)
+            self._boundary = (rec, key, at)
+            return
+        if rtype in ("user", "assistant"):
+            self._finish_boundary("no summary record after the compact boundary", stats)
+            self._flush_root(key)
+            if uuid is None:
+                stats.error(f"{file.path}:{lineno}: {rtype} record has no 'uuid'; skipped")
+                return
+            self._message(rec, rtype, uuid, key, file, lineno, at)
+        elif rtype == "attachment":
+            self._attachment(rec, key, file, lineno, at)
+        elif rtype == "queue-operation":
+            self._queue(rec, key, file, lineno, at)
+        elif rtype == "system" and rec.get("subtype") == "microcompact_boundary":
+            self._microcompact(rec, key, at)
+        elif rtype == "system":
+            stats.ignored[f"system:{rec.get('subtype')}"] += 1
+        elif isinstance(rtype, str) and rtype in IGNORED_TYPES:
+            stats.ignored[rtype] += 1
+        else:
+            stats.unknown[rtype if isinstance(rtype, str) else f"<{type(rtype).__name__}>"] += 1
+
+    def _check_links(self, rec: dict[str, Any], stats: ReadStats) -> None:
+        for k in ("parentUuid", "logicalParentUuid"):
+            v = rec.get(k)
+            if isinstance(v, str) and v and v not in self._uuid_pos:
+                stats.broken_links += 1
+
+    def _message(self, rec: dict[str, Any], rtype: str, uuid: str, key: str, file: "ClaudeCodeTranscript",
+                 lineno: int, at: str | None) -> None:
+        holder = f"ev:{uuid}"
+        self.out.hold(holder, "raw_span", key, at, live=holder, durable=file.holder, names=[uuid])
+        msg = rec.get("message") if isinstance(rec.get("message"), dict) else {}
+        content = msg.get("content")
+        blocks = content if isinstance(content, list) else []
+        if rtype == "user":
+            found: list[Prohibition] = []
+            origin = ("line", lineno)
+            if not rec.get("isMeta"):
+                texts = [content] if isinstance(content, str) else [
+                    b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+                ]
+                text = "\n".join(texts)
+                plan = isinstance(rec.get("planContent"), str) or bool(_PLAN.match(text))
+                found += self.matcher.prohibitions(text, source="plan" if plan else "user", origin=origin)
+            for b in blocks:
+                if not (isinstance(b, dict) and b.get("type") == "tool_result"):
+                    continue
+                if isinstance(b.get("tool_use_id"), str) and b["tool_use_id"]:
+                    self.out.hold(f"call:{b['tool_use_id']}", "tool_output", key, at, live=holder,
+                                  durable=file.holder, names=[b["tool_use_id"]])
+                feedback = _rejection_feedback(b)
+                if feedback:
+                    found += self.matcher.prohibitions(feedback, source="user", origin=origin)
+            answers = _answers(rec.get("toolUseResult"))
+            if answers:
+                found += self.matcher.prohibitions("\n".join(answers), source="user", origin=origin)
+            if found:
+                self._raw[holder] = list({p.id: p for p in found}.values())
+            for p in _strings(find_values(rec.get("toolUseResult"), "filePath")):
+                self._file(p, holder, key, file, at)
+        else:
+            for b in blocks:
+                if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("input"), dict):
+                    for k in _INPUT_PATH_KEYS:
+                        for p in _strings([b["input"].get(k)]):
+                            self._file(p, holder, key, file, at)
+
+    def _file(self, path: str, holder: str, key: str, file: "ClaudeCodeTranscript", at: str | None) -> None:
+        self.out.hold(f"file:{path}", "file", key, at, live=holder, durable=file.holder, names=path_names(path))
+
+    def _queue(self, rec: dict[str, Any], key: str, file: "ClaudeCodeTranscript", lineno: int, at: str | None) -> None:
+        op = rec.get("operation")
+        if op == "enqueue" and isinstance(rec.get("content"), str):
+            self._queued.append((key, rec["content"], lineno))
+        elif op == "remove" and (self._queued or isinstance(rec.get("content"), str)):
+            # handed to the model while it works: the oldest queued message, or the one the record names
+            content = rec.get("content")
+            at_queue = next((i for i, q in enumerate(self._queued) if q[1] == content), None)
+            if at_queue is not None or not isinstance(content, str):
+                qkey, text, qline = self._queued.pop(at_queue or 0)
+            else:
+                qkey, text, qline = key, content, lineno
+            self._user_words(f"ev:queued:{qkey.split(':', 1)[1]}", qkey, text, file, qline, at)
+        elif op == "dequeue" and self._queued:  # becomes a typed message, read there
+            self._queued.pop(0)
+        elif op == "popAll":
+            self._queued.clear()
+        else:
+            file.stats.ignored[f"queue-operation:{op}"] += 1
+
+    def _user_words(self, holder: str, key: str, text: str, file: "ClaudeCodeTranscript", lineno: int,
+                    at: str | None) -> None:
+        """A message of the user's that reached the model outside a user record (a raw item of its own)."""
+        self.out.hold(holder, "raw_span", key, at, live=holder, durable=file.holder)
+        found = self.matcher.prohibitions(text, source="user", origin=("line", lineno))
+        if found:
+            self._raw[holder] = found
+
+    def _microcompact(self, rec: dict[str, Any], key: str, at: str | None) -> None:
+        meta = rec.get("microcompactMetadata") if isinstance(rec.get("microcompactMetadata"), dict) else {}
+        ids = meta.get("compactedToolIds") if isinstance(meta.get("compactedToolIds"), list) else []
+        for tool_id in ids:
+            if isinstance(tool_id, str) and tool_id:
+                self.out.evict_live(f"call:{tool_id}", key, at)
+
+    def _attachment(self, rec: dict[str, Any], key: str, file: "ClaudeCodeTranscript", lineno: int,
+                    at: str | None) -> None:
+        att = rec.get("attachment") if isinstance(rec.get("attachment"), dict) else {}
+        if att.get("type") == "queued_command" and isinstance(att.get("prompt"), str):
+            origin = att.get("origin") if isinstance(att.get("origin"), dict) else {}
+            if origin.get("kind", "human") == "human":  # a message the user typed while the agent worked
+                self._user_words(f"ev:queued:{key.split(':', 1)[1]}", key, att["prompt"], file, lineno, at)
+                return
+        if att.get("type") != "nested_memory":
+            file.stats.ignored[f"attachment:{att.get('type')}"] += 1
+            return
+        text = "\n".join(texts_of(att.get("content"), keys=("content", "text")))
+        for c in self.matcher.prohibitions(text, source="rule_file", origin=("line", lineno)):
+            self._rules.setdefault(c.id, c)
+            self._rules_in_view.setdefault(c.id, c)
+        self._root_dirty = True
+
+    def _compact_summary(self, rec: dict[str, Any], key: str, uuid: str | None, file: "ClaudeCodeTranscript",
+                         lineno: int, at: str | None) -> None:
+        # A dangling parentUuid was counted by _check_links; file order decides anyway.
+        if self._boundary is None:
+            file.stats.broken_links += 1  # a summary without its boundary: compact here anyway
+            boundary: dict[str, Any] = {}
+        else:
+            boundary = self._boundary[0]
+        self._boundary = None
+        msg = rec.get("message") if isinstance(rec.get("message"), dict) else {}
+        text = "\n".join(texts_of(msg.get("content"))).strip() or None
+        if text is not None:
+            m = _TRANSCRIPT_PATH.search(text)
+            if m:  # the recovery path the summary names: durable while the transcript exists
+                self.out.hold(f"file:{m.group(1)}", "file", key, at, live=None, durable=file.holder, names=[m.group(1)])
+        self._compact(boundary, uuid or key, text, "summary record has no text", key, at, file.stats)
+
+    def _finish_boundary(self, reason: str, stats: ReadStats) -> None:
+        if self._boundary is None:
+            return
+        boundary, b_key, b_at = self._boundary
+        self._boundary = None
+        node_id = boundary.get("uuid") if isinstance(boundary.get("uuid"), str) and boundary.get("uuid") else b_key
+        self._compact(boundary, node_id, None, reason, b_key, b_at, stats)
+
+    @property
+    def waiting_for_summary(self) -> bool:
+        """A compact boundary was read and its summary not yet."""
+        return self._boundary is not None
+
+    def _compact(self, boundary: dict[str, Any], node_id: str, text: str | None, reason: str, key: str,
+                 at: str | None, stats: ReadStats) -> None:
+        preserved = self._preserved(boundary, stats)
+        covered = [h for h in self.out.live_holders() if h.startswith("ev:") and h not in preserved]
+        raw: dict[str, Prohibition] = {}
+        for h in covered:
+            for c in self._raw.get(h, ()):
+                raw.setdefault(c.id, c)
+        self.out.summary_node(
+            node_id, key, at, children=[self._summary] if self._summary else [], raw=raw.values(),
+            text=text, matcher=self.matcher, opaque_reason=reason,
+        )
+        for h in covered:
+            self.out.release_live(h, key, at)
+        self._summary = node_id
+        self._rules_in_view = {}  # rule files must be re-injected after the boundary to be in view
+        self._root_dirty = True
+
+    def _preserved(self, boundary: dict[str, Any], stats: ReadStats) -> set[str]:
+        seg = boundary.get("compactMetadata", {}) if isinstance(boundary.get("compactMetadata"), dict) else {}
+        seg = seg.get("preservedSegment") if isinstance(seg.get("preservedSegment"), dict) else {}
+        head, tail = seg.get("headUuid"), seg.get("tailUuid")
+        if not head and not tail:
+            return set()
+        if head not in self._uuid_pos or tail not in self._uuid_pos:
+            stats.broken_links += 1  # e.g. a tailUuid that is no message: nothing is taken as preserved
+            return set()
+        lo, hi = sorted((self._uuid_pos[head], self._uuid_pos[tail]))
+        return {f"ev:{u}" for u in self._uuids[lo : hi + 1]}
+
+    def _flush_root(self, key: str) -> None:
+        if not self._root_dirty or self._boundary is not None:
+            return
+        self._root_dirty = False
+        self.out.root(
+            key, None, children=[self._summary] if self._summary else [],
+            kept=self._rules_in_view.values(), raw=self._rules.values(), matcher=self.matcher,
+        )
+
+    def file_deleted(self, file: "ClaudeCodeTranscript") -> None:
+        """``--follow`` saw ``file`` disappear: what only it held leaves ``durable``."""
+        self.out.release_durable(file.holder, f"deleted:{file.path.name}", None)
+
+
+class ClaudeCodeTranscript:
+    """Incremental reader of one transcript file: :meth:`poll` feeds new lines to their session.
+
+    ``final=True`` (after the fact): the last line may lack its ``\\n``. ``final=False``
+    (following): only complete lines are read. The context is known once a record
+    carrying a ``sessionId`` has been read (:attr:`session`).
+    """
+
+    def __init__(self, path: str | Path, matcher: ProhibitionMatcher | None = None,
+                 sessions: dict[str, ClaudeCodeSession] | None = None) -> None:
+        self.path = Path(path)
+        self.matcher = matcher or ProhibitionMatcher()
+        self.stats = ReadStats(source=str(self.path))
+        self.sessions = sessions if sessions is not None else {}
+        self.session: ClaudeCodeSession | None = None
+        self.holder = f"transcript:{self.path.as_posix()}"
+        self.finished = False
+        self._offset = 0
+        self._lineno = 0
+        self._started = False
+        self._early: list[tuple[dict[str, Any], int]] = []  # records before the first sessionId
+
+    @property
+    def context_id(self) -> str | None:
+        return self.session.context_id if self.session else None
+
     def poll(self, *, final: bool = True) -> list[dict[str, Any]]:
-        """New events since the last poll (see the class docstring for ``final``)."""
+        """New events of this file's session since the last poll."""
         if self.finished:
             return []
         try:
@@ -124,19 +421,20 @@ class ClaudeCodeTranscript:
                 fh.seek(self._offset)
                 chunk = fh.read()
         except FileNotFoundError:
-            if not final and self._started:  # deleted while followed: the durable copy is gone
-                self.out.release_all_durable(f"{self.path.name} (deleted)", None)
+            if not final and self._started:  # deleted while followed: that durable copy is gone
+                if self.session is not None:
+                    self.session.file_deleted(self)
                 self.finished = True
             elif final:
                 self.stats.failed = True
                 self.stats.error(f"{self.path}: no such file")
                 self.finished = True
-            return self.out.drain()
+            return self._drain()
         except OSError as exc:
             self.stats.failed = final
             self.stats.error(f"{self.path}: cannot read: {exc.strerror or exc}")
             self.finished = final
-            return self.out.drain()
+            return self._drain()
         self._started = True
         lines = chunk.split(b"\n")
         tail = lines.pop()  # b"" after a final "\n", else a line still being written
@@ -149,162 +447,74 @@ class ClaudeCodeTranscript:
             if self._lineno == 1 and line.startswith(b"\xef\xbb\xbf"):
                 line = line[3:]
             if line.strip():
-                self._line(line, f"{self.path.name}:{self._lineno}")
+                self._line(line)
         if final:
-            self._finish_boundary(f"{self.path.name}:{self._lineno}:end", None, "no summary record after the compact boundary")
-            self._flush_root(f"{self.path.name}:{self._lineno}:end")
+            if self.session is not None and self.session.waiting_for_summary:
+                self.stats.warn(f"{self.path}: ends on a compact boundary without its summary (nothing emitted for "
+                                "it yet; read the transcript again once the summary is written)")
             self.finished = True
-        return self.out.drain()
+        return self._drain()
 
-    # ---- records
+    def _drain(self) -> list[dict[str, Any]]:
+        return self.session.drain() if self.session is not None else []
 
-    def _line(self, line: bytes, where: str) -> None:
-        self.stats.records += 1
+    def _line(self, line: bytes) -> None:
         try:
-            rec = json.loads(line.decode("utf-8"))
+            values, bad = decode_line(line)
         except UnicodeDecodeError as exc:
+            self.stats.records += 1
             self.stats.error(f"{self.path}:{self._lineno}: not UTF-8 (byte {exc.start})")
             return
-        except (json.JSONDecodeError, RecursionError) as exc:
-            problem = f"{exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
-            self.stats.error(f"{self.path}:{self._lineno}: not valid JSON: {problem}")
+        except RecursionError:
+            self.stats.records += 1
+            self.stats.error(f"{self.path}:{self._lineno}: not valid JSON: nested too deeply")
             return
-        if not isinstance(rec, dict):
-            self.stats.error(f"{self.path}:{self._lineno}: a record must be a JSON object, got {type(rec).__name__}")
-            return
-        rtype = rec.get("type")
-        at = rfc3339_or_none(rec.get("timestamp"))
-        uuid = rec.get("uuid") if isinstance(rec.get("uuid"), str) and rec.get("uuid") else None
-        self._check_links(rec)
-        if uuid is not None and uuid not in self._uuid_pos:
-            self._uuid_pos[uuid] = len(self._uuids)
-            self._uuids.append(uuid)
-        if rtype == "user" and rec.get("isCompactSummary") is True:
-            self._compact_summary(rec, uuid, where, at)
-            return
-        if rtype == "system" and rec.get("subtype") == "compact_boundary":
-            self._finish_boundary(where, at, "no summary record after the compact boundary")
-            self._boundary = (rec, where, at)
-            return
-        if rtype in ("user", "assistant"):
-            self._finish_boundary(where, at, "no summary record after the compact boundary")
-            self._flush_root(where)
-            if uuid is None:
-                self.stats.error(f"{self.path}:{self._lineno}: {rtype} record has no 'uuid'; skipped")
+        if bad is not None:  # what follows the records read (if any) is lost, and said so
+            self.stats.records += 1
+            after = f" after {len(values)} record(s)" if values else ""
+            self.stats.error(f"{self.path}:{self._lineno}: not valid JSON{after}: {bad.msg} at column {bad.colno}")
+        if len(values) > 1:
+            self.stats.warn(f"{self.path}:{self._lineno}: {len(values)} JSON records glued on one line "
+                            "(a record written without its newline); each read")
+        for rec in values:
+            self.stats.records += 1
+            if not isinstance(rec, dict):
+                self.stats.error(f"{self.path}:{self._lineno}: a record must be a JSON object, got {type(rec).__name__}")
+                continue
+            self._record(rec, self._lineno)
+
+    def _record(self, rec: dict[str, Any], lineno: int) -> None:
+        if self.session is None:
+            sid = rec.get("sessionId")
+            if not (isinstance(sid, str) and sid):
+                self._early.append((rec, lineno))  # e.g. title records before the first message
                 return
-            self._message(rec, rtype, uuid, where, at)
-        elif rtype == "attachment":
-            self._attachment(rec, where)
-        elif rtype == "system":
-            self.stats.ignored[f"system:{rec.get('subtype')}"] += 1
-        elif isinstance(rtype, str) and rtype in IGNORED_TYPES:
-            self.stats.ignored[rtype] += 1
-        else:
-            self.stats.unknown[rtype if isinstance(rtype, str) else f"<{type(rtype).__name__}>"] += 1
+            self.session = self.sessions.get(sid)
+            if self.session is None:
+                self.session = self.sessions[sid] = ClaudeCodeSession(sid, self.matcher)
+            early, self._early = self._early, []
+            for r, n in early:
+                self.session.record(r, self, n)
+        self.session.record(rec, self, lineno)
 
-    def _check_links(self, rec: dict[str, Any]) -> None:
-        for key in ("parentUuid", "logicalParentUuid"):
-            v = rec.get(key)
-            if isinstance(v, str) and v and v not in self._uuid_pos:
-                self.stats.broken_links += 1
 
-    def _message(self, rec: dict[str, Any], rtype: str, uuid: str, where: str, at: str | None) -> None:
-        holder = f"ev:{uuid}"
-        self.out.hold(holder, "raw_span", where, at, live=holder, durable=TRANSCRIPT, names=[uuid])
-        msg = rec.get("message") if isinstance(rec.get("message"), dict) else {}
-        content = msg.get("content")
-        blocks = content if isinstance(content, list) else []
-        if rtype == "user":
-            if not rec.get("isMeta"):
-                texts = [content] if isinstance(content, str) else [
-                    b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
-                ]
-                self._raw[holder] = self.matcher.prohibitions("\n".join(texts))
-            for b in blocks:
-                if isinstance(b, dict) and b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str) and b["tool_use_id"]:
-                    self.out.hold(f"call:{b['tool_use_id']}", "tool_output", where, at, live=holder, durable=TRANSCRIPT,
-                                  names=[b["tool_use_id"]])
-            for p in _strings(find_values(rec.get("toolUseResult"), "filePath")):
-                self._file(p, holder, where, at)
-        else:
-            for b in blocks:
-                if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("input"), dict):
-                    for key in _INPUT_PATH_KEYS:
-                        for p in _strings([b["input"].get(key)]):
-                            self._file(p, holder, where, at)
+def _answers(result: Any) -> list[str]:
+    """The user's answers to an AskUserQuestion: typed, or an option picked (the user's decision in the agent's words)."""
+    if not isinstance(result, dict) or not isinstance(result.get("answers"), dict):
+        return []
+    return [_RECOMMENDED.sub("", a).strip() for a in result["answers"].values() if isinstance(a, str) and a.strip()]
 
-    def _file(self, path: str, holder: str, where: str, at: str | None) -> None:
-        self.out.hold(f"file:{path}", "file", where, at, live=holder, durable=TRANSCRIPT, names=path_names(path))
 
-    def _attachment(self, rec: dict[str, Any], where: str) -> None:
-        att = rec.get("attachment") if isinstance(rec.get("attachment"), dict) else {}
-        if att.get("type") != "nested_memory":
-            self.stats.ignored[f"attachment:{att.get('type')}"] += 1
-            return
-        text = "\n".join(texts_of(att.get("content"), keys=("content", "text")))
-        for c in self.matcher.prohibitions(text):
-            self._rules.setdefault(c.id, c)
-            self._rules_in_view.setdefault(c.id, c)
-        self._root_dirty = True
-
-    def _compact_summary(self, rec: dict[str, Any], uuid: str | None, where: str, at: str | None) -> None:
-        # A dangling parentUuid was counted by _check_links; file order decides anyway.
-        if self._boundary is None:
-            self.stats.broken_links += 1  # a summary without its boundary: compact here anyway
-            boundary: dict[str, Any] = {}
-        else:
-            boundary = self._boundary[0]
-        self._boundary = None
-        msg = rec.get("message") if isinstance(rec.get("message"), dict) else {}
-        text = "\n".join(texts_of(msg.get("content"))).strip() or None
-        node_id = uuid or f"{self.path.stem}:{self._lineno}"
-        self._compact(boundary, node_id, text, "summary record has no text", where, at)
-
-    def _finish_boundary(self, where: str, at: str | None, reason: str) -> None:
-        if self._boundary is None:
-            return
-        boundary, b_where, b_at = self._boundary
-        self._boundary = None
-        node_id = boundary.get("uuid") if isinstance(boundary.get("uuid"), str) and boundary.get("uuid") else f"{self.path.stem}:{b_where}"
-        self._compact(boundary, node_id, None, reason, b_where, b_at)
-
-    def _compact(self, boundary: dict[str, Any], node_id: str, text: str | None, reason: str, where: str, at: str | None) -> None:
-        preserved = self._preserved(boundary)
-        covered = [h for h in self.out.live_holders() if h.startswith("ev:") and h not in preserved]
-        raw: dict[str, Constraint] = {}
-        for h in covered:
-            for c in self._raw.get(h, ()):
-                raw.setdefault(c.id, c)
-        self.out.summary_node(
-            node_id, where, at, children=[self._summary] if self._summary else [], raw=raw.values(),
-            text=text, matcher=self.matcher, opaque_reason=reason,
-        )
-        for h in covered:
-            self.out.release_live(h, where, at)
-        self._summary = node_id
-        self._rules_in_view = {}  # rule files must be re-injected after the boundary to be in view
-        self._root_dirty = True
-
-    def _preserved(self, boundary: dict[str, Any]) -> set[str]:
-        seg = boundary.get("compactMetadata", {}) if isinstance(boundary.get("compactMetadata"), dict) else {}
-        seg = seg.get("preservedSegment") if isinstance(seg.get("preservedSegment"), dict) else {}
-        head, tail = seg.get("headUuid"), seg.get("tailUuid")
-        if not head and not tail:
-            return set()
-        if head not in self._uuid_pos or tail not in self._uuid_pos:
-            self.stats.broken_links += 1
-            return set()
-        lo, hi = sorted((self._uuid_pos[head], self._uuid_pos[tail]))
-        return {f"ev:{u}" for u in self._uuids[lo : hi + 1]}
-
-    def _flush_root(self, where: str) -> None:
-        if not self._root_dirty or self._boundary is not None:
-            return
-        self._root_dirty = False
-        self.out.root(
-            where, None, children=[self._summary] if self._summary else [],
-            kept=self._rules_in_view.values(), raw=self._rules.values(),
-        )
+def _rejection_feedback(block: dict[str, Any]) -> str | None:
+    """The user's words of a rejected tool call ("... the user said:\\n<words>"), if any."""
+    content = block.get("content")
+    text = content if isinstance(content, str) else "\n".join(texts_of(content))
+    if _REJECTED not in text:
+        return None
+    m = _FEEDBACK.search(text)
+    if not m or m.group(1).lstrip().startswith(_CLARIFY):  # boilerplate of a "clarify" answer, no words typed
+        return None
+    return m.group(1).strip()
 
 
 def _strings(values: list[Any]) -> list[str]:

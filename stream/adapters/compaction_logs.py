@@ -2,23 +2,32 @@
 
 Real agents record their compactions; these adapters turn such a record into the two
 input streams of DESIGN.md §3 following the conventions of the format notes
-(``shared/formats/COMPACTION_LOGS.md``, "Conventions for every adapter"). What the two
-systems share lives here:
+(``docs/COMPACTION_LOGS.md``, "Conventions for every adapter"). What the two systems
+share lives here:
 
-* :class:`ContextEvents` — one context's output in source order: ``seq`` 0, 1, 2, ...,
-  deterministic ``event_id`` s (a hash of context, source position, op, tier and id),
-  and the *holder* bookkeeping that decides when an artifact really enters or leaves a
-  tier. An artifact is ``admitted`` to ``live`` when its first holder (a raw item of
-  the log that shows it) appears and ``evicted`` from ``live`` when the last one is
-  forgotten by a compaction; likewise for ``durable`` with durable holders (the event
-  file, the transcript, a saved-output directory). So ``file:<path>`` stays live while
-  any raw item still in view shows that path.
-* :class:`ProhibitionMatcher` — which sentences of a raw text are prohibitions, and
-  whether a summary text still carries one (a documented, tunable heuristic).
+* :class:`ContextEvents` — one context's output in source order, and the *holder*
+  bookkeeping that decides when an artifact really enters or leaves a tier. An
+  artifact is ``admitted`` to ``live`` when its first holder (a raw item of the log
+  that shows it) appears and ``evicted`` from ``live`` when the last one is forgotten
+  by a compaction; likewise for ``durable`` with durable holders (a transcript file,
+  an event file, a saved-output directory). So ``file:<path>`` stays live while any
+  raw item still in view shows that path.
+* **``seq`` and ``event_id``, designed so that independent runs can share a context.**
+  ``seq`` counts a context's events from 0 in source order, and every event depends
+  only on the records before it (nothing is emitted because an input *ends*), so the
+  events of a growing prefix of a log are a prefix of the events of the whole log.
+  ``event_id`` is a hash of the context, the *native identity* of the record that
+  caused the event (its uuid or event id, never a file name or line number), the
+  operation and its subject: two ingest runs over copies of one session (a transcript
+  and its longer copy) give the very same (seq, event_id) pairs for what they share,
+  and replaying both equals replaying the longest. Records a run has already read
+  (the same uuid in a second copy) are skipped, so a second file of a session
+  continues it.
 * :func:`mentioned_artifacts` — the referents of a summary: artifacts whose identifier
   (path, tool-call id, saved-output path, event id) appears in its text.
 * :class:`ReadStats` — what was read from one input, for the one-line stderr summary.
 
+The prohibition extractor and matcher are :mod:`stream.adapters.prohibitions`.
 Plain Python, no faust/aiokafka (the CLI :mod:`stream.commands.ingest` is the shell).
 """
 
@@ -32,14 +41,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from stream.adapters.trajectories import (
-    MAX_ID,
-    Constraint,
-    constraint_key_text,
-    iter_sentences,
-    make_constraint,
-    short_hash,
+from stream.adapters.prohibitions import (  # noqa: F401 - re-exported for the CLI and tests
+    DEFAULT_MATCH_THRESHOLD,
+    Prohibition,
+    ProhibitionMatcher,
+    content_words,
 )
+from stream.adapters.trajectories import MAX_ID, short_hash
 
 LIVE = "live"
 DURABLE = "durable"
@@ -48,10 +56,6 @@ DURABLE = "durable"
 #: it): 64k characters keep any event well under the 1 MiB message limit (DESIGN.md §3).
 MAX_TEXT_CHARS = 65_536
 
-#: Default share of a prohibition's content words a summary sentence must contain
-#: (with a negation cue) to count as carrying it. ``--match-threshold`` changes it.
-DEFAULT_MATCH_THRESHOLD = 0.8
-
 # --------------------------------------------------------------------------- stats
 
 
@@ -59,20 +63,27 @@ DEFAULT_MATCH_THRESHOLD = 0.8
 class ReadStats:
     """What was read from one input (a conversation directory or a transcript file).
 
-    ``records``: source records read (event files, JSONL lines). ``unknown``: record
+    ``records``: source records read (event files, JSONL records). ``unknown``: record
     type -> count of records of a type the adapter does not know (skipped, never
-    fatal). ``ignored``: known types that produce no event. ``errors``: one-line
+    fatal). ``ignored``: known types that produce no event. ``repeated``: records
+    already read (from another copy of the session, or a repeated line; skipped). ``errors``: one-line
     ``"<path>[:<line>]: <problem>"`` messages for records or inputs that could not be
-    read (skipped). ``broken_links``: parent links that point nowhere (file order used
-    instead). ``failed``: the whole input could not be read.
+    read (skipped; exit code 1). ``warnings``: one-line notes that lose nothing (a
+    recovered glued line, a compaction still waiting for its summary; exit code
+    unchanged). ``broken_links``: parent links that point nowhere (file order used
+    instead). ``naive_times``: timestamps without a zone, read as UTC. ``failed``:
+    the whole input could not be read.
     """
 
     source: str
     records: int = 0
     unknown: Counter[str] = field(default_factory=Counter)
     ignored: Counter[str] = field(default_factory=Counter)
+    repeated: int = 0
     errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     broken_links: int = 0
+    naive_times: int = 0
     failed: bool = False
 
     def error(self, message: str) -> str:
@@ -80,16 +91,32 @@ class ReadStats:
         self.errors.append(line)
         return line
 
+    def warn(self, message: str) -> str:
+        line = " ".join(message.split())
+        self.warnings.append(line)
+        return line
+
 
 # --------------------------------------------------------------------------- event output
 
 
 _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
+_NAIVE = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?")
 
 
-def rfc3339_or_none(value: Any) -> str | None:
-    """``value`` when it is an RFC 3339 time with an offset, else None (never guessed)."""
-    if not isinstance(value, str) or not _RFC3339.fullmatch(value):
+def rfc3339_or_none(value: Any, *, naive_as_utc: bool = False, stats: ReadStats | None = None) -> str | None:
+    """``value`` when it is an RFC 3339 time with an offset, else None (never guessed).
+
+    ``naive_as_utc``: a time without a zone (OpenHands writes ``datetime.now()`` that
+    way) is read as UTC and returned with ``Z`` appended; ``stats.naive_times`` counts it.
+    """
+    if not isinstance(value, str):
+        return None
+    if naive_as_utc and _NAIVE.fullmatch(value):
+        value = value + "Z"
+        if stats is not None:
+            stats.naive_times += 1
+    if not _RFC3339.fullmatch(value):
         return None
     try:
         datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
@@ -105,20 +132,21 @@ def bounded_id(text: str) -> str:
 
 @dataclass
 class _Node:
-    pool: dict[str, Constraint]  # prohibitions of the raw context under the node (transitive)
-    carried: dict[str, Constraint]
+    pool: dict[str, Prohibition]  # prohibitions of the raw context under the node (transitive)
+    carried: dict[str, Prohibition]
+    text: str | None = None
 
 
 class ContextEvents:
     """One context's events, in source order, with the tier bookkeeping of the conventions.
 
-    ``where`` arguments name the source position that caused an event
-    (``"events/event-00003-<uuid>.json"``, ``"<session>.jsonl:17"``): relative, so the
-    same log gives the same ``event_id`` s wherever it is stored. Events accumulate in
+    ``where`` arguments name the record that caused an event by its native identity
+    (``"uuid:<uuid>"``, ``"ev:<event id>"``): never a path or a line, so the same record
+    read from any copy of the log gives the same ``event_id``. Events accumulate in
     :attr:`pending` until :meth:`drain`.
 
     Event dicts are the wire shape of DESIGN.md §3 (encode with
-    :func:`stream.adapters.encode_event`); unknown extra fields start with ``x_``.
+    :func:`stream.adapters.encode_event`); informational extras start with ``x_``.
     """
 
     def __init__(self, context_id: str) -> None:
@@ -131,11 +159,13 @@ class ContextEvents:
         self._durable: dict[str, set[str]] = {}  # artifact -> durable holders
         self._held_live: dict[str, dict[str, None]] = {}  # holder -> artifacts (ordered)
         self._held_durable: dict[str, dict[str, None]] = {}
+        self._by_record: dict[str, dict[str, None]] = {}  # record -> artifacts it held durable
         self.identifiers: dict[str, str] = {}  # text that names an artifact -> artifact id
         self.nodes: dict[str, _Node] = {}
         self._ids_at: Counter[tuple[str, str]] = Counter()
         self.root_id = bounded_id(f"root:{context_id}")
         self._root_emitted: tuple | None = None
+        self._root_pool: dict[str, Prohibition] = {}  # what the root requires: every summary it ever showed
 
     # ---- low level
 
@@ -203,11 +233,19 @@ class ContextEvents:
         if durable is not None:
             self._durable.setdefault(artifact_id, set()).add(durable)
             self._held_durable.setdefault(durable, {})[artifact_id] = None
+            self._by_record.setdefault(where, {})[artifact_id] = None
             self._tier_event(artifact_id, "admitted", DURABLE, where, at)
         for name in names:
             if name and name not in self.identifiers:
                 self.identifiers[name] = artifact_id
         return artifact_id
+
+    def also_held_by(self, record: str, durable: str, at: str | None) -> None:
+        """Another copy (``durable``) of an already-read ``record`` holds what that record held durable."""
+        for artifact_id in self._by_record.get(record, ()):
+            self._durable.setdefault(artifact_id, set()).add(durable)
+            self._held_durable.setdefault(durable, {})[artifact_id] = None
+            self._tier_event(artifact_id, "admitted", DURABLE, record, at)
 
     def release_live(self, holder: str, where: str, at: str | None) -> int:
         """``holder`` left the model's view: evict from ``live`` what it alone held. Returns evictions."""
@@ -217,9 +255,15 @@ class ContextEvents:
         """A durable copy disappeared: evict from ``durable`` what it alone held."""
         return self._release(holder, self._held_durable, self._durable, DURABLE, where, at)
 
-    def release_all_durable(self, where: str, at: str | None) -> int:
-        """The whole durable log is gone (e.g. a transcript deleted by retention)."""
-        return sum(self.release_durable(h, where, at) for h in list(self._held_durable))
+    def evict_live(self, artifact_id: str, where: str, at: str | None) -> bool:
+        """The artifact itself left the model's view, whatever still shows it (a microcompact)."""
+        artifact_id = bounded_id(artifact_id)
+        for holder in self._live.pop(artifact_id, set()):
+            self._held_live.get(holder, {}).pop(artifact_id, None)
+        if LIVE not in self.tiers.get(artifact_id, ()):
+            return False
+        self._tier_event(artifact_id, "evicted", LIVE, where, at)
+        return True
 
     def is_live_holder(self, holder: str) -> bool:
         return bool(self._held_live.get(holder))
@@ -249,9 +293,9 @@ class ContextEvents:
         at: str | None,
         *,
         children: Iterable[str],
-        raw: Iterable[Constraint],
+        raw: Iterable[Prohibition],
         text: str | None,
-        matcher: "ProhibitionMatcher",
+        matcher: ProhibitionMatcher,
         opaque_reason: str | None = None,
         exclude_referents: Iterable[str] = (),
     ) -> dict[str, Any]:
@@ -262,8 +306,9 @@ class ContextEvents:
         (``raw_negative_constraints``). ``negative_constraints`` = the prohibitions of
         its whole subtree that ``matcher`` finds again in ``text``, under the same id.
         ``referents`` = :func:`mentioned_artifacts` of ``text``. ``text=None``: an opaque
-        or missing summary — emitted with ``text: null``, ``x_opaque: true`` and
-        ``x_opaque_reason``; it carries nothing and names nothing (it cannot be verified).
+        or missing summary — emitted with ``text: null``, ``opaque: true`` (DESIGN.md §3,
+        the ``unverifiable_checkpoint`` rule) and ``x_opaque_reason``; it carries nothing
+        and names nothing.
         """
         node_id = bounded_id(node_id)
         children = [bounded_id(c) for c in children]
@@ -275,7 +320,7 @@ class ContextEvents:
         carried = {c.id: c for c in matcher.carried(text, pool.values())} if text else {}
         skip = set(exclude_referents)
         referents = [a for a in mentioned_artifacts(text, self.identifiers) if a not in skip] if text else []
-        self.nodes[node_id] = _Node(pool=pool, carried=carried)
+        self.nodes[node_id] = _Node(pool=pool, carried=carried, text=text)
         body: dict[str, Any] = {
             "node_id": node_id,
             "level": "section" if children else "leaf",
@@ -290,7 +335,7 @@ class ContextEvents:
             body["text"] = text[:MAX_TEXT_CHARS]
             body["x_text_truncated"] = True
         if text is None:
-            body["x_opaque"] = True
+            body["opaque"] = True
             body["x_opaque_reason"] = opaque_reason or "summary text not available"
         return self._event(where, at, body)
 
@@ -300,21 +345,28 @@ class ContextEvents:
         at: str | None,
         *,
         children: Iterable[str],
-        kept: Iterable[Constraint],
-        raw: Iterable[Constraint],
+        kept: Iterable[Prohibition],
+        raw: Iterable[Prohibition],
+        matcher: ProhibitionMatcher,
     ) -> dict[str, Any] | None:
         """(Re-)emit the synthetic root ``root:<context>`` if it changed.
 
         ``children``: the summaries currently in view. ``raw``: prohibitions of the
         always-kept channel (system prompt, rule files). Carried: ``kept`` (that channel
-        as it is in view now) plus what the children in view carry — the root *is* the
-        view, so it holds what they hold. Returns the event, or None when unchanged.
+        as it is in view now) plus every prohibition the root requires — those under any
+        summary it ever showed (the engine's ledger keeps them required) — that the texts
+        in view state: the root *is* the view. Returns the event, or None when unchanged.
         """
         children = sorted({bounded_id(c) for c in children})
-        carried: dict[str, Constraint] = {c.id: c for c in kept}
         for child in children:
             if child in self.nodes:
-                carried.update(self.nodes[child].carried)
+                self._root_pool.update(self.nodes[child].pool)
+        carried: dict[str, Prohibition] = {c.id: c for c in kept}
+        for child in children:
+            node = self.nodes.get(child)
+            if node is not None:
+                carried.update(node.carried)
+                carried.update((c.id, c) for c in matcher.carried(node.text, self._root_pool.values()))
         raw_map = {c.id: c for c in raw}
         state = (tuple(children), tuple(sorted(carried)), tuple(sorted(raw_map)))
         if state == self._root_emitted or (self._root_emitted is None and not children and not raw_map):
@@ -373,151 +425,6 @@ def path_names(path: str) -> list[str]:
     for i in range(len(parts) - 1):
         names.append("/".join(parts[i:]))
     return list(dict.fromkeys(names))
-
-
-# --------------------------------------------------------------------------- prohibitions
-
-#: A raw sentence is a prohibition when one of these cues stands in a main clause.
-#: Narrower than the trajectory adapters' cue list on purpose: "cannot", "can't" and
-#: "not possible" describe far more often than they forbid in user chat.
-PROHIBITION_CUES = re.compile(
-    r"\b(?:do\s+not|don't|dont|never|must\s+not|mustn't|should\s+not|shouldn't|may\s+not|"
-    r"avoid|refrain\s+from|not\s+allowed|not\s+permitted|forbidden|prohibited|"
-    r"under\s+no\s+circumstances)\b",
-    re.IGNORECASE,
-)
-#: A summary sentence can carry a prohibition only if it has one of these (a summary
-#: reports, so "asked not to", "forbade", "without" count too).
-SUMMARY_NEGATION = re.compile(
-    r"\b(?:not|no|never|don't|dont|doesn't|didn't|won't|mustn't|shouldn't|cannot|can't|"
-    r"avoid\w*|forb[ia]d\w*|prohibit\w*|without|refrain\w*)\b",
-    re.IGNORECASE,
-)
-_CONDITION = re.compile(r"\b(?:if|unless|when|whether)\b", re.IGNORECASE)
-_CLAUSE_SPLIT = re.compile(r"\s*(?:;|:\s|\s+but\s+|,\s*(?:and|so)\s+)\s*", re.IGNORECASE)
-_SUMMARY_SPLIT = re.compile(r"(?:\n|(?<=[.!?;])\s+)")
-_WORD = re.compile(r"[a-z0-9][a-z0-9_'./~-]*")
-#: Words that say nothing about *what* is forbidden: function words, the negation and
-#: modal cues themselves, and the reporting verbs summaries use ("the user asked ...").
-STOPWORDS = frozenset(
-    """a an the and or nor of to in on at by for from with into onto over under about as is are was were be been
-    being am do does did doing done not no never don't dont mustn't shouldn't won't didn't doesn't cannot can't can
-    must should may might will would shall could please you your yours we our us i me my it its this that these those
-    there here they them their he she his her any all some such also just only ever then than so very too
-    avoid avoided avoiding refrain refrained from forbidden forbid forbade prohibited prohibit allowed permitted
-    user users agent assistant asked ask asks told tell said say says requested request wants want wanted
-    instructed instruction instructions reminded reminder note noted make sure keep kept circumstances
-    under without""".split()
-)
-
-
-def _stem(word: str) -> str:
-    """A light, deterministic English stemmer: enough to meet "files"/"file", "editing"/"edit"."""
-    word = word.strip("./-~'")
-    if word.endswith("'s"):
-        word = word[:-2]
-    if word.endswith("ies") and len(word) >= 5:
-        return word[:-3] + "y"
-    if word.endswith(("sses", "xes", "zes", "ches", "shes")) and len(word) >= 5:
-        return word[:-2]
-    if word.endswith("ing") and len(word) >= 6:
-        return word[:-3]
-    if word.endswith("ed") and len(word) >= 5:
-        return word[:-2]
-    if word.endswith("s") and len(word) >= 4 and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
-
-
-def content_words(text: str) -> frozenset[str]:
-    """The words of ``text`` that say what it is about: lower-cased, light-stemmed, no stopwords.
-
-    Paths and identifiers stay whole (``migrations/`` -> ``migrations`` -> ``migration``).
-    """
-    words = set()
-    for raw in _WORD.findall(unicode_lower(text)):
-        if raw in STOPWORDS:
-            continue
-        w = _stem(raw)
-        if len(w) > 1 and w not in STOPWORDS:
-            words.add(w)
-    return frozenset(words)
-
-
-def unicode_lower(text: str) -> str:
-    return constraint_key_text(text).replace("\u2019", "'")
-
-
-def _cue_in_main_clause(sentence: str) -> bool:
-    for cue in PROHIBITION_CUES.finditer(sentence):
-        before = sentence[: cue.start()]
-        cond = list(_CONDITION.finditer(before))
-        if not cond or "," in before[cond[-1].end():]:
-            return True
-    return False
-
-
-@dataclass(frozen=True)
-class ProhibitionMatcher:
-    """Finds prohibitions in raw text and decides whether a summary still carries them.
-
-    The heuristic (format notes, "raw_negative_constraints"):
-
-    * **Extraction.** A raw text is cut into sentences (bullets and ``. `` ends; code
-      fences and headings skipped) and each sentence into clauses (at ``;``, ``: ``,
-      ``but``, ``, and``); a clause with a prohibition cue (:data:`PROHIBITION_CUES`)
-      outside an ``if/unless/when`` condition is a prohibition. Its ``id`` is a hash of
-      the normalized clause, so the same clause in two places is one constraint.
-    * **Carrying.** A summary carries a prohibition when the normalized prohibition
-      appears in it verbatim, or when one summary sentence has a negation cue
-      (:data:`SUMMARY_NEGATION`) and at least ``threshold`` of the prohibition's
-      :func:`content_words`. A prohibition without content words ("Don't.") is carried
-      only verbatim.
-
-    ``threshold`` in [0, 1]: lower keeps more paraphrases (fewer false alarms, more
-    misses: a different prohibition about the same words passes); higher flags more
-    paraphrases as dropped. Synonyms ("edit" vs "modify") never match.
-    """
-
-    threshold: float = DEFAULT_MATCH_THRESHOLD
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.threshold <= 1.0:
-            raise ValueError(f"match threshold must be in [0, 1], got {self.threshold}")
-
-    def prohibitions(self, text: str | None) -> list[Constraint]:
-        """Prohibition clauses of a raw text, in order, de-duplicated by id."""
-        out: dict[str, Constraint] = {}
-        if not text:
-            return []
-        for sentence in iter_sentences(text):
-            for clause in _CLAUSE_SPLIT.split(sentence):
-                clause = clause.strip(" ,")
-                if len(clause) >= 8 and _cue_in_main_clause(clause):
-                    c = make_constraint(clause, "prohibition")
-                    out.setdefault(c.id, c)
-        return list(out.values())
-
-    def carries(self, summary: str | None, prohibition: Constraint) -> bool:
-        """Does ``summary`` still state ``prohibition`` (verbatim or paraphrased)?"""
-        if not summary:
-            return False
-        key = constraint_key_text(prohibition.text)
-        if key and key in constraint_key_text(summary):
-            return True
-        wanted = content_words(prohibition.text)
-        if not wanted:
-            return False
-        for sentence in _SUMMARY_SPLIT.split(summary):
-            if not SUMMARY_NEGATION.search(unicode_lower(sentence)):
-                continue
-            if len(wanted & content_words(sentence)) >= self.threshold * len(wanted):
-                return True
-        return False
-
-    def carried(self, summary: str | None, pool: Iterable[Constraint]) -> list[Constraint]:
-        """The prohibitions of ``pool`` that ``summary`` carries, in pool order."""
-        return [c for c in pool if self.carries(summary, c)]
 
 
 # --------------------------------------------------------------------------- small helpers

@@ -1,12 +1,17 @@
 """OpenHands conversations (software-agent-sdk event store) -> the two input streams.
 
-Input: a conversation directory ``<persistence_dir>/<conversation id>/`` holding
-``events/event-<index:05d>-<event id>.json`` (one JSON object per event, ``kind`` the
-discriminator), or a persistence directory holding several of them. Output: the events
-of DESIGN.md §3 under the format notes' conventions (``shared/formats/COMPACTION_LOGS.md``,
-"OpenHands"):
+Input: a conversation directory holding ``events/event-<index:05d>-<event id>.json``
+(one JSON object per event, ``kind`` the discriminator) — the CLI layout
+``<persistence_dir>/<conversation id>/events/`` or the agent-server layout
+``<conversation id>/event_service/events/`` — or a directory holding several of them.
+Output: the events of DESIGN.md §3 under the format notes' conventions
+(``docs/COMPACTION_LOGS.md``, "OpenHands"):
 
-* ``context_id`` = ``oh:<conversation directory name>``;
+* ``context_id`` = ``oh:<conversation id>``: the ``id`` of ``base_state.json`` (beside
+  ``events/`` or one level up), else the name of the directory holding ``events/`` (its
+  parent's for the agent-server's ``event_service``); a UUID is written as 32 hex
+  digits, the form the SDK names directories with. Two directories of one conversation
+  read in one run continue the same context (an event id already read is skipped);
 * every ``ActionEvent`` / ``MessageEvent`` / observation (``ObservationEvent``,
   ``UserRejectObservation``, ``AgentErrorEvent``) -> ``ev:<event id>`` admitted
   ``live`` and ``durable`` (the event file is a durable log); an observation also
@@ -16,19 +21,26 @@ of DESIGN.md §3 under the format notes' conventions (``shared/formats/COMPACTIO
   durable copy is that directory (relative paths resolved against the conversation
   directory), admitted ``durable`` only if it exists;
 * ``Condensation`` -> one checkpoint ``<condensation id>-summary`` (``leaf``, or
-  ``section`` with the forgotten ``-summary`` ids as ``children``), emitted before the
-  live evictions of the forgotten raw events (so an alert's trigger is the eviction
-  that caused it). ``summary: null`` with ``summary_offset: null`` is a pure eviction
-  (no node); a summary that is not a non-empty string, or ``null`` with an offset, is
-  emitted as an opaque node (``text: null``, ``x_opaque: true``);
-* ``raw_negative_constraints`` = prohibitions of the forgotten *user* messages;
-  ``negative_constraints`` = those of the node's subtree its summary still states
-  (:class:`~stream.adapters.compaction_logs.ProhibitionMatcher`);
+  ``section`` with the summaries it forgets as ``children``), emitted before the live
+  evictions of the forgotten raw events (so an alert's trigger is the eviction that
+  caused it). ``summary: null`` with ``summary_offset: null`` is a pure eviction (no
+  node); a summary that is not a non-empty string, or ``null`` with an offset, is
+  emitted as an opaque node (``text: null``, ``opaque: true``);
+* logs written before early 2026 gave each summary a random id instead of
+  ``<condensation id>-summary``, so a later condensation forgets an id that is no event
+  of the log: that id is the summary in view, which becomes the child, and from then on
+  only the latest summary is in view at the root (as in that SDK's ``View``);
+* ``raw_negative_constraints`` = prohibitions of the forgotten user messages (and of a
+  rejection's reason: source ``user``); ``negative_constraints`` = those of the node's
+  subtree its summary still states (:mod:`stream.adapters.prohibitions`);
 * a synthetic root ``root:oh:<id>`` lists the summaries in view and carries the system
-  prompt's prohibitions (``SystemPromptEvent``); it is re-emitted when that changes;
+  prompt's prohibitions (``SystemPromptEvent``, source ``system``); it is re-emitted
+  when that changes;
+* timestamps without a zone (the SDK writes local ``datetime.now()`` without one) are
+  read as UTC (``occurred_at`` gets a ``Z``; counted in the summary line);
 * in ``--follow``, a ``full_output_save_dir`` that disappears -> ``evicted durable`` of
   what it alone held; the conversation directory disappearing -> ``evicted durable``
-  of everything.
+  of what its event files alone held.
 
 Errors are per record: an event file that is not JSON, not an object, or lacks
 ``kind``/``id`` is reported (``ReadStats.errors``) and skipped; an unknown ``kind`` is
@@ -39,6 +51,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid as uuidlib
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +64,7 @@ from stream.adapters.compaction_logs import (
     rfc3339_or_none,
     texts_of,
 )
-from stream.adapters.trajectories import Constraint
+from stream.adapters.prohibitions import Prohibition
 
 _EVENT_FILE = re.compile(r"^event-(\d+)-.*\.json$")
 #: Kinds that are raw items of the model's view (each admitted as ``ev:<id>``).
@@ -63,26 +76,55 @@ IGNORED_KINDS = frozenset(
      "TokenEvent", "ConversationErrorEvent", "StreamingDeltaEvent"}
 )
 _PATH_KEYS = ("path", "file_path")
+_AGENT_SERVER_DIR = "event_service"
+#: The SDK's reason when the user rejects without saying why: not the user's words.
+_DEFAULT_REJECTION = "User rejected the action."
 
 
-def is_conversation_dir(path: Path) -> bool:
-    return (path / "events").is_dir()
+def events_dir_of(path: Path) -> Path | None:
+    """The directory holding ``events/`` for a conversation directory of either layout, else None."""
+    if (path / "events").is_dir():
+        return path
+    if (path / _AGENT_SERVER_DIR / "events").is_dir():
+        return path / _AGENT_SERVER_DIR
+    return None
+
+
+def conversation_id(path: Path) -> str:
+    """The conversation id of a directory holding ``events/`` (see the module docstring)."""
+    for candidate in (path / "base_state.json", path.parent / "base_state.json"):
+        try:
+            state = json.loads(candidate.read_bytes().decode("utf-8-sig"))
+        except (OSError, ValueError, RecursionError):
+            continue
+        if isinstance(state, dict) and isinstance(state.get("id"), str) and state["id"].strip():
+            return _canonical_id(state["id"].strip())
+    name = path.parent.name if path.name == _AGENT_SERVER_DIR else path.name
+    return _canonical_id(name)
+
+
+def _canonical_id(text: str) -> str:
+    try:
+        return uuidlib.UUID(text).hex
+    except ValueError:
+        return text
 
 
 def discover(paths: list[str | Path]) -> tuple[list[Path], list[str]]:
-    """Conversation directories under ``paths``, sorted; and one-line errors.
+    """Conversation directories under ``paths`` (each the directory holding ``events/``), sorted; and one-line errors.
 
-    A path is a conversation directory (it has ``events/``) or a persistence directory
-    whose sub-directories are conversations. Anything else is an error line.
+    A path is a conversation directory (``events/`` inside, or ``event_service/events/``)
+    or a directory whose sub-directories are conversations. Anything else is an error line.
     """
     found: dict[str, Path] = {}
     errors: list[str] = []
     for p in paths:
         path = Path(p)
-        if is_conversation_dir(path):
-            found.setdefault(path.as_posix(), path)
+        here = events_dir_of(path)
+        if here is not None:
+            found.setdefault(here.as_posix(), here)
         elif path.is_dir():
-            subs = [d for d in sorted(path.iterdir()) if d.is_dir() and is_conversation_dir(d)]
+            subs = [d for d in (events_dir_of(c) for c in sorted(path.iterdir()) if c.is_dir()) if d is not None]
             if not subs:
                 errors.append(f"{path}: not an OpenHands conversation directory (no events/ inside, nor in its sub-directories)")
             for d in subs:
@@ -106,32 +148,165 @@ def _event_files(events_dir: Path) -> list[Path]:
         return []
 
 
-class OpenHandsConversation:
-    """Incremental reader of one conversation directory.
+class OpenHandsContext:
+    """One conversation's events (from one or more directories) -> the events of its context."""
 
-    :meth:`poll` reads the event files not read yet, in index order, and returns the new
-    input events; call it once (``final=True``) for a finished conversation, or
-    repeatedly to follow a live one. :attr:`stats` says what was read.
-    """
-
-    def __init__(self, path: str | Path, matcher: ProhibitionMatcher | None = None) -> None:
-        self.path = Path(path)
-        self.matcher = matcher or ProhibitionMatcher()
-        self.stats = ReadStats(source=str(self.path))
-        self.out = ContextEvents(f"oh:{self.path.name}")
-        self.finished = False
-        self._read: set[str] = set()
-        self._waiting: dict[str, tuple[int, int]] = {}  # unparseable file -> (size, mtime_ns) last seen
+    def __init__(self, conversation: str, matcher: ProhibitionMatcher) -> None:
+        self.matcher = matcher
+        self.out = ContextEvents(f"oh:{conversation}")
+        self.seen: set[str] = set()
         self._paths_by_call: dict[str, list[str]] = {}
-        self._raw: dict[str, list[Constraint]] = {}  # ev holder -> prohibitions (user messages)
+        self._raw: dict[str, list[Prohibition]] = {}  # ev holder -> prohibitions (user messages)
         self._known: set[str] = set()
-        self._in_view: dict[str, None] = {}  # summary node ids in view
-        self._system: list[Constraint] = []
-        self._save_dirs: dict[str, Path] = {}  # durable holder -> directory
+        self._in_view: dict[str, None] = {}  # summary node ids in view, oldest first
+        self._legacy = False  # summaries with random ids: only the latest is in view
+        self._system: list[Prohibition] = []
 
     @property
     def context_id(self) -> str:
         return self.out.context_id
+
+    def apply(self, ev: dict[str, Any], reader: "OpenHandsConversation", name: str, index: int) -> None:
+        key = f"ev:{ev['id']}"
+        durable = f"file:{reader.events_dir.as_posix()}/events/{name}"
+        if key in self.seen:
+            reader.stats.repeated += 1
+            self.out.also_held_by(key, durable, None)
+            return
+        self.seen.add(key)
+        kind = ev["kind"]
+        at = rfc3339_or_none(ev.get("timestamp"), naive_as_utc=True, stats=reader.stats)
+        if kind == "SystemPromptEvent":
+            text = "\n".join(texts_of(ev.get("system_prompt")))
+            self._system = self.matcher.prohibitions(text, source="system", origin=("event", index))
+            self._emit_root(key, at)
+        elif kind in RAW_KINDS:
+            self._raw_item(ev, kind, key, durable, reader, index, at)
+        elif kind == "Condensation":
+            self._condensation(ev, key, reader, at)
+        elif kind in IGNORED_KINDS:
+            reader.stats.ignored[kind] += 1
+        else:
+            reader.stats.unknown[kind] += 1
+
+    def _raw_item(self, ev: dict[str, Any], kind: str, key: str, durable: str, reader: "OpenHandsConversation",
+                  index: int, at: str | None) -> None:
+        eid = ev["id"]
+        holder = f"ev:{eid}"
+        self._known.add(eid)
+        self.out.hold(holder, "raw_span", key, at, live=holder, durable=durable, names=[eid])
+        call_id = ev.get("tool_call_id") if isinstance(ev.get("tool_call_id"), str) and ev.get("tool_call_id") else None
+        if kind == "MessageEvent":
+            if ev.get("source") == "user":  # extended_content is context the SDK adds, not the user's words
+                msg = ev.get("llm_message") if isinstance(ev.get("llm_message"), dict) else {}
+                self._raw[holder] = self.matcher.prohibitions(
+                    "\n".join(texts_of(msg.get("content"))), source="user", origin=("event", index))
+            return
+        if kind == "UserRejectObservation":
+            reason = ev.get("rejection_reason")
+            if isinstance(reason, str) and reason.strip() and reason.strip() != _DEFAULT_REJECTION:
+                self._raw[holder] = self.matcher.prohibitions(reason, source="user", origin=("event", index))
+        if kind == "ActionEvent":
+            if call_id:
+                self._paths_by_call[call_id] = _paths(ev.get("action"))
+        elif call_id:  # an observation: the tool output, and the files it shows
+            saved = _save_dir(ev)
+            names = [call_id]
+            if saved is not None:
+                names.append(saved)
+                resolved = Path(saved) if Path(saved).is_absolute() else reader.events_dir / saved
+                durable = f"saved:{saved}"
+                if resolved.is_dir():
+                    reader.save_dirs[durable] = resolved
+                else:
+                    durable = None  # the full output's durable copy is already gone
+            self.out.hold(f"call:{call_id}", "tool_output", key, at, live=holder, durable=durable, names=names)
+            paths = self._paths_by_call.get(call_id, []) + _paths(ev.get("observation"))
+            for p in dict.fromkeys(paths):
+                self.out.hold(f"file:{p}", "file", key, at, live=holder, durable=durable, names=path_names(p))
+
+    def _condensation(self, ev: dict[str, Any], key: str, reader: "OpenHandsConversation", at: str | None) -> None:
+        forgotten = ev.get("forgotten_event_ids")
+        if not isinstance(forgotten, list):
+            forgotten = []
+            reader.stats.error(f"{reader.events_dir}: Condensation {ev['id']} has no forgotten_event_ids list; treated as empty")
+        forgotten = [f for f in forgotten if isinstance(f, str) and f]
+        summaries = [f for f in forgotten if f.endswith("-summary")]
+        raws = [f for f in forgotten if not f.endswith("-summary") and f in self._known]
+        unknown = [f for f in forgotten if not f.endswith("-summary") and f not in self._known]
+        if unknown and self._in_view:
+            # A pre-2026 log: the summary in view had a random id, which this condensation forgets.
+            latest = next(reversed(self._in_view))
+            if latest not in summaries:
+                summaries.append(latest)
+            self._legacy = True
+            unknown = unknown[1:]
+        reader.stats.broken_links += len(unknown)  # forgets an event this directory does not hold
+        summary, offset = ev.get("summary"), ev.get("summary_offset")
+        node_id = f"{ev['id']}-summary"
+        node = not (summary is None and offset is None)  # both null: a pure eviction (no node)
+        if node:
+            raw: dict[str, Prohibition] = {}
+            for f in raws:
+                for c in self._raw.get(f"ev:{f}", ()):
+                    raw.setdefault(c.id, c)
+            text = summary if isinstance(summary, str) and summary.strip() else None
+            reason = None
+            if text is None:
+                reason = "summary not recorded" if summary is None else (
+                    "empty summary" if isinstance(summary, str) else f"summary is not text ({type(summary).__name__})"
+                )
+            self.out.summary_node(
+                node_id, key, at, children=summaries, raw=raw.values(), text=text,
+                matcher=self.matcher, opaque_reason=reason,
+            )
+        for f in raws:
+            self.out.release_live(f"ev:{f}", key, at)
+        for s in summaries:
+            self._in_view.pop(s, None)
+        if node:
+            if self._legacy:
+                self._in_view.clear()
+            self._in_view[node_id] = None
+        self._emit_root(key, at)
+
+    def _emit_root(self, key: str, at: str | None) -> None:
+        self.out.root(key, at, children=self._in_view, kept=self._system, raw=self._system, matcher=self.matcher)
+
+
+class OpenHandsConversation:
+    """Incremental reader of one conversation directory (the one holding ``events/``).
+
+    :meth:`poll` reads the event files not read yet, in index order, and returns the new
+    input events of its context; call it once (``final=True``) for a finished
+    conversation, or repeatedly to follow a live one. :attr:`stats` says what was read.
+    Directories of the same conversation share one :class:`OpenHandsContext` through
+    ``contexts``.
+    """
+
+    def __init__(self, path: str | Path, matcher: ProhibitionMatcher | None = None,
+                 contexts: dict[str, OpenHandsContext] | None = None) -> None:
+        self.path = Path(path)
+        self.events_dir = events_dir_of(self.path) or self.path
+        self.matcher = matcher or ProhibitionMatcher()
+        self.stats = ReadStats(source=str(self.path))
+        conv = conversation_id(self.events_dir)
+        contexts = contexts if contexts is not None else {}
+        self.context = contexts.get(conv)
+        if self.context is None:
+            self.context = contexts[conv] = OpenHandsContext(conv, self.matcher)
+        self.finished = False
+        self.save_dirs: dict[str, Path] = {}  # durable holder -> directory
+        self._read: set[str] = set()
+        self._waiting: dict[str, tuple[int, int]] = {}  # unparseable file -> (size, mtime_ns) last seen
+
+    @property
+    def context_id(self) -> str:
+        return self.context.context_id
+
+    @property
+    def out(self) -> ContextEvents:
+        return self.context.out
 
     def poll(self, *, final: bool = True) -> list[dict[str, Any]]:
         """New events since the last poll.
@@ -142,14 +317,16 @@ class OpenHandsConversation:
         """
         if self.finished:
             return []
-        if not self.path.is_dir():
+        if not self.events_dir.is_dir():
             if not final and self._read:
-                self.out.release_all_durable(f"{self.path.name}/ (deleted)", None)
+                for name in sorted(self._read):
+                    self.out.release_durable(f"file:{self.events_dir.as_posix()}/events/{name}",
+                                             f"deleted:{self.events_dir.name}", None)
                 self.finished = True
             return self.out.drain()
         if not final:
             self._check_save_dirs()
-        for f in _event_files(self.path / "events"):
+        for f in _event_files(self.events_dir / "events"):
             if f.name in self._read:
                 continue
             data = self._load(f, final)
@@ -157,7 +334,8 @@ class OpenHandsConversation:
                 break
             self._read.add(f.name)
             if data is not None:
-                self._apply(data, f"events/{f.name}")
+                m = _EVENT_FILE.match(f.name)
+                self.context.apply(data, self, f.name, int(m.group(1)) if m else -1)
         if final:
             self.finished = True
         return self.out.drain()
@@ -198,99 +376,11 @@ class OpenHandsConversation:
             return None
         return data
 
-    def _apply(self, ev: dict[str, Any], where: str) -> None:
-        kind = ev["kind"]
-        at = rfc3339_or_none(ev.get("timestamp"))
-        if kind == "SystemPromptEvent":
-            self._system = self.matcher.prohibitions("\n".join(texts_of(ev.get("system_prompt"))))
-            self._emit_root(where, at)
-        elif kind in RAW_KINDS:
-            self._raw_item(ev, kind, where, at)
-        elif kind == "Condensation":
-            self._condensation(ev, where, at)
-        elif kind in IGNORED_KINDS:
-            self.stats.ignored[kind] += 1
-        else:
-            self.stats.unknown[kind] += 1
-
-    def _raw_item(self, ev: dict[str, Any], kind: str, where: str, at: str | None) -> None:
-        eid = ev["id"]
-        holder = f"ev:{eid}"
-        self._known.add(eid)
-        self.out.hold(holder, "raw_span", where, at, live=holder, durable=where, names=[eid])
-        call_id = ev.get("tool_call_id") if isinstance(ev.get("tool_call_id"), str) and ev.get("tool_call_id") else None
-        if kind == "MessageEvent":
-            if ev.get("source") == "user":
-                msg = ev.get("llm_message") if isinstance(ev.get("llm_message"), dict) else {}
-                text = "\n".join(texts_of(msg.get("content")) + texts_of(ev.get("extended_content")))
-                self._raw[holder] = self.matcher.prohibitions(text)
-        elif kind == "ActionEvent":
-            if call_id:
-                self._paths_by_call[call_id] = _paths(ev.get("action"))
-        elif call_id:  # an observation: the tool output, and the files it shows
-            durable = where
-            saved = _save_dir(ev)
-            names = [call_id]
-            if saved is not None:
-                names.append(saved)
-                resolved = Path(saved) if Path(saved).is_absolute() else self.path / saved
-                durable = f"saved:{saved}"
-                if resolved.is_dir():
-                    self._save_dirs[durable] = resolved
-                else:
-                    durable = None  # the full output's durable copy is already gone
-            self.out.hold(f"call:{call_id}", "tool_output", where, at, live=holder, durable=durable, names=names)
-            paths = self._paths_by_call.get(call_id, []) + _paths(ev.get("observation"))
-            for p in dict.fromkeys(paths):
-                self.out.hold(f"file:{p}", "file", where, at, live=holder, durable=durable, names=path_names(p))
-
-    def _condensation(self, ev: dict[str, Any], where: str, at: str | None) -> None:
-        forgotten = ev.get("forgotten_event_ids")
-        if not isinstance(forgotten, list):
-            forgotten = []
-            self.stats.error(f"{self.path / where}: Condensation has no forgotten_event_ids list; treated as empty")
-        forgotten = [f for f in forgotten if isinstance(f, str) and f]
-        summaries = [f for f in forgotten if f.endswith("-summary")]
-        raws = [f for f in forgotten if not f.endswith("-summary")]
-        summary, offset = ev.get("summary"), ev.get("summary_offset")
-        node_id = f"{ev['id']}-summary"
-        if summary is None and offset is None:
-            node = False  # a pure eviction (format notes): no summary node
-        else:
-            node = True
-        if node:
-            raw: dict[str, Constraint] = {}
-            for f in raws:
-                for c in self._raw.get(f"ev:{f}", ()):
-                    raw.setdefault(c.id, c)
-            text = summary if isinstance(summary, str) and summary.strip() else None
-            reason = None
-            if text is None:
-                reason = "summary not recorded" if summary is None else (
-                    "empty summary" if isinstance(summary, str) else f"summary is not text ({type(summary).__name__})"
-                )
-            self.out.summary_node(
-                node_id, where, at, children=summaries, raw=raw.values(), text=text,
-                matcher=self.matcher, opaque_reason=reason,
-            )
-        for f in raws:
-            if f not in self._known:
-                self.stats.broken_links += 1  # forgets an event this directory does not hold
-            self.out.release_live(f"ev:{f}", where, at)
-        for s in summaries:
-            self._in_view.pop(s, None)
-        if node:
-            self._in_view[node_id] = None
-        self._emit_root(where, at)
-
-    def _emit_root(self, where: str, at: str | None) -> None:
-        self.out.root(where, at, children=self._in_view, kept=self._system, raw=self._system)
-
     def _check_save_dirs(self) -> None:
-        for holder, d in list(self._save_dirs.items()):
+        for holder, d in list(self.save_dirs.items()):
             if not d.is_dir():
-                del self._save_dirs[holder]
-                self.out.release_durable(holder, f"{holder} (deleted)", None)
+                del self.save_dirs[holder]
+                self.out.release_durable(holder, f"deleted:{holder}", None)
 
 
 _WAIT = object()

@@ -40,9 +40,9 @@ Polarity = Literal["prohibition", "instruction"]
 
 
 
-#: The real trajectories shipped with the project (MIT; LICENSE and PROVENANCE.md kept
-#: beside them): a copy of the workspace's ``shared/traces``.
-DEFAULT_TRACES = Path(__file__).resolve().parents[2] / "samples" / "traces"
+#: The real trajectories shipped with the project, inside the package so that ``pip
+#: install`` carries them (MIT; LICENSE and PROVENANCE.md kept beside them).
+DEFAULT_TRACES = Path(__file__).resolve().parents[1] / "samples" / "traces"
 
 class AdapterError(GuardError):
     """A trajectory file that cannot be turned into events (one-line message).

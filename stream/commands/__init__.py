@@ -1,13 +1,5 @@
-"""CLI commands of checkpoint-guard, registered on the faust app's click CLI.
+"""The commands of ``checkpoint-guard``, one module each (plain :pypi:`click`).
 
-Each module adds one command (or one group of sub-actions) with ``@app.command``.
-Commands that do not need a running faust worker override ``__call__`` via
-:func:`stream.commands._base.sync_command` so they start fast and own their exit code.
+:mod:`stream.cli` lists them and imports a module only when its command runs. Only
+:mod:`stream.commands.worker` imports faust (when the worker starts).
 """
-
-import importlib
-import pkgutil
-
-for _mod in pkgutil.iter_modules(__path__):
-    if not _mod.name.startswith("_"):
-        importlib.import_module(f"{__name__}.{_mod.name}")

@@ -1,37 +1,68 @@
-"""Shared plumbing for the CLI commands.
+"""Shared plumbing for the CLI commands (plain :pypi:`click`, no faust).
 
-faust's :class:`~faust.cli.base.AppCommand` runs ``async def`` commands inside a
-:class:`mode.Worker`, which is right for long-running services and wrong for a quick
-tool such as ``replay`` whose stdout must carry only its output. :class:`SyncCommand`
-keeps faust's option parsing and ``-A app`` handling but calls a plain function and
-exits with the code it returns.
+A command is a plain function that returns its exit code; :func:`command` turns it into
+a click command whose stdout carries only its output, that exits with that code, and
+for which a reader leaving early (``command | head``) is not an error. Errors the user
+can fix are one line on stderr, ``checkpoint-guard: error: ...`` (:func:`fail`).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
-from typing import Any, ClassVar, NoReturn
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn
 
-from faust.cli.base import AppCommand
+import click
+
+PROG = "checkpoint-guard"
+
+argument = click.argument
 
 
-class SyncCommand(AppCommand):
-    """A faust CLI command whose ``run`` is a plain function returning an exit code."""
+def option(*args: Any, show_default: bool = True, **kwargs: Any) -> Callable[[Any], Any]:
+    """:func:`click.option` that shows its default in ``--help``."""
+    return click.option(*args, show_default=show_default, **kwargs)
 
-    abstract: ClassVar[bool] = True
 
-    def __call__(self, *args: Any, **kwargs: Any) -> NoReturn:
-        try:
-            code = self.run(*(tuple(self.args) + args), **{**self.kwargs, **kwargs})
-            sys.stdout.flush()
-        except BrokenPipeError:  # `command | head`: the reader left early; not an error
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            code = 0
-        raise SystemExit(int(code or 0))
+def command(*params: Callable[[Any], Any], name: str | None = None, **settings: Any) -> Callable[[Callable[..., int]], click.Command]:
+    """A click command from a function returning an exit code; ``params`` in help order."""
+
+    def decorate(fun: Callable[..., int]) -> click.Command:
+        @functools.wraps(fun)
+        def run(**kwargs: Any) -> NoReturn:
+            try:
+                code = fun(**kwargs)
+                sys.stdout.flush()
+            except BrokenPipeError:  # `command | head`: the reader left early; not an error
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                code = 0
+            raise SystemExit(int(code or 0))
+
+        cmd = click.command(name=name or fun.__name__.replace("_", "-"), help=fun.__doc__, **settings)(run)
+        for param in params:  # click appends params given to a Command: keep the listed order
+            param(cmd)
+        return cmd
+
+    return decorate
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
     """Print one clear line on stderr (``checkpoint-guard: error: ...``) and exit."""
-    print(f"checkpoint-guard: error: {message}", file=sys.stderr)
+    print(f"{PROG}: error: {message}", file=sys.stderr, flush=True)
     raise SystemExit(code)
+
+
+def check_output_file(path: str, *, option: str = "--out") -> None:
+    """Fail (exit 2) unless ``path`` can be a file in an existing directory — checked
+    before any work is done, so nothing is read or sent for an output that cannot be written."""
+    p = Path(path)
+    if p.is_dir():
+        fail(f"cannot write {option} {path}: it is a directory; give a file name, e.g. {p / 'out.jsonl'}")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        fail(f"cannot write {option} {path}: directory {parent} does not exist; create it first (mkdir -p {parent})")
+    if not os.access(parent, os.W_OK):
+        fail(f"cannot write {option} {path}: directory {parent} is not writable")

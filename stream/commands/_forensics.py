@@ -8,11 +8,14 @@ import sys
 from contextlib import nullcontext
 from typing import Any
 
-from stream.app import settings
 from stream.commands._base import fail
+from stream.settings import get_settings
 from stream.errors import ConfigurationError
 from stream.domain.engine import encode_record
 from stream.forensics import Record, parse_time, read_topics, replay_records, verify, verify_statuses
+from stream.kafka_clients import kafka_error
+
+settings = get_settings()
 
 
 def _progress():
@@ -45,32 +48,40 @@ def read(topics, *, since: str | None = None, until: str | None = None, context:
         except ConfigurationError as exc:
             fail(str(exc), code=1)
         except Exception as exc:  # noqa: BLE001 - connection/auth errors: one line
-            fail(f"cannot read from Kafka at {settings.bootstrap_servers}: {type(exc).__name__}: {exc}", code=1)
+            fail(kafka_error(settings, exc, "cannot read from Kafka"), code=1)
 
 
 def replay_from_kafka(*, since: str | None, until: str | None, context: str | None, verify: bool,
-                      out: str | None, seq_gap_limit: int, status: bool = False) -> int:
+                      out: str | None, seq_gap_limit: int, status: bool = False, strict: bool = False) -> int:
+    """Replay the input topics; alerts (and with ``status`` node statuses) to ``out`` or
+    stdout — with ``verify`` only to ``out``, so stdout is not flooded.
+
+    Exit code: 1 when ``verify`` found a difference, or ``strict`` and a record was
+    dead-lettered; else 0.
+    """
     records, rng = read(settings.input_topics, since=since, until=until, context=context)
     result = replay_records(records, seq_gap_limit=seq_gap_limit, since=since is not None,
                             max_bytes=settings.max_message_bytes, max_output_bytes=settings.max_output_bytes)
-    sink = open(out, "wb") if out else sys.stdout.buffer
-    try:
-        for record in result.records if status else result.alerts:
-            sink.write(encode_record(record) + b"\n")
-    finally:
-        sink.flush()
-        if out:
-            sink.close()
+    if out or not verify:  # --verify prints the differences, not every alert, unless --out asks
+        sink = open(out, "wb") if out else sys.stdout.buffer
+        try:
+            for record in result.records if status else result.alerts:
+                sink.write(encode_record(record) + b"\n")
+        finally:
+            sink.flush()
+            if out:
+                sink.close()
     print(f"replay --from-kafka: {len(records)} records, {result.events} events, "
           f"{len(result.dead_letters)} dead letters, {len(result.alerts)} alerts, "
           f"{len(result.statuses)} status records", file=sys.stderr)
+    failed = strict and bool(result.dead_letters)
     if not verify:
-        return 0
+        return 1 if failed else 0
     published, _ = read((settings.alerts_topic,), context=context)
     report = verify_alerts(result.alerts, published, rng)
     status_records, _ = read((settings.status_topic,), context=None)
     status_report = verify_status_records(result.statuses, status_records, rng, context)
-    return 0 if report.ok and status_report.ok else 1
+    return 0 if report.ok and status_report.ok and not failed else 1
 
 
 def verify_status_records(replayed, published_records: list[Record], rng, context: str | None):

@@ -1,29 +1,28 @@
-"""``python -m stream demo`` — the main job end to end on real input (see stream.demo)."""
+"""``checkpoint-guard demo`` — the main job end to end on real input (see stream.devtools.demo)."""
 
 from __future__ import annotations
 
-from faust.cli import argument, option
-
 from stream.adapters import SimulationParams
 from stream.adapters.trajectories import DEFAULT_TRACES
-from stream.app import app, settings
-from stream.commands._base import SyncCommand, fail
+from stream.commands._base import argument, command, fail, option
+from stream.settings import get_settings
 from stream.errors import GuardError
 
+settings = get_settings()
 
-@app.command(
+
+@command(
     argument("paths", nargs=-1, type=str),
     option("--keep-running", is_flag=True, default=False, help="Leave the broker and the worker running."),
     option("--use-broker", is_flag=True, default=False,
            help="Use the broker at CG_BROKER instead of starting a fresh local one."),
     option("--seed", type=int, default=0, help="Seed of the compaction simulation."),
-    base=SyncCommand,
 )
-def demo(self, paths: tuple[str, ...], keep_running: bool, use_broker: bool, seed: int) -> int:
+def demo(paths: tuple[str, ...], keep_running: bool, use_broker: bool, seed: int) -> int:
     """Run the main job end to end and print a report.
 
     Starts a fresh local Kafka, creates the topics, starts the worker, turns the
-    trajectories in PATH... (default: the shipped samples/traces) into compaction and
+    trajectories in PATH... (default: the shipped stream/samples/traces) into compaction and
     artifact events, produces them, waits until the worker drained them, then prints
     events, dead letters, alerts by rule and level, the per-level survival table of
     prohibitions vs positive instructions, the most-orphaned referents, and whether the
@@ -32,7 +31,7 @@ def demo(self, paths: tuple[str, ...], keep_running: bool, use_broker: bool, see
     """
     from rich.console import Console
 
-    from stream.demo import Demo
+    from stream.devtools.demo import Demo
 
     console = Console(stderr=False)
     targets = list(paths) or [str(DEFAULT_TRACES)]

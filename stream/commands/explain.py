@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import json
 
-from faust.cli import argument, option
-
-from stream.app import app, settings
-from stream.commands._base import SyncCommand
+from stream.commands._base import argument, command, option
+from stream.settings import get_settings
 from stream.commands._forensics import read
 from stream.forensics import explain as explain_node
 
+settings = get_settings()
 
-@app.command(
+
+@command(
     argument("context_id", type=str),
     argument("node_id", type=str),
     option("--json", "as_json", is_flag=True, default=False, help="Exact JSON instead of a readable view."),
-    base=SyncCommand,
 )
-def explain(self, context_id: str, node_id: str, as_json: bool) -> int:
+def explain(context_id: str, node_id: str, as_json: bool) -> int:
     """Explain why a node was (or was not) flagged, from the input topics.
 
     Replays the context's events (read from Kafka without a consumer group) and shows

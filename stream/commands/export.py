@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import sys
 
-from faust.cli import option
-
-from stream.app import app, settings
-from stream.commands._base import SyncCommand
+from stream.commands._base import check_output_file, command, option
+from stream.settings import get_settings
 from stream.commands._forensics import read
 
+settings = get_settings()
 
-@app.command(
+
+@command(
     option("--out", "-o", type=str, default=None, help="Write here instead of stdout."),
     option("--since", type=str, default=None, help="Start at records stamped at/after TIME (RFC 3339)."),
     option("--until", type=str, default=None, help="Stop at records stamped at/after TIME."),
     option("--context", type=str, default=None, help="Only this context_id."),
-    base=SyncCommand,
 )
-def export(self, out: str | None, since: str | None, until: str | None, context: str | None) -> int:
+def export(out: str | None, since: str | None, until: str | None, context: str | None) -> int:
     """Dump the input topics to JSONL so a case can be replayed offline anywhere.
 
     One message value per line, both input topics merged in the order replay
@@ -26,6 +25,8 @@ def export(self, out: str | None, since: str | None, until: str | None, context:
     `python -m stream replay FILE`. Values that are not single-line UTF-8 (they could
     not be one JSONL line; the worker dead-lettered them) are skipped and counted.
     """
+    if out:
+        check_output_file(out)
     records, _ = read(settings.input_topics, since=since, until=until, context=context)
     sink = open(out, "wb") if out else sys.stdout.buffer
     skipped = 0

@@ -21,7 +21,7 @@ the events as JSONL (stdout or ``--out``) or produce them to the input topics
 ``CG_ARTIFACT_TOPIC``, key = UTF-8 context id, value = the JSON line).
 
 Without PATH it reads the traces shipped next to the repository
-(``samples/traces``, shipped with the project). A file that cannot be read is reported on stderr as
+(``stream/samples/traces``, shipped with the project). A file that cannot be read is reported on stderr as
 ``checkpoint-guard: ingest: <path>: <problem>`` and skipped; the others are ingested
 and the exit code is 1. The last stderr line is a one-line summary.
 """
@@ -35,11 +35,9 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import nullcontext
-from pathlib import Path
 from typing import Any, BinaryIO
 
 import click
-from faust.cli import argument, option
 
 from stream.adapters import (
     SimulationParams,
@@ -51,12 +49,14 @@ from stream.adapters import (
     simulate,
 )
 from stream.adapters.compaction_logs import DEFAULT_MATCH_THRESHOLD, ProhibitionMatcher, ReadStats
-from stream.app import app, settings
-from stream.commands._base import SyncCommand, fail
-from stream.settings import PROJECT_ROOT
+from stream.commands._base import argument, check_output_file, command, fail, option
+from stream.settings import get_settings
+from stream.kafka_clients import kafka_error
 
 #: The traces shipped with the project (read-only input data).
 from stream.adapters.trajectories import DEFAULT_TRACES  # noqa: E402
+
+settings = get_settings()
 _D = SimulationParams()
 
 
@@ -73,7 +73,7 @@ def _fmt(rates: tuple[float, ...]) -> str:
     return ",".join(f"{r:g}" for r in rates)
 
 
-@app.command(
+@command(
     argument("paths", nargs=-1, type=str),
     option("--out", "-o", type=str, default=None, help="Write the JSONL here instead of stdout."),
     option("--window", type=int, default=_D.window, show_default=True, help="Live window, tokens."),
@@ -105,13 +105,11 @@ def _fmt(rates: tuple[float, ...]) -> str:
     option("--poll-interval", type=float, default=1.0, show_default=True,
            help="--follow: seconds between two looks at the inputs."),
     option("--match-threshold", type=float, default=DEFAULT_MATCH_THRESHOLD, show_default=True,
-           help="openhands/claude-code: share of a prohibition's content words a summary sentence "
-                "with a negation cue must contain to count as carrying it (0..1; lower = fewer "
-                "false alarms, more misses)."),
-    base=SyncCommand,
+           help="openhands/claude-code: share of a prohibition's key words a summary sentence "
+                "with a cue of the same polarity must contain to count as carrying it (0..1; lower = "
+                "fewer false alarms, more misses; measured in docs/REAL_LOGS.md)."),
 )
 def ingest(
-    self: Any,
     paths: tuple[str, ...],
     out: str | None,
     window: int,
@@ -157,6 +155,8 @@ def ingest(
     Same input + options => byte-identical output.
     """
     started = time.monotonic()
+    if out:
+        check_output_file(out)
     if paths and paths[0] in LOG_FORMATS:
         return _ingest_logs(
             paths[0], paths[1:], out=out, to_kafka=to_kafka, follow=follow, idle_timeout=idle_timeout,
@@ -197,7 +197,7 @@ def ingest(
         try:
             sent = asyncio.run(_produce(events))
         except Exception as exc:  # noqa: BLE001 - one clear line instead of a traceback
-            fail(f"producing to Kafka at {settings.bootstrap_servers} failed: {exc or type(exc).__name__}", code=1)
+            fail(kafka_error(settings, exc, "cannot produce to Kafka"), code=1)
         where = f"{sent} messages to {settings.compaction_topic}/{settings.artifact_topic}"
     else:
         where = out or "stdout"
@@ -253,12 +253,12 @@ def _write(events: Iterable[dict[str, Any]], sink: BinaryIO) -> None:
 
 async def _produce(events: Iterable[dict[str, Any]]) -> int:
     """Send every event to its input topic (key = context id) and await every ack."""
-    from stream.kafka_clients import producer
+    from stream.kafka_clients import producer, start_client
 
     topic = {"checkpoint": settings.compaction_topic, "artifact": settings.artifact_topic}
     client = producer(settings, enable_idempotence=True, linger_ms=5)
     try:
-        await client.start()
+        await start_client(settings, client)
         pending = [
             await client.send(topic[e["type"]], value=encode_event(e).encode("utf-8"), key=e["context_id"].encode("utf-8"))
             for e in events
@@ -306,7 +306,8 @@ class LogInputs:
     :meth:`poll` returns the new events of every input, inputs in sorted path order;
     in follow mode (``final=False``) it first looks for inputs that appeared since
     (a new conversation in a persistence directory, a new transcript in a project
-    directory). Problems are printed on stderr once each, as they are found.
+    directory). Inputs of the same session (conversation) share one context: the later
+    ones continue it. Problems are printed on stderr once each, as they are found.
     """
 
     def __init__(self, fmt: str, paths: tuple[str, ...], matcher: ProhibitionMatcher) -> None:
@@ -316,8 +317,8 @@ class LogInputs:
         self._discover, self._reader = _log_adapter(fmt)
         self.readers: dict[str, Any] = {}
         self.input_errors: list[str] = []
-        self._printed: dict[str, int] = {}
-        self._contexts: dict[str, str] = {}
+        self._printed: dict[str, tuple[int, int]] = {}
+        self._contexts: dict[str, Any] = {}  # session/conversation id -> its context, shared by the readers
 
     def scan(self, *, report: bool) -> None:
         found, errors = self._discover(self.paths)
@@ -327,39 +328,28 @@ class LogInputs:
                 print(f"checkpoint-guard: ingest: {e}", file=sys.stderr)
         for f in found:
             key = f.as_posix()
-            if key in self.readers:
-                continue
-            reader = self._reader(f, self.matcher)
-            other = self._contexts.get(reader.context_id)
-            if other is not None:
-                if report:
-                    msg = f"{f}: duplicate context_id {reader.context_id!r} (already read from {other}); skipped"
-                    self.input_errors.append(msg)
-                    print(f"checkpoint-guard: ingest: {msg}", file=sys.stderr)
-                self.readers[key] = None
-                continue
-            self._contexts[reader.context_id] = key
-            self.readers[key] = reader
+            if key not in self.readers:
+                self.readers[key] = self._reader(f, self.matcher, self._contexts)
 
     def poll(self, *, final: bool) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = []
         for key in sorted(self.readers):
             reader = self.readers[key]
-            if reader is None:
-                continue
             events.extend(reader.poll(final=final))
             self._report(key, reader.stats)
         return events
 
     def _report(self, key: str, stats: ReadStats) -> None:
-        done = self._printed.get(key, 0)
-        for line in stats.errors[done:]:
+        errors, warnings = self._printed.get(key, (0, 0))
+        for line in stats.errors[errors:]:
             print(f"checkpoint-guard: ingest: {line}", file=sys.stderr)
-        self._printed[key] = len(stats.errors)
+        for line in stats.warnings[warnings:]:
+            print(f"checkpoint-guard: ingest: warning: {line}", file=sys.stderr)
+        self._printed[key] = (len(stats.errors), len(stats.warnings))
 
     @property
     def stats(self) -> list[ReadStats]:
-        return [r.stats for r in self.readers.values() if r is not None]
+        return [r.stats for r in self.readers.values()]
 
 
 class _Tally:
@@ -382,7 +372,7 @@ class _Tally:
                 if key in self._nodes:
                     self.counts["re-emitted"] += 1
                 self._nodes.add(key)
-                if e.get("x_opaque"):
+                if e.get("opaque") is True:
                     self.counts["opaque"] += 1
         self.counts["contexts"] = len(self._contexts)
 
@@ -432,7 +422,7 @@ def _ingest_logs(
     except Exception as exc:  # noqa: BLE001 - Kafka trouble: one clear line, not a traceback
         if not to_kafka:
             raise
-        fail(f"producing to Kafka at {settings.bootstrap_servers} failed: {exc or type(exc).__name__}", code=1)
+        fail(kafka_error(settings, exc, "cannot produce to Kafka"), code=1)
     failed = len(inputs.input_errors) + sum(s.failed for s in inputs.stats)
     bad = sum(len(s.errors) for s in inputs.stats)
     print(_log_summary(fmt, inputs.stats, tally.counts, failed, where, time.monotonic() - started, interrupted),
@@ -453,10 +443,10 @@ async def _run_logs(
 
     client = None
     if sink is None:
-        from stream.kafka_clients import producer
+        from stream.kafka_clients import producer, start_client
 
         client = producer(settings, enable_idempotence=True, linger_ms=5)
-        await client.start()
+        await start_client(settings, client)
     topic = {"checkpoint": settings.compaction_topic, "artifact": settings.artifact_topic}
 
     async def emit(events: list[dict[str, Any]]) -> None:
@@ -521,11 +511,15 @@ def _log_summary(
     unknown_text = ", ".join(f"{k}={unknown[k]}" for k in sorted(unknown)) or "none"
     bad = sum(len(s.errors) for s in stats)
     links = sum(s.broken_links for s in stats)
+    repeated = sum(s.repeated for s in stats)
+    naive = sum(s.naive_times for s in stats)
     artifacts, levels = _by_kind(counts)
     return (
         f"ingest {fmt}: {len(stats)} input(s), {counts['contexts']} contexts, {records} records read "
         f"({sum(unknown.values())} of unknown type skipped: {unknown_text}; {ignored} ignored; {bad} bad; "
-        f"{links} broken links), {counts['artifact'] + counts['checkpoint']} events "
+        f"{links} broken links; {repeated} repeated (already read) skipped"
+        + (f"; {naive} timestamps without a zone read as UTC" if naive else "")
+        + f"), {counts['artifact'] + counts['checkpoint']} events "
         f"(artifact {counts['artifact']}: {artifacts}; checkpoint {counts['checkpoint']}: {levels}, "
         f"{counts['opaque']} opaque, {counts['re-emitted']} re-emissions) -> {where}; "
         f"{failed} input(s) failed; {seconds:.1f}s" + ("; stopped by signal" if interrupted else "")

@@ -2,7 +2,7 @@
 
 Why a command: this machine (and CI) has Java and Maven but no Docker, and both the
 tests and a local worker need a real broker (DESIGN.md §6). The work is done by
-:mod:`stream.kafka_local`; this module only parses options, prints one line per
+:mod:`stream.devtools.kafka_local`; this module only parses options, prints one line per
 outcome and maps failures to one ``checkpoint-guard: error: ...`` line.
 """
 
@@ -11,14 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from faust.cli import argument, option
 
-from stream.app import app
-from stream.commands._base import SyncCommand, fail
+from stream.commands._base import argument, command, fail, option
 from stream.settings import get_settings
 
 
-@app.command(
+@command(
     argument("action", type=click.Choice(["start", "stop", "status"])),
     option(
         "--keep-data",
@@ -62,10 +60,8 @@ from stream.settings import get_settings
         help="Seconds. start: wait this long for the broker to answer [90]; "
         "stop: wait this long for it to exit before SIGKILL [30].",
     ),
-    base=SyncCommand,
 )
 def kafka(
-    self,
     action: str,
     keep_data: bool,
     port: int | None,
@@ -100,7 +96,7 @@ def kafka(
     SCRAM-SHA-512). The KRaft controller port stays PLAINTEXT on 127.0.0.1.
     Needs `java` (17+) on PATH, and `mvn` for the first start.
     """
-    from stream import kafka_local
+    from stream.devtools import kafka_local
 
     settings = get_settings()
     update: dict = {}

@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from stream.app import app, settings
-from stream.commands._base import SyncCommand, fail
+from stream.commands._base import command, fail
+from stream.settings import get_settings
 from stream.errors import ConfigurationError
 
+settings = get_settings()
 
-@app.command(base=SyncCommand)
-def remediate(self) -> int:
+
+@command()
+def remediate() -> int:
     """Turn alerts into remediation requests until Ctrl-C / SIGTERM.
 
     Consumer group CG_REMEDIATION_GROUP on CG_ALERTS_TOPIC. An open alert asks for
@@ -34,6 +36,8 @@ def remediate(self) -> int:
     except KeyboardInterrupt:  # a second Ctrl-C during shutdown
         return 130
     except Exception as exc:  # noqa: BLE001 - connection refused, fenced, auth: one line
-        fail(f"remediate stopped: {type(exc).__name__}: {exc} (Kafka at {settings.bootstrap_servers})", code=1)
+        from stream.kafka_clients import kafka_error
+
+        fail(kafka_error(settings, exc, "remediate stopped: Kafka failed"), code=1)
     print(stats.summary(), file=sys.stderr)
     return 0

@@ -9,9 +9,11 @@ Two sources:
   ``--verify`` compares the result with the alerts topic over the same range.
 
 Both write alerts (one JSON object per line; with ``--status`` also node-status records,
-each after the alerts of its event) to stdout or ``--out``, and a one-line summary on stderr. Exit code 0 even when there were dead letters or alerts (they are
-output, not failure); 1 when ``--verify`` found a difference; 2 on a usage error or an
-unreadable input.
+each after the alerts of its event) to stdout or ``--out`` (with ``--verify`` only to
+``--out``: stdout then carries nothing), and a one-line summary on stderr. Exit code 0
+even when there were dead letters or alerts (they are output, not failure) unless
+``--strict`` (1 on any dead letter); 1 when ``--verify`` found a difference; 2 on a
+usage error or an unreadable input.
 """
 
 from __future__ import annotations
@@ -19,17 +21,16 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from pathlib import Path
 
-from faust.cli import argument, option
-
-from stream.app import app, settings
-from stream.commands._base import SyncCommand, fail
+from stream.commands._base import argument, check_output_file, command, fail, option
+from stream.settings import get_settings
 from stream.replay import Replayer, iter_lines
 from stream.domain.engine import encode_record
 
+settings = get_settings()
 
-@app.command(
+
+@command(
     argument("paths", nargs=-1, type=str),
     option("--out", "-o", type=str, default=None, help="Write alerts here instead of stdout."),
     option(
@@ -44,15 +45,17 @@ from stream.domain.engine import encode_record
     option("--until", type=str, default=None, help="--from-kafka: stop at records stamped at/after TIME (RFC 3339)."),
     option("--context", type=str, default=None, help="--from-kafka: only this context_id."),
     option("--verify", is_flag=True, default=False,
-           help="--from-kafka: compare with the alerts topic over the same range; exit 1 on any difference."),
+           help="--from-kafka: compare with the alerts (and status) topics over the same range; exit 1 on any "
+                "difference. The replayed records are then written only with --out (stdout carries nothing else)."),
     option("--status", is_flag=True, default=False,
            help="Also write node-status records (DESIGN.md §4), each after the alerts of its event."),
-    base=SyncCommand,
+    option("--strict", is_flag=True, default=False,
+           help="Exit 1 when any input was dead-lettered (bad lines are still reported and skipped)."),
 )
 def replay(
-    self, paths: tuple[str, ...], out: str | None, seq_gap_limit: int | None, since: str | None,
+    paths: tuple[str, ...], out: str | None, seq_gap_limit: int | None, since: str | None,
     from_kafka: bool, from_beginning: bool, until: str | None, context: str | None, verify: bool,
-    status: bool,
+    status: bool, strict: bool,
 ) -> int:
     """Replay input events through a fresh engine and print the alerts.
 
@@ -73,11 +76,13 @@ def replay(
             fail("give either PATH... or --from-kafka, not both")
         if since and from_beginning:
             fail("--since and --from-beginning exclude each other")
+        if out:
+            check_output_file(out)
         from stream.commands._forensics import replay_from_kafka
 
         return replay_from_kafka(
             since=since or None, until=until, context=context, verify=verify, out=out, seq_gap_limit=limit,
-            status=status,
+            status=status, strict=strict,
         )
     if verify or until or context or from_beginning:
         fail("--verify, --until, --context and --from-beginning need --from-kafka")
@@ -107,7 +112,7 @@ def replay(
     except OSError as exc:
         fail(f"cannot write --out {out}: {exc.strerror}")
     try:
-        return _run(rp, paths, sink, status)
+        return _run(rp, paths, sink, status, strict=strict)
     except OSError as exc:
         if isinstance(exc, BrokenPipeError):  # `replay ... | head`: the reader left; not an error
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -118,7 +123,7 @@ def replay(
             sink.close()
 
 
-def _run(rp: Replayer, paths: tuple[str, ...], sink, status: bool) -> int:
+def _run(rp: Replayer, paths: tuple[str, ...], sink, status: bool, *, strict: bool = False) -> int:
     try:
         for path in paths:
             try:
@@ -139,7 +144,7 @@ def _run(rp: Replayer, paths: tuple[str, ...], sink, status: bool) -> int:
     finally:
         sink.flush()
     print(result.summary(), file=sys.stderr)
-    return 0
+    return 1 if strict and result.dead_letters else 0
 
 
 class _nullcontext:

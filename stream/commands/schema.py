@@ -5,15 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from faust.cli import argument
-
-from stream.app import app
-from stream.commands._base import SyncCommand
+from stream.commands._base import argument, command, fail
 from stream.wire import json_schemas
 
 
-@app.command(argument("directory", required=False, default=None, type=str), base=SyncCommand)
-def schema(self, directory: str | None) -> int:
+@command(argument("directory", required=False, default=None, type=str))
+def schema(directory: str | None) -> int:
     """Write the JSON Schemas of input events, alerts, verdicts, dead letters and remediation requests.
 
     With DIR, writes DIR/<name>.schema.json (input-event, alert, verdict, dead-letter,
@@ -25,7 +22,13 @@ def schema(self, directory: str | None) -> int:
         print(json.dumps(schemas, indent=2, sort_keys=True))
         return 0
     out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        fail(f"cannot write the schemas into {directory}: it is a file, not a directory; give a directory "
+             "(created if missing), or no argument to print them")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"cannot create directory {directory}: {exc.strerror}")
     for name, sch in schemas.items():
         (out / f"{name}.schema.json").write_text(json.dumps(sch, indent=2, sort_keys=True) + "\n")
         print(out / f"{name}.schema.json")

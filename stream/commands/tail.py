@@ -17,11 +17,12 @@ from datetime import datetime, timezone
 from typing import Any
 
 import click
-from faust.cli import option
 
-from stream.app import app, settings
-from stream.commands._base import SyncCommand, fail
+from stream.commands._base import command, fail, option
+from stream.settings import get_settings
 from stream.errors import ConfigurationError
+
+settings = get_settings()
 
 RULES = ("orphaned_referent", "negative_constraint_dropped", "non_idempotent", "sequence_gap")
 _STATUS_STYLE = {"open": "bold red", "resolved": "bold green"}
@@ -70,12 +71,12 @@ async def follow(*, rule: str | None, context: str | None, as_json: bool, from_b
     from aiokafka import TopicPartition
     from rich.console import Console
 
-    from stream.kafka_clients import consumer
+    from stream.kafka_clients import consumer, start_client
 
     topic = settings.alerts_topic
     con = Console(highlight=False, soft_wrap=True)
     c = consumer(settings, group_id=None, enable_auto_commit=False, auto_offset_reset="latest")
-    await c.start()
+    await start_client(settings, c)
     printed = 0
     try:
         parts = c.partitions_for_topic(topic)
@@ -83,7 +84,7 @@ async def follow(*, rule: str | None, context: str | None, as_json: bool, from_b
             await c._client.force_metadata_update()
             parts = c.partitions_for_topic(topic)
         if not parts:
-            raise ConfigurationError(f"topic {topic} does not exist; run `python -m stream topics create` first")
+            raise ConfigurationError(f"topic {topic} does not exist; run `checkpoint-guard topics create` first")
         tps = [TopicPartition(topic, p) for p in sorted(parts)]
         c.assign(tps)
         if from_beginning:
@@ -130,15 +131,14 @@ async def _main(**kw: Any) -> int:
     return await follow(stop=stop, **kw)
 
 
-@app.command(
+@command(
     option("--rule", type=click.Choice(RULES), default=None, help="Only alerts of this rule."),
     option("--context", type=str, default=None, help="Only alerts of this context_id."),
     option("--json", "as_json", is_flag=True, default=False, help="Print each alert's raw JSON (one per line)."),
     option("--from-beginning", is_flag=True, default=False, help="Start at the oldest alert, not at the end."),
     option("--max", "max_alerts", type=click.IntRange(min=1), default=None, help="Stop after N alerts."),
-    base=SyncCommand,
 )
-def tail(self, rule: str | None, context: str | None, as_json: bool, from_beginning: bool,
+def tail(rule: str | None, context: str | None, as_json: bool, from_beginning: bool,
          max_alerts: int | None) -> int:
     """Follow the alerts topic and print each alert as it arrives.
 
@@ -154,8 +154,10 @@ def tail(self, rule: str | None, context: str | None, as_json: bool, from_beginn
         fail(str(exc), code=1)
     except KeyboardInterrupt:
         return 0
-    except BrokenPipeError:  # `tail | head`: SyncCommand turns this into a quiet exit 0
+    except BrokenPipeError:  # `tail | head`: the command wrapper turns this into a quiet exit 0
         raise
     except Exception as exc:  # noqa: BLE001 - connection/auth errors: one line
-        fail(f"cannot read from Kafka at {settings.bootstrap_servers}: {type(exc).__name__}: {exc}", code=1)
+        from stream.kafka_clients import kafka_error
+
+        fail(kafka_error(settings, exc, "cannot read from Kafka"), code=1)
     return 0

@@ -1,9 +1,13 @@
 """``python -m stream topics create|describe`` — the topics faust does not create.
 
-faust creates only its internal topics (table changelogs). The input, alert, verdict
-and dead-letter topics are created here with ``CG_PARTITIONS`` partitions (DESIGN.md
-§7.3); creating is idempotent, and an existing topic with another partition count is
-an error (exit 1), never silently accepted.
+The 7 topics of :func:`stream.kafka_clients.project_topics` (inputs, alerts, verdicts,
+status, dead letters, remediation requests) and the worker's state log
+``<CG_APP_ID>-state`` are created here with ``CG_PARTITIONS`` partitions (DESIGN.md
+§7.3); ``checkpoint-status`` is compacted (one record per node), the state log keeps
+its records until the worker's snapshots delete them (the worker also creates it at
+start if it is missing, given the ACL to). Creating is idempotent,
+and an existing topic with another partition count is an error (exit 1), never
+silently accepted.
 """
 
 from __future__ import annotations
@@ -11,35 +15,54 @@ from __future__ import annotations
 import asyncio
 
 import click
-from faust.cli import argument
 
-from stream.app import app, settings
-from stream.commands._base import SyncCommand, fail
+from stream.commands._base import argument, command, fail
+from stream.settings import get_settings
 from stream.errors import ConfigurationError
-from stream.kafka_clients import create_project_topics, project_topics, topic_partitions
+from stream.kafka_clients import (
+    create_project_topics,
+    ensure_state_topic,
+    kafka_error,
+    project_topics,
+    state_topic,
+    topic_partitions,
+    wait_until_described,
+)
+
+settings = get_settings()
 
 
-@app.command(argument("action", type=click.Choice(["create", "describe"])), base=SyncCommand)
-def topics(self, action: str) -> int:
-    """Create (idempotent) or describe the input/output topics.
+@command(argument("action", type=click.Choice(["create", "describe"])))
+def topics(action: str) -> int:
+    """Create (idempotent) or describe the input/output topics and the state log.
 
     create: every topic with CG_PARTITIONS partitions; existing ones are reported, and
     one with a different partition count is an error. describe: partition counts.
     """
     try:
         plain, compacted_topics = project_topics(settings)
+        log_topic = state_topic(settings)
         if action == "create":
-            result = asyncio.run(create_project_topics(settings))
-            for name in (*plain, *compacted_topics):
-                compacted = ", compacted" if name in compacted_topics else ""
-                print(f"{name}: {result[name]} ({settings.partitions} partitions{compacted})")
+            result = asyncio.run(_create())
+            for name in (*plain, *compacted_topics, log_topic):
+                kind = (", compacted" if name in compacted_topics else
+                        ", the worker's state log" if name == log_topic else "")
+                print(f"{name}: {result[name]} ({settings.partitions} partitions{kind})")
         else:
-            counts = asyncio.run(topic_partitions(settings, (*plain, *compacted_topics)))
-            for name in (*plain, *compacted_topics):
+            counts = asyncio.run(topic_partitions(settings, (*plain, *compacted_topics, log_topic)))
+            for name in (*plain, *compacted_topics, log_topic):
                 n = counts.get(name)
                 print(f"{name}: {'missing' if n is None else f'{n} partitions'}")
     except ConfigurationError as exc:
         fail(str(exc), code=1)
     except Exception as exc:  # connection refused, auth failure, ...
-        fail(f"cannot reach Kafka at {settings.bootstrap_servers}: {type(exc).__name__}: {exc}", code=1)
+        fail(kafka_error(settings, exc), code=1)
     return 0
+
+
+async def _create() -> dict[str, str]:
+    """Create the topics and return once the broker describes all of them."""
+    result = await create_project_topics(settings)
+    result.update(await ensure_state_topic(settings))
+    await wait_until_described(settings, list(result))
+    return result

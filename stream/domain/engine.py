@@ -662,52 +662,52 @@ class Engine:
             return
         step.before[node_id] = summarize(rec, state.alert_sets.get(key), state.reach.get(key), node_id)
 
-    def _grow_required(self, state: State, step: _Step, start: str, delta: set[str]) -> None:
-        """Add ``delta`` to ``required(start)`` and push what is new up the ledger parents."""
-        ctx = step.ctx
-        required, nodes, parents = state.required, state.nodes, state.parents
+    @staticmethod
+    def _grow(state: State, ctx: str, table: Any, start: str, delta: set, on_new: Any) -> None:
+        """Add ``delta`` to the set of ``start`` in ``table`` (``required`` or ``reach``) and
+        push what is new up the ledger parents; stops where nothing is new (cycles too).
+        ``on_new(node, new)`` runs before the node's set changes (it may be the stored one)."""
+        parents = state.parents
         work = [(start, delta)]
         while work:
             nid, d = work.pop()
             key = (ctx, nid)
-            req = _as_set(required.get(key))
-            new = {k for k in d if k not in req} if len(d) < len(req) else d - req
+            current = _as_set(table.get(key))
+            new = {x for x in d if x not in current} if len(d) < len(current) else d - current
             if not new:
                 continue
-            req |= new
-            required[key] = req
-            carried = nodes[key]["carried"]
-            gained = [k for k in new if not _contains(carried, k)]
-            if gained:
-                m = step.m.get(nid)
-                if m is None:
-                    self._touch(state, step, nid)
-                    sets = state.alert_sets.get(key) or {}
-                    m = step.m[nid] = set(sets.get("m") or ())
-                m.update(gained)
+            on_new(nid, new)
+            current |= new
+            table[key] = current
             for p in parents.get(key) or ():
                 if p != nid:
                     work.append((p, new))
 
+    def _grow_required(self, state: State, step: _Step, start: str, delta: set[str]) -> None:
+        """Add keys to ``required(start)`` and above; every node whose M(n) gains keys
+        (those it does not carry) gets its new missing set in ``step.m``."""
+        nodes, alert_sets = state.nodes, state.alert_sets
+
+        def gained(nid: str, new: set[str]) -> None:
+            carried = nodes[(step.ctx, nid)]["carried"]
+            keys = [k for k in new if not _contains(carried, k)]
+            if keys:
+                m = step.m.get(nid)
+                if m is None:
+                    self._touch(state, step, nid)
+                    m = step.m[nid] = set((alert_sets.get((step.ctx, nid)) or {}).get("m") or ())
+                m.update(keys)
+
+        self._grow(state, step.ctx, state.required, start, delta, gained)
+
     def _grow_reach(self, state: State, step: _Step, start: str, delta: set[str]) -> None:
-        """Add bad nodes ``delta`` to ``reach(start)`` and push what is new up."""
-        ctx = step.ctx
-        reach_t, parents = state.reach, state.parents
-        work = [(start, delta)]
-        while work:
-            nid, d = work.pop()
-            key = (ctx, nid)
-            reach = _as_set(reach_t.get(key))
-            new = {x for x in d if x not in reach} if len(d) < len(reach) else d - reach
-            if not new:
-                continue
-            self._touch(state, step, nid)  # before the set changes (it may be the stored one)
-            reach |= new
-            reach_t[key] = reach
+        """Add bad nodes to ``reach(start)`` and above (``degraded_by`` of those nodes grows)."""
+
+        def degraded(nid: str, new: set[str]) -> None:
+            self._touch(state, step, nid)
             _net(step, nid, new, +1)
-            for p in parents.get(key) or ():
-                if p != nid:
-                    work.append((p, new))
+
+        self._grow(state, step.ctx, state.reach, start, delta, degraded)
 
     def _set_bad(self, state: State, step: _Step, node_id: str, bad: bool) -> None:
         """``node_id`` became bad (add it to the reach of itself and every ancestor) or

@@ -12,6 +12,7 @@
 ``web``             /healthz, /readyz, /metrics, /nodes
 ``metrics``         Prometheus metrics from the engine's outputs
 ``service``         the faust Worker (topic checks at start)
+``preflight``       data-dir lock and web-port check (no faust; ``reset`` uses the lock)
 ==================  =========================================================================
 
 Offline tools (replay, forensics, ingest) never import this package: it needs faust.

@@ -7,15 +7,16 @@ web views, CLI); this module changes three things where faust offers no setting,
 * **Delivery** (:class:`InlineConsumer`, through faust's transport entry point
   ``faust.transports``: ``cgkafka://``): faust's fetcher awaits
   ``wait_first(callback(message), suspend_flow.wait())`` per record — four tasks made
-  and three cancelled per event, half of a no-op agent's cost. When nothing can block
-  (flow active, no rebalance starting, room in the agent's queue) the record is
-  delivered inline; otherwise the stock path. ``fetch_max_wait_ms`` (hard-coded 1500 ms)
-  becomes ``CG_FETCH_MAX_WAIT_MS``.
+  and three cancelled per event, half of a no-op agent's cost — then builds a Message
+  and an Event per record. Here a fetch's records of the agent's topics go to its queue
+  as one list when nothing can block (flow active, no rebalance starting, room in the
+  queue; otherwise the stock wait); other records keep the stock path.
+  ``fetch_max_wait_ms`` (hard-coded 1500 ms) becomes ``CG_FETCH_MAX_WAIT_MS``.
 * **Commits**: faust's own offset commits (timer, acks, rebalance) are disabled; the
   durability object is the only committer (:func:`commit_offsets`).
 * **Batches** (:class:`BatchStream`, the app's ``Stream`` class): ``take_events`` reads
-  the agent's queue directly, a batch at a time, instead of faust's per-event iterator
-  (one ``sleep(0)``, sensors and a context variable per event).
+  the agent's queue directly and yields lists of input records, instead of faust's
+  per-event iterator (one ``sleep(0)``, sensors and a context variable per event).
 """
 
 from __future__ import annotations
@@ -49,10 +50,12 @@ class InlineConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
 
 
 class InlineConsumer(faust_aiokafka.Consumer):
-    """faust's aiokafka Consumer: inline delivery, no commits of its own (module doc)."""
+    """faust's aiokafka Consumer: batch delivery, no commits of its own (module doc)."""
 
-    #: The agent's input queue (set when the agent starts): inline delivery needs room in it.
+    #: The agent's input queue and topics (set when the agent starts): their records go
+    #: straight to the queue, a fetch at a time.
     inline_queue: Any = None
+    inline_topics: frozenset[str] = frozenset()
 
     def _new_consumer_thread(self) -> InlineConsumerThread:
         return InlineConsumerThread(self, loop=self.loop, beacon=self.beacon)
@@ -63,49 +66,50 @@ class InlineConsumer(faust_aiokafka.Consumer):
     async def force_commit(self, topics: Any = None, start_new_transaction: bool = True) -> bool:
         return False
 
-    def _can_deliver_inline(self) -> bool:
-        queue = self.inline_queue
-        return (
-            queue is not None
-            and not self.suspend_flow.is_set()
-            and self.app.flow_control.is_active()
-            and queue.qsize() < queue.maxsize
-        )
-
     async def _drain_messages(self, fetcher: Any) -> None:  # pragma: no cover - run by the worker
-        # faust.transport.consumer.Consumer._drain_messages (0.15.3) with the per-record
-        # wait_first replaced by an inline call when nothing can block, without acks,
-        # gaps and commits (the durability object owns offsets).
+        # faust.transport.consumer.Consumer._drain_messages (0.15.3), rebuilt around
+        # _wait_next_records: a fetch's records of the agent's topics go to its queue as
+        # one list (no per-record Message, Event, decode, task); any other record takes
+        # the stock path (callback under wait_first). No acks, gaps or commits: the
+        # durability object owns offsets and reads back what a rebalance dropped.
         callback = self.callback
-        getmany = self.getmany
+        to_message = self._to_message
         consumer_should_stop = self._stopped.is_set
         fetcher_should_stop = fetcher._stopped.is_set
-        get_read_offset = self._read_offset.__getitem__
-        set_read_offset = self._read_offset.__setitem__
-        can_inline = self._can_deliver_inline
-        yield_every = 100
-        since_yield = 0
-        sleep = asyncio.sleep
+        read_offset = self._read_offset
+        buffered = self._buffered_partitions
+        app = self.app
         try:
             while not (consumer_should_stop() or fetcher_should_stop()):
-                ait = cast(Any, getmany(timeout=1.0))
+                records, active = await self._wait_next_records(1.0)
                 await self.sleep(0)
-                if self.should_stop:
+                if not records or self.should_stop:
                     continue
-                async for tp, message in ait:
-                    since_yield += 1
-                    if since_yield > yield_every:
-                        await sleep(0)
-                        since_yield = 0
-                    offset = message.offset
-                    r_offset = get_read_offset(tp)
-                    if r_offset is not None and offset < r_offset:
-                        continue  # already delivered (faust's own guard)
-                    if can_inline():
-                        await callback(message)
+                if not self.flow_active:  # a rebalance began: back to the committed offsets, as faust does
+                    await self.perform_seek()
+                    continue
+                # Records fetched across a generation change are delivered all the same
+                # (faust drops them): the runtime skips what the state covers or does not
+                # own, and a record dropped here would be lost until a later one came.
+                queue, fast = self.inline_queue, self.inline_topics
+                for tp, recs in records.items():
+                    if not recs or (active is not None and tp not in active and tp not in buffered):
+                        continue
+                    r_offset = read_offset[tp]
+                    if r_offset is not None and recs[0].offset < r_offset:
+                        recs = [r for r in recs if r.offset >= r_offset]
+                        if not recs:
+                            continue
+                    if queue is not None and tp.topic in fast:
+                        if (queue.qsize() < queue.maxsize and not self.suspend_flow.is_set()
+                                and app.flow_control.is_active()):
+                            queue.put_nowait(recs)
+                        else:
+                            await self.wait_first(queue.put(recs), self.suspend_flow.wait())
                     else:
-                        await self.wait_first(callback(message), self.suspend_flow.wait())
-                    set_read_offset(tp, offset)
+                        for record in recs:
+                            await self.wait_first(callback(to_message(tp, record)), self.suspend_flow.wait())
+                    read_offset[tp] = recs[-1].offset
         except self.consumer_stopped_errors:
             if self.transport.app.should_stop:
                 return
@@ -123,7 +127,9 @@ class Transport(faust_aiokafka.Transport):
 
 
 class BatchStream(faust.Stream):
-    """A Stream whose ``take_events`` reads the agent's queue a batch at a time."""
+    """A Stream whose ``take_events`` yields lists of input records (``topic``,
+    ``partition``, ``offset``, ``key``, ``value``) read from the agent's queue: the
+    fetches :class:`InlineConsumer` put there, and any faust Event (its message)."""
 
     async def take_events(self, max_: int, within: Any) -> AsyncGenerator[Sequence[Any], None]:
         await self.maybe_start()
@@ -132,21 +138,35 @@ class BatchStream(faust.Stream):
         consumer = self.app.consumer
         if isinstance(consumer, InlineConsumer):
             consumer.inline_queue = queue
+            consumer.inline_topics = frozenset(getattr(channel, "topics", ()) or ())
         wait = float(within) if within else 0.0
         get, get_nowait, empty = queue.get, queue.get_nowait, queue.empty
         while not self.should_stop:
-            events = [await get()]
-            while len(events) < max_:
-                if empty():
-                    if not wait:
-                        break
-                    try:  # a little longer for a fuller batch (CG_BATCH_WITHIN)
-                        events.append(await asyncio.wait_for(get(), wait))
-                    except asyncio.TimeoutError:
-                        break
-                    continue
-                events.append(get_nowait())
-            yield events
+            batch: list[Any] = []
+            try:
+                _add(batch, await get())
+                while len(batch) < max_:
+                    if empty():
+                        if not wait:
+                            break
+                        try:  # a little longer for a fuller batch (CG_BATCH_WITHIN)
+                            _add(batch, await asyncio.wait_for(get(), wait))
+                        except asyncio.TimeoutError:
+                            break
+                        continue
+                    _add(batch, get_nowait())
+            except StopAsyncIteration:  # faust stops the actor (Actor.cancel throws it in)
+                if batch:
+                    yield batch
+                return
+            yield batch
+
+
+def _add(batch: list[Any], item: Any) -> None:
+    if isinstance(item, list):
+        batch.extend(item)
+    else:  # a faust Event from the stock path
+        batch.append(item.message)
 
 
 async def commit_offsets(app: Any, offsets: Mapping[tuple[str, int], int]) -> None:
@@ -161,12 +181,6 @@ async def commit_offsets(app: Any, offsets: Mapping[tuple[str, int], int]) -> No
             if TopicPartition(t, p) in assigned}
     if ours:
         await thread.call_thread(consumer.commit, ours)
-
-
-async def seek(app: Any, offsets: Mapping[tuple[str, int], int]) -> None:
-    """Move the consumer to these offsets (public faust API; here for symmetry)."""
-    for (t, p), o in offsets.items():
-        await app.consumer.seek(TP(t, p), o)
 
 
 def highwater(app: Any, topic: str, partition: int) -> int | None:

@@ -16,10 +16,11 @@ state covers, and partition ``p`` of the state log ``<app_id>-state``
 A crash anywhere re-processes from the last durable commit and re-sends identical
 outputs (deterministic engine), never skips a record. Restore (on assignment): write a
 fence of this generation, read the log from the local RocksDB's offset (or its start)
-to the fence, seek the consumer to the covered offsets. A zombie's later records carry
+to the fence; records the consumer delivers below the covered input offsets are then
+skipped (no seek: seeking a consumer that is fetching races aiokafka's fetcher). A zombie's later records carry
 an older generation and are ignored by every replay. When the log since the last
-snapshot outgrows the state, a snapshot of the partition is written and the records
-before it are deleted. Why a delta log and not a Kafka transaction: bench/bench_commit.py
+snapshot holds twice the entries of the last snapshot (and ``CG_SNAPSHOT_MIN_ENTRIES``),
+a snapshot of the partition is written and the records before it are deleted. Why a delta log and not a Kafka transaction: bench/bench_commit.py
 (2.7x less wall time per commit, no transactional producer per partition).
 """
 
@@ -43,6 +44,8 @@ from stream.worker.store import PartitionState, PartitionStore
 log = logging.getLogger("checkpoint_guard.durability")
 
 SEND_RETRY_MAX_DELAY = 5.0
+#: A record batch of one record: the batch header and the record's own framing (bytes).
+_BATCH_OVERHEAD = 512
 
 
 class StateWriteError(RuntimeError):
@@ -85,9 +88,20 @@ class Outputs:
         self.dead_letter = dead_letter
         self.on_rejected = on_rejected
         self._inflight: list[tuple[OutputRecord, Any]] = []
+        #: topic -> its max.message.bytes (read at start): a larger record is rejected
+        #: before it is sent, so it never fails a batch of others and order is kept
+        self.limits: dict[str, int] = {}
 
     async def send(self, records: Iterable[OutputRecord]) -> None:
+        limits = self.limits
         for r in records:
+            limit = limits.get(r.topic)
+            if limit is not None and len(r.value) + len(r.key or b"") + _BATCH_OVERHEAD > limit:
+                fut = asyncio.get_running_loop().create_future()
+                fut.set_exception(MessageSizeTooLargeError(
+                    f"{len(r.value)} bytes, over the topic's max.message.bytes {limit}"))
+                self._inflight.append((r, fut))
+                continue
             try:
                 fut = await self.producer.send(r.topic, r.value, key=r.key, partition=r.partition)
             except Exception as exc:  # could not even enqueue (e.g. over the request size)
@@ -116,10 +130,18 @@ class Outputs:
                     raise OutputRejected(f"the broker refused a record for {record.topic!r} ({res}); "
                                          "check the worker's ACLs") from res
                 if _is(res, (MessageSizeTooLargeError,)):
+                    # The broker refuses a whole batch for one record too large: each
+                    # record of it is tried alone before it counts as rejected (when a
+                    # topic's limit was lowered after the start: the order of the
+                    # records of that batch relative to later ones is then not kept).
+                    alone = await self._alone(record) if record.topic not in self.limits or len(
+                        record.value) + len(record.key or b"") + _BATCH_OVERHEAD <= self.limits[record.topic] else res
+                    if alone is None:
+                        continue
                     self.on_rejected(record.topic)
                     log.error("the broker rejected a %d-byte record for %s (%s); dead-lettering its trigger",
-                              len(record.value), record.topic, type(res).__name__)
-                    replacement = self._replacement(record, res)
+                              len(record.value), record.topic, type(alone).__name__)
+                    replacement = self._replacement(record, alone)
                     if replacement is not None:
                         retry.append(replacement)
                     continue
@@ -130,6 +152,26 @@ class Outputs:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, SEND_RETRY_MAX_DELAY)
             await self.send(retry)
+
+    async def _alone(self, record: OutputRecord) -> BaseException | None:
+        """Send one record in a batch of its own; None once acknowledged, else its size error
+        (any other error is retried here: the record is not too large)."""
+        delay = 0.2
+        while True:
+            try:
+                fut = await self.producer.send(record.topic, record.value, key=record.key, partition=record.partition)
+                await fut
+                return None
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if _is(exc, (MessageSizeTooLargeError,)):
+                    return exc
+                if _is(exc, (TopicAuthorizationFailedError,)):
+                    raise OutputRejected(f"the broker refused a record for {record.topic!r} ({exc})") from exc
+                log.warning("sending a record alone failed (%r); retrying in %.1fs", exc, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, SEND_RETRY_MAX_DELAY)
 
     def _replacement(self, record: OutputRecord, exc: BaseException) -> OutputRecord | None:
         """The dead letter that replaces a rejected record: with the input's bytes, or —
@@ -155,6 +197,7 @@ class Partition:
     offsets: dict[str, int] = field(default_factory=dict)  # input topic -> next offset due
     events: int = 0  # events since the last commit
     since_snapshot: int = 0  # log entries since the last snapshot (or the log start)
+    snapshot_entries: int = 0  # entries the last snapshot held (the state's size then)
     applied: list = field(default_factory=list)  # (event, source) since the last commit (a rollback replays them)
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     restore_task: asyncio.Task | None = None
@@ -189,12 +232,12 @@ class Durability:
     ``producer``: an aiokafka producer (acks=all) for outputs and the state log;
     ``consumer``: factory of group-less aiokafka consumers; ``admin``: factory of admin
     clients; ``commit_offsets({(topic, p): offset})`` commits the consumer group's offsets
-    (the group member's commit); ``seek({(topic, p): offset})`` moves the consumer.
+    (the group member's commit); ``start_offset(topic, p)``: where an input partition the
+    state has never seen starts (the group's committed offset or the partition's start).
     """
 
     def __init__(self, settings: Settings, *, producer: Any, consumer: Callable[[], Any], admin: Callable[[], Any],
                  commit_offsets: Callable[[dict[tuple[str, int], int]], Awaitable[Any]],
-                 seek: Callable[[dict[tuple[str, int], int]], Awaitable[Any]],
                  dead_letter: Callable[..., OutputRecord],
                  start_offset: Callable[[str, int], Awaitable[int]] | None = None,
                  on_rejected: Callable[[str], None] = lambda topic: None) -> None:
@@ -204,7 +247,6 @@ class Durability:
         self._consumer = consumer
         self._admin = admin
         self._commit_offsets = commit_offsets
-        self._seek = seek
         self._start_offset = start_offset
         self.outputs = Outputs(producer, dead_letter, on_rejected)
         self.partitions: dict[int, Partition] = {}
@@ -265,7 +307,7 @@ class Durability:
                     log.warning("partition %d: local state (log offset %d) does not continue the state log "
                                 "(%d..%d); rebuilding it", part.number, local, start, fence_offset)
                 part.store.clear()
-                meta = {"log": None, "gen": None, "offsets": None, "n": None, "snap": None}
+                meta = {"log": None, "gen": None, "offsets": None, "n": None, "snap": None, "snapn": None}
                 local = start - 1
             sink = _StoreSink(part.store, 0)
             replay = statelog.Replay(sink, meta["gen"] if meta["gen"] is not None else -1)
@@ -280,11 +322,11 @@ class Durability:
                         part.offsets[topic] = await self._start_offset(topic, part.number)
             part.log_offset = fence_offset
             part.since_snapshot = replay.since_snapshot + ((meta.get("snap") or 0) if local >= start else 0)
+            part.snapshot_entries = (replay.snapshot_entries if replay.snapshot_entries is not None
+                                     else (meta.get("snapn") or 0))
             part.store.write([], {"log": fence_offset, "gen": replay.generation, "offsets": part.offsets, "n": part.n,
                                   "snap": part.since_snapshot})
             self.restored_entries += sink.entries
-            if part.offsets:
-                await self._seek({(t, part.number): o for t, o in part.offsets.items()})
             log.info("partition %d: state restored (%d log entries) in %.2fs; generation %d, input offsets %s",
                      part.number, sink.entries, time.perf_counter() - started, generation, part.offsets)
         except asyncio.CancelledError as exc:  # revoked or stopping: never usable half-restored
@@ -313,8 +355,8 @@ class Durability:
 
     async def _log_bounds(self, tp: TopicPartition) -> tuple[int, int]:
         c = self._consumer()
-        await c.start()
-        try:
+        try:  # stop() also when start() failed: no "Unclosed AIOKafkaConsumer" at exit
+            await c.start()
             start = (await c.beginning_offsets([tp]))[tp]
             end = (await c.end_offsets([tp]))[tp]
         finally:
@@ -326,8 +368,8 @@ class Durability:
         if start > last:
             return
         c = self._consumer()
-        await c.start()
         try:
+            await c.start()
             c.assign([tp])
             c.seek(tp, start)
             position = start
@@ -381,8 +423,14 @@ class Durability:
             except Exception as exc:  # the state holds the offsets; the next commit retries
                 log.info("committing the group offsets failed (%r); they follow at the next commit", exc)
             for part, _, _ in pending:
-                if part.since_snapshot > max(self.settings.snapshot_min_entries, part.store.estimate_keys()):
-                    await self._snapshot(part)
+                if part.since_snapshot > max(self.settings.snapshot_min_entries, 2 * part.snapshot_entries):
+                    try:
+                        await self._snapshot(part)
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception as exc:  # a snapshot is an optimization: the log stays longer
+                        log.warning("partition %d: snapshot failed (%r); retried after the next commits",
+                                    part.number, exc)
         self.last_commit = time.monotonic()
         self.commits += 1
 
@@ -409,16 +457,17 @@ class Durability:
         """Write the whole partition state, then delete the log before it."""
         started = time.perf_counter()
         entries = list(part.store.entries())
-        records = statelog.commit_records(part.generation, part.n, dict(part.offsets), entries,
+        n, part.n = part.n, part.n + 1  # a failed snapshot's number is never reused
+        records = statelog.commit_records(part.generation, n, dict(part.offsets), entries,
                                           self.settings.state_chunk_bytes, snapshot=True)
         first_offsets = []
         futures = [await self.producer.send(self.topic, r, partition=part.number) for r in records]
         results = await asyncio.gather(*futures)
         first_offsets.append(results[0].offset)
         part.log_offset = results[-1].offset
-        part.n += 1
         part.since_snapshot = 0
-        part.store.write([], {"log": part.log_offset, "n": part.n, "snap": 0})
+        part.snapshot_entries = len(entries)
+        part.store.write([], {"log": part.log_offset, "n": part.n, "snap": 0, "snapn": len(entries)})
         try:
             admin = self._admin()
             await admin.start()

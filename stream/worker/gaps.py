@@ -50,7 +50,11 @@ class Gaps:
         if self._client is None:  # group-less: it never joins the group nor commits
             c = consumer(self.settings, group_id=None, enable_auto_commit=False,
                          max_partition_fetch_bytes=max(1 << 20, self.settings.max_request_bytes))
-            await c.start()
+            try:
+                await c.start()
+            except BaseException:
+                await c.stop()
+                raise
             self._client = c
         return self._client
 
@@ -66,8 +70,8 @@ class Gaps:
 
         async def committed() -> int | None:
             client = admin(self.settings)
-            await client.start()
             try:
+                await client.start()
                 found = await client.list_consumer_group_offsets(self.settings.app_id, partitions=[tp])
             finally:
                 await client.close()

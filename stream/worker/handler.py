@@ -88,7 +88,8 @@ def plan(engine: Engine, part: Partition, messages: Sequence[Any], outputs: Outp
         try:
             event = decode_message(message.key, message.value, limits=limits)
         except InvalidEvent as exc:
-            log.info("dead letter %s[%s]@%s: %s", message.topic, message.partition, message.offset, exc)
+            log.info("dead letter %s[%s]@%s: %s", message.topic, message.partition, message.offset, exc,
+                     extra={"topic": message.topic, "partition": message.partition, "offset": message.offset})
             result.dead.append((message, str(exc)))
             result.outputs.append(outputs.dead_letter(message, str(exc)))
             continue
@@ -96,7 +97,9 @@ def plan(engine: Engine, part: Partition, messages: Sequence[Any], outputs: Outp
         try:
             out = engine.process(state, event, source)
         except Exception:  # a bug, not bad input: roll back, replay, dead-letter, go on
-            log.exception("unexpected error on %s[%s]@%s", message.topic, message.partition, message.offset)
+            log.exception("unexpected error on %s[%s]@%s", message.topic, message.partition, message.offset,
+                          extra={"topic": message.topic, "partition": message.partition, "offset": message.offset,
+                                 "context_id": event.context_id})
             _roll_back(engine, part, since_commit)
             reason = f"internal error: {sys.exc_info()[0].__name__}"
             result.dead.append((message, reason))

@@ -20,7 +20,10 @@ in the README, *Monitoring*):
   ``nodes`` / ``authoritative_nodes`` / ``degraded_nodes{level}``, ``waiting_events``;
   ``sum()`` over the workers is the group's figure;
 * ``consumer_lag{topic,partition}``: high watermark minus the next offset the state
-  covers, per owned input partition.
+  covers, per owned input partition;
+* the process: ``build_info{version}`` (1), ``ready`` (1 while ``/readyz`` answers 200),
+  ``seq_gap_limit`` (``CG_SEQ_GAP_LIMIT``, for alerting on ``waiting_events``), and
+  prometheus_client's standard ``process_*`` and ``python_*`` collectors.
 """
 
 from __future__ import annotations
@@ -33,7 +36,10 @@ from typing import Any
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
+    GCCollector,
     Histogram,
+    PlatformCollector,
+    ProcessCollector,
     disable_created_metrics,
     generate_latest,
 )
@@ -54,6 +60,7 @@ from stream.domain.engine import (
     Output,
     summarize,
 )
+from stream import __version__
 from stream.domain.events import Event
 
 log = logging.getLogger("checkpoint_guard.metrics")
@@ -196,6 +203,10 @@ class _StateCollector:
         fams[PREFIX + "waiting_events"].add_metric([], g.waiting)
         for (topic, partition), lag in sorted(self.m.consumer_lag().items()):
             fams[PREFIX + "consumer_lag"].add_metric([topic, str(partition)], lag)
+        fams[PREFIX + "ready"].add_metric([], 1 if self.m.is_ready() else 0)
+        if self.m.seq_gap_limit is not None:
+            fams[PREFIX + "seq_gap_limit"].add_metric([], self.m.seq_gap_limit)
+        fams[PREFIX + "build_info"].add_metric([__version__], 1)
         return list(fams.values())
 
 
@@ -215,6 +226,9 @@ _STATE_GAUGES = (
     (PREFIX + "waiting_events", "Events waiting in the seq buffers (owned partitions).", []),
     (PREFIX + "consumer_lag", "High watermark minus next offset the state covers, per owned input partition.",
      ["topic", "partition"]),
+    (PREFIX + "ready", "1 while /readyz answers 200 (partitions assigned, state restored), else 0.", []),
+    (PREFIX + "seq_gap_limit", "CG_SEQ_GAP_LIMIT: waiting events per context before a sequence_gap.", []),
+    (PREFIX + "build_info", "checkpoint-guard build; the value is always 1.", ["version"]),
 )
 
 #: Counters kept as plain dicts (name, help, label names); see :class:`_CounterCollector`.
@@ -274,8 +288,16 @@ class Metrics:
         self.state = StateGauges()
         #: set by the runtime: () -> {(topic, partition): lag}
         self.lag_source: Callable[[], Mapping[tuple[str, int], int]] | None = None
+        #: set by the web views: () -> True while /readyz answers 200
+        self.ready_source: Callable[[], bool] | None = None
+        #: set by the web views from the settings (exported as seq_gap_limit)
+        self.seq_gap_limit: int | None = None
         r.register(_CounterCollector(self))
         r.register(_StateCollector(self))
+        # The standard process_* (CPU, memory, fds) and python_* (version, GC) series.
+        ProcessCollector(registry=r)
+        PlatformCollector(registry=r)
+        GCCollector(registry=r)
 
     def expect_topics(self, topics: Iterable[str]) -> None:
         """Create the ``output_rejected_total{topic}`` series at 0."""
@@ -337,6 +359,15 @@ class Metrics:
             self.state.add(now, +1)
 
     # ------------------------------------------------------------------ scrape side
+    def is_ready(self) -> bool:
+        if self.ready_source is None:
+            return False
+        try:
+            return bool(self.ready_source())
+        except Exception:  # never fail a scrape over readiness
+            log.debug("readiness unavailable", exc_info=True)
+            return False
+
     def consumer_lag(self) -> Mapping[tuple[str, int], int]:
         if self.lag_source is None:
             return {}

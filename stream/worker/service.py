@@ -1,33 +1,50 @@
-"""faust's worker, made to refuse bad topic layouts before it consumes anything."""
+"""faust's worker, made to refuse bad topic layouts, a shared data dir or a taken web
+port before it consumes anything."""
 
 from __future__ import annotations
 
 import logging
 import sys
+from pathlib import Path
+from typing import Any
 
 import faust
 
 from stream.errors import ConfigurationError
 from stream.kafka_clients import check_copartitioned, ensure_state_topic
 from stream.settings import get_settings
-
+from stream.worker.preflight import check_web_port, lock_data_dir
 
 class GuardWorker(faust.Worker):
     """The worker ``python -m stream worker`` runs (set as the app's ``Worker``).
 
-    On first start it checks that every topic exists and that the input topics are
-    co-partitioned (DESIGN.md §2) — otherwise one clear line and a non-zero exit —,
-    creates the state log if missing and starts the runtime's producer.
+    Before faust starts anything it takes CG_DATA_DIR's lock and checks that the web
+    port can be bound (each failure is one line and exit 1). On first start it checks
+    that every topic exists and that the input topics are co-partitioned (DESIGN.md §2)
+    — otherwise one clear line and exit 1 —, creates the state log if missing and
+    starts the runtime's producer.
     """
 
+    def __init__(self, app: faust.App, *services: Any, **kwargs: Any) -> None:
+        self._data_dir_lock = lock_data_dir(Path(app.conf.datadir))
+        if app.conf.web_enabled:
+            check_web_port(app.conf.web_bind, app.conf.web_port)
+        super().__init__(app, *services, **kwargs)
+
     async def on_first_start(self) -> None:
+        kafka_log = logging.getLogger("aiokafka")
+        level = kafka_log.level
+        kafka_log.setLevel(logging.CRITICAL)  # our one line says it; aiokafka's would precede it
         try:
             settings = get_settings()
             await check_copartitioned(settings)
             await ensure_state_topic(settings)
         except ConfigurationError as exc:
+            # SystemExit, not the error: mode would log it with a traceback around our line.
             print(f"checkpoint-guard: error: {exc}", file=sys.stderr, flush=True)
-            raise
+            raise SystemExit(1) from None
+        finally:
+            kafka_log.setLevel(level)
         await self.app.runtime.start()
         await super().on_first_start()
 
@@ -40,3 +57,7 @@ class GuardWorker(faust.Worker):
         """
         self.spinner = None
         super().on_setup_root_logger(logger, level)
+        if get_settings().log_format == "json":
+            from stream.logs import use_json
+
+            use_json(logger)

@@ -19,14 +19,17 @@ An entry is ``[table, key_json, value_json]`` (``value_json`` null: deleted), or
 fragment ``[table, key_json, piece, i, parts]`` of a value too large for one record.
 Replay rules (:class:`Replay`): records of a generation older than the newest seen so
 far are a zombie's (a worker that lost the partition but kept writing) and are ignored;
-chunks without their marker (a crash mid-commit) are ignored.
+chunks without their marker (a crash mid-commit) are ignored; a commit sent again after
+a failed attempt (chunk 0 again) replaces the attempt's chunks; a repeated record changes
+nothing.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol
+
+import orjson
 
 Entry = list[Any]
 
@@ -34,9 +37,7 @@ Entry = list[Any]
 FENCE, DELTA, CHUNK, MARKER, SNAP_CHUNK, SNAP_MARKER = "f", "d", "c", "m", "sc", "sm"
 
 
-def _dumps(obj: Any) -> bytes:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
+_dumps = orjson.dumps  # compact UTF-8 JSON, the record format's only encoder
 
 def fence(generation: int) -> bytes:
     return _dumps({"k": FENCE, "g": generation})
@@ -100,18 +101,20 @@ class Replay:
     """Apply state-log records, in log order, to a :class:`Sink`.
 
     ``generation``: the newest generation seen (records older than it are ignored).
-    ``since_snapshot``: entries applied since the last snapshot (or the log start).
+    ``since_snapshot``: entries applied since the last snapshot (or the log start);
+    ``snapshot_entries``: the entries of the last snapshot read (None: none read).
     """
 
     def __init__(self, sink: Sink, generation: int = -1) -> None:
         self.sink = sink
         self.generation = generation
         self.since_snapshot = 0
+        self.snapshot_entries: int | None = None
         self._series: tuple[str, int, int] | None = None  # (kind, generation, n) being collected
         self._chunks: list[list[Entry]] = []
 
     def feed(self, value: bytes) -> None:
-        rec = json.loads(value)
+        rec = orjson.loads(value)
         g = rec["g"]
         if g < self.generation:
             return  # a zombie's record, written after a newer owner fenced it
@@ -126,7 +129,7 @@ class Replay:
             self.sink.covered(rec["o"], g, rec["n"])
         elif kind in (CHUNK, SNAP_CHUNK):
             series = (kind, g, rec["n"])
-            if series != self._series:
+            if series != self._series or rec["i"] == 0:  # a new series, or a resend from its start
                 self._series, self._chunks = series, []
             if rec["i"] == len(self._chunks):
                 self._chunks.append(rec["w"])
@@ -139,6 +142,8 @@ class Replay:
                     self.sink.clear()
                     self.since_snapshot = 0
                 self._apply(e for chunk in self._chunks for e in chunk)
+                if kind == SNAP_MARKER:
+                    self.snapshot_entries, self.since_snapshot = self.since_snapshot, 0
                 self.sink.covered(rec["o"], g, rec["n"])
             self._series, self._chunks = None, []
 

@@ -10,7 +10,7 @@ once, written once per commit, and 1M artifacts live on disk, not in Python dict
 RocksDB layout (rocksdict, raw bytes): ``bytes([table index + 1]) + key_json`` ->
 ``value_json``; ``b"\\x00<name>"`` holds the metadata (the last state-log offset applied,
 the newest generation seen, the input offsets covered, the next commit number, the log
-entries since the last snapshot).
+entries since the last snapshot, the entries of the last snapshot).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import orjson
 from rocksdict import BlockBasedOptions, Options, Rdict, WriteBatch
 
 from stream.domain.state import TABLES
@@ -51,11 +52,16 @@ def _jsonable(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON-ready")
 
 
-#: A table value's JSON text (sets become sorted lists: deterministic bytes).
-value_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_jsonable).encode
+def value_json(value: Any) -> str:
+    """A table value's JSON text (sets become sorted lists: deterministic bytes). orjson:
+    the state's own format, encoded and decoded at every commit and cache miss."""
+    return orjson.dumps(value, default=_jsonable).decode("utf-8")
+
+
+loads = orjson.loads
 
 META = b"\x00"
-_META_KEYS = ("log", "gen", "offsets", "n", "snap")
+_META_KEYS = ("log", "gen", "offsets", "n", "snap", "snapn")
 
 
 class PartitionStore:
@@ -79,7 +85,7 @@ class PartitionStore:
         out = {}
         for name in _META_KEYS:
             raw = self.db.get(META + name.encode())
-            out[name] = json.loads(raw) if raw is not None else None
+            out[name] = loads(raw) if raw is not None else None
         return out
 
     def write(self, entries: Sequence[list], meta: dict[str, Any]) -> None:
@@ -92,7 +98,7 @@ class PartitionStore:
             else:
                 wb.put(raw_key, v.encode("utf-8"))
         for name, value in meta.items():
-            wb.put(META + name.encode(), json.dumps(value).encode())
+            wb.put(META + name.encode(), orjson.dumps(value))
         self.db.write(wb)
 
     def clear(self) -> None:
@@ -114,7 +120,7 @@ class PartitionStore:
         for raw_key, raw_value in self.db.items(from_key=prefix):
             if raw_key[:1] != prefix:
                 break
-            yield tuple(json.loads(raw_key[1:])), json.loads(raw_value)
+            yield tuple(loads(raw_key[1:])), loads(raw_value)
 
     def estimate_keys(self) -> int:
         try:
@@ -157,7 +163,7 @@ class _View:
         value = self.old.get(key, _MISSING)
         if value is _MISSING:
             raw = self.store.get(self.prefix + key_json(key).encode("utf-8"))
-            value = None if raw is None else json.loads(raw)
+            value = None if raw is None else loads(raw)
         if len(self.young) >= self.cap:  # two generations: bounded, O(1) per access
             self.old, self.young = self.young, {}
         self.young[key] = value

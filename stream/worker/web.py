@@ -89,6 +89,10 @@ def install(app: Any, runtime: Any, settings: Settings) -> None:
             reasons.append("no partitions assigned")
         return reasons
 
+    if hasattr(runtime.metrics, "ready_source"):  # checkpoint_guard_ready mirrors /readyz
+        runtime.metrics.ready_source = lambda: not not_ready_reasons()
+        runtime.metrics.seq_gap_limit = settings.seq_gap_limit
+
     @app.page("/healthz")
     class HealthView(web.View):
         async def get(self, request: web.Request) -> web.Response:

@@ -19,7 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from stream import kafka_local
+from stream.devtools import kafka_local
 from stream.replay import replay_lines
 from stream.wire import encode_alert
 
@@ -42,7 +42,6 @@ def worker_env(bootstrap: str, tmp_path: Path, *, partitions: int = 4, **extra: 
         "CG_DEADLETTER_TOPIC": f"deadletter-{tag}",
         "CG_REMEDIATION_TOPIC": f"remediation-{tag}",
         "CG_REMEDIATION_GROUP": f"cg-test-remediation-{tag}",
-        "CG_STORE": "rocksdb://",
         "CG_DATA_DIR": str(tmp_path / f"data-{tag}"),
         "CG_WEB_PORT": str(kafka_local.free_ports(1)[0]),
     }
@@ -58,17 +57,22 @@ def run_cli(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.
 
 
 class Worker:
-    """One ``python -m stream worker`` subprocess with its log in a file."""
+    """One ``python -m stream worker`` subprocess with its log in a file.
 
-    def __init__(self, env: dict[str, str], log_path: Path) -> None:
+    ``python``: the interpreter (default this one; tests/langgraph run the worker from the
+    project's own ``.venv``, which has no orjson — see Makefile ``test-langgraph``).
+    """
+
+    def __init__(self, env: dict[str, str], log_path: Path, *, python: str | Path = sys.executable) -> None:
         self.env = env
         self.log_path = log_path
+        self.python = str(python)
         self.proc: subprocess.Popen | None = None
 
     def start(self, *, wait_ready: bool = True, timeout: float = 90) -> "Worker":
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "stream", "worker", "-l", "info", "--web-port", self.env["CG_WEB_PORT"]],
+            [self.python, "-m", "stream", "worker", "-l", "info", "--web-port", self.env["CG_WEB_PORT"]],
             env=self.env, cwd=REPO, stdout=self._log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )

@@ -1,7 +1,7 @@
 """One SASL_PLAINTEXT broker shared by the SASL and secrets tests (started on first use).
 
 A separate broker from the session's PLAINTEXT one (conftest.py), on its own free
-ports and temp home, started by :func:`stream.kafka_local.start` with ``sasl_users``:
+ports and temp home, started by :func:`stream.devtools.kafka_local.start` with ``sasl_users``:
 PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 for :data:`USERS`. It is started once per test
 session (a module-level cache: a session fixture imported by two modules would start
 two) and stopped at the end of the session, or by the kernel with pytest
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from stream import kafka_local
+from stream.devtools import kafka_local
 from stream.settings import Settings
 from tests.integration.harness import worker_env
 

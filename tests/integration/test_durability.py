@@ -37,12 +37,11 @@ def _settings(kafka_settings: Settings, tmp_path: Path, name: str) -> Settings:
 
 
 class Owner:
-    """A Durability as the runtime builds it; group commits and seeks are recorded."""
+    """A Durability as the runtime builds it; group commits are recorded."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.committed: dict = {}
-        self.seeks: dict = {}
 
     async def start(self, generation: int) -> Durability:
         s = self.settings
@@ -52,16 +51,14 @@ class Owner:
         async def commit(offsets: dict) -> None:
             self.committed.update(offsets)
 
-        async def seek(offsets: dict) -> None:
-            self.seeks.update(offsets)
-
         async def start_offset(topic: str, p: int) -> int:
             return 0
 
         self.d = Durability(s, producer=self.producer,
                             consumer=lambda: consumer(s, group_id=None, enable_auto_commit=False,
+                                                      auto_offset_reset="earliest",
                                                       max_partition_fetch_bytes=s.max_request_bytes),
-                            admin=lambda: admin(s), commit_offsets=commit, seek=seek,
+                            admin=lambda: admin(s), commit_offsets=commit,
                             dead_letter=Outputs(s).dead_letter, start_offset=start_offset)
         self.d.assign([0], generation)
         await self.d.ready(0)
@@ -110,13 +107,13 @@ def test_a_zombie_cannot_change_what_a_later_owner_restores(kafka_settings, tmp_
         state = (third.read("n1"), third.read("n2"), third.read("evil"))
         offsets = dict(third.d.partitions[0].offsets)
         await third.stop()
-        return restored, state, third.seeks, offsets
+        return restored, state, second.committed, offsets
 
-    restored, (n1, n2, evil), seeks, offsets = run(scenario())
+    restored, (n1, n2, evil), committed, offsets = run(scenario())
     assert restored == {"v": 1}
     assert (n1, n2, evil) == ({"v": 1}, {"v": 2}, None)
     assert offsets[INPUT + "-" + kafka_settings.app_id] == 11  # the new owner's, not the zombie's 99
-    assert seeks[(INPUT + "-" + kafka_settings.app_id, 0)] == 11  # the consumer resumes there
+    assert committed[(INPUT + "-" + kafka_settings.app_id, 0)] == 11  # the group follows the state
 
 
 def test_a_chunked_commit_without_its_marker_is_ignored_on_restore(kafka_settings, tmp_path):
@@ -200,3 +197,35 @@ def test_records_faust_skipped_are_read_back_in_order_and_nothing_else(kafka_set
     got, starts, repaired = run(scenario())
     assert got == [(i, f"v{i}".encode()) for i in range(7, 19)]
     assert starts == (0, 12) and repaired == 12
+
+
+def test_a_snapshot_replaces_the_log_before_it_and_a_fresh_node_restores_from_it(kafka_settings, tmp_path):
+    async def scenario() -> tuple[int, int, int, Any, Any]:
+        s = _settings(kafka_settings, tmp_path, "a").model_copy(update={"snapshot_min_entries": 1000})
+        await ensure_state_topic(s)
+        owner = Owner(s)
+        await owner.start(generation=1)
+        for version in range(5):  # the same 300 keys rewritten: the log outgrows the state
+            for i in range(300):
+                owner.write(f"n{i:05d}", {"v": version}, version + 1)
+            await owner.d.commit()
+        since = owner.d.partitions[0].since_snapshot
+        await owner.stop()
+        c = consumer(s, group_id=None, enable_auto_commit=False)
+        await c.start()
+        tp = TopicPartition(state_topic(s), 0)
+        start = (await c.beginning_offsets([tp]))[tp]
+        await c.stop()
+        fresh = Owner(_settings(kafka_settings, tmp_path, "b"))
+        await fresh.start(generation=2)
+        restored = fresh.d.restored_entries
+        got = (fresh.read("n00000"), fresh.read("n00299"))
+        await fresh.stop()
+        return since, start, restored, *got
+
+    since, start, restored, first, last = run(scenario())
+    # commit 4 brought 1,200 log entries for 300 keys: a snapshot, then commit 5's 300
+    assert since == 300
+    assert start > 0  # the records before the snapshot were deleted
+    assert first == last == {"v": 4}
+    assert restored == 300 + 300  # the snapshot and the commit after it, not all 1,500 entries

@@ -55,7 +55,7 @@ LIMIT_ENV = {
     "CG_MAX_REFERENTS": LIMITS.max_referents, "CG_MAX_CHILDREN": LIMITS.max_children,
     "CG_MAX_CONSTRAINTS": LIMITS.max_constraints, "CG_MAX_CONSTRAINT_CHARS": LIMITS.max_constraint_chars,
 }
-TRACES = REPO / "samples/traces"
+TRACES = REPO / "stream/samples/traces"
 INPUTS = [
     TRACES / "mini-swe-agent-deepseek-swebench/deepseek_chat_dev/pydicom__pydicom-901.traj.json",
     TRACES / "mini-swe-agent-deepseek-swebench/deepseek_chat_dev/pyvista__pyvista-4315.traj.json",

@@ -12,7 +12,7 @@ import uuid
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from stream import kafka_local
+from stream.devtools import kafka_local
 
 
 @pytest.mark.asyncio

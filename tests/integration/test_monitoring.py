@@ -24,7 +24,7 @@ import pytest
 from aiokafka.partitioner import murmur2
 from prometheus_client.parser import text_string_to_metric_families
 
-from stream import kafka_local
+from stream.devtools import kafka_local
 from tests.integration.harness import Worker, produce, run, run_cli, worker_env
 from tests.scenarios import Ctx
 

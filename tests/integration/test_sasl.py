@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from stream import kafka_clients, kafka_local
+from stream import kafka_clients
+from stream.devtools import kafka_local
 from tests.integration.harness import (
     REPO,
     Worker,
@@ -29,7 +30,7 @@ from tests.integration.harness import (
 )
 from tests.integration.sasl_broker import ADMIN_PASSWORD, sasl_broker, sasl_env, settings_of
 
-TRAJECTORY = REPO / "samples/traces/mini-swe-agent-deepseek-swebench/deepseek_chat_dev/pydicom__pydicom-901.traj.json"
+TRAJECTORY = REPO / "stream/samples/traces/mini-swe-agent-deepseek-swebench/deepseek_chat_dev/pydicom__pydicom-901.traj.json"
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from stream import kafka_clients, kafka_local
+from stream import kafka_clients
+from stream.devtools import kafka_local
 from tests.integration.harness import Worker, run_cli
 from tests.integration.sasl_broker import ALICE_PASSWORD, USERS, sasl_broker, sasl_env, settings_of
 from tests.scenarios import all_lines, design_scenarios

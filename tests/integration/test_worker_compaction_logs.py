@@ -16,23 +16,36 @@ NCD = "negative_constraint_dropped"
 #: context -> the alerts tests/fixtures/compaction_logs/README.md documents, as (rule, status, node, set).
 DOCUMENTED = {
     "oh:folded-summary": [
-        (NCD, "open", "00000001-0000-4000-8000-000000000009-summary", ["prohibition:57b654388f97"]),
-        (NCD, "open", "root:oh:folded-summary", ["prohibition:57b654388f97"]),
+        (NCD, "open", "00000001-0000-4000-8000-000000000009-summary", ["prohibition:d00a556c5c2a"]),
+        (NCD, "open", "root:oh:folded-summary", ["prohibition:d00a556c5c2a"]),
+    ],
+    "oh:legacy-summary-ids": [
+        (NCD, "open", "0000000a-0000-4000-8000-00000000000a-summary", ["prohibition:787963eb903f"]),
+        (NCD, "open", "root:oh:legacy-summary-ids", ["prohibition:787963eb903f"]),
+        (NCD, "resolved", "root:oh:legacy-summary-ids", []),
     ],
     "oh:orphaned-file": [
         ("orphaned_referent", "open", "00000002-0000-4000-8000-000000000007-summary", ["file:/workspace/app/settings.py"]),
     ],
     "oh:opaque-summary": [
-        (NCD, "open", "00000006-0000-4000-8000-000000000008-summary", ["prohibition:5f5c2c67a704"]),
-        (NCD, "open", "root:oh:opaque-summary", ["prohibition:5f5c2c67a704"]),
+        (NCD, "open", "00000006-0000-4000-8000-000000000008-summary", ["prohibition:3be5474d91a9"]),
+        ("unverifiable_checkpoint", "open", "00000006-0000-4000-8000-000000000008-summary", None),
+        (NCD, "open", "root:oh:opaque-summary", ["prohibition:3be5474d91a9"]),
     ],
     "cc:cc-dropped-prohibition": [
-        (NCD, "open", "s-1", ["prohibition:8bd36c8a69f7"]),
-        (NCD, "open", "root:cc:cc-dropped-prohibition", ["prohibition:8bd36c8a69f7"]),
+        (NCD, "open", "s-1", ["prohibition:83155fae68cd"]),
+        (NCD, "open", "root:cc:cc-dropped-prohibition", ["prohibition:83155fae68cd"]),
     ],
     "cc:cc-broken-parent-link": [
-        (NCD, "open", "s-2", ["prohibition:998fca67b6cb"]),
-        (NCD, "open", "root:cc:cc-broken-parent-link", ["prohibition:998fca67b6cb"]),
+        (NCD, "open", "s-2", ["prohibition:5b3e9627b389"]),
+        (NCD, "open", "root:cc:cc-broken-parent-link", ["prohibition:5b3e9627b389"]),
+    ],
+    "cc:e4c90000-0000-4000-8000-0000000000c9": [
+        (NCD, "open", "e-s1", ["prohibition:33435f925486", "prohibition:8ed482c8be10", "prohibition:d58808ee3ba2",
+          "prohibition:d9fb023660aa"]),
+        (NCD, "open", "root:cc:e4c90000-0000-4000-8000-0000000000c9",
+         ["prohibition:33435f925486", "prohibition:8ed482c8be10", "prohibition:d58808ee3ba2",
+          "prohibition:d9fb023660aa"]),
     ],
 }
 

@@ -44,12 +44,12 @@ def fault_env(env: dict[str, str]) -> dict[str, str]:
 
 # --------------------------------------------------------------------------- input
 
-#: A deterministic slice of the real input (samples/traces): the 10 tau-bench runs and the
+#: A deterministic slice of the real input (stream/samples/traces): the 10 tau-bench runs and the
 #: 5 SWE-bench runs with the most alerts of every kind (orphaned_referent,
 #: negative_constraint_dropped, non_idempotent) — ~7.3k of the ~18k events, so each
 #: fault test stays within a few minutes on a loaded CI machine. ``real_input_lines``
-#: without paths ingests the whole of samples/traces.
-_TRACES = "samples/traces"
+#: without paths ingests the whole of stream/samples/traces.
+_TRACES = "stream/samples/traces"
 _SWE = f"{_TRACES}/mini-swe-agent-deepseek-swebench"
 SLICE = (
     f"{_TRACES}/tau-bench-airline-gpt4o/gpt-4o-airline.sample10.json",
@@ -62,7 +62,7 @@ SLICE = (
 
 
 def real_input_lines(env: dict[str, str], out: Path, *paths: str) -> list[bytes]:
-    """The JSONL events of ``python -m stream ingest [paths]`` (default: samples/traces)."""
+    """The JSONL events of ``python -m stream ingest [paths]`` (default: stream/samples/traces)."""
     written = run_cli(env, "ingest", *paths, "--out", str(out), timeout=300)
     assert written.returncode == 0, written.stderr
     return out.read_bytes().splitlines()

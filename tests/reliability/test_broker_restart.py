@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from stream import kafka_local
+from stream.devtools import kafka_local
 from stream.replay import replay_lines
 from stream.settings import Settings
 from tests.integration.harness import Worker, expected_alerts, run, run_cli, worker_env

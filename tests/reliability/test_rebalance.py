@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from stream import kafka_local
+from stream.devtools import kafka_local
 from stream.replay import replay_lines
 from tests.integration.harness import Worker, expected_alerts, run, run_cli, worker_env
 from tests.reliability.faults import (

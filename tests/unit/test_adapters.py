@@ -1,6 +1,6 @@
 """Trajectory adapters: real runs -> turns, artifacts, constraints (stream/adapters).
 
-Most tests read the traces shipped next to the repository (``samples/traces``, a copy of the workspace's ``shared/traces``,
+Most tests read the traces shipped next to the repository (``stream/samples/traces``, a copy of the workspace's ``shared/traces``,
 read-only); broken inputs are written to a temp directory. The CLI tests run
 ``python -m stream ingest`` in a subprocess, like a user.
 """
@@ -32,7 +32,7 @@ from stream.adapters.trajectories import discover, extract_constraints
 pytestmark = pytest.mark.unit
 
 REPO = Path(__file__).resolve().parents[2]
-TRACES = REPO / "samples" / "traces"
+TRACES = REPO / "stream" / "samples" / "traces"
 SWE = TRACES / "mini-swe-agent-deepseek-swebench"
 TAU = TRACES / "tau-bench-airline-gpt4o" / "gpt-4o-airline.sample10.json"
 DJANGO_11099 = SWE / "deepseek_chat_test_1-100" / "django__django-11099.traj.json"

@@ -21,9 +21,9 @@ import pytest
 
 from stream.adapters import encode_event
 from stream.adapters.claude_code import ClaudeCodeTranscript
-from stream.adapters.compaction_logs import ProhibitionMatcher, content_words, mentioned_artifacts, path_names
+from stream.adapters.compaction_logs import mentioned_artifacts, path_names
 from stream.adapters.openhands import OpenHandsConversation
-from stream.adapters.trajectories import make_constraint
+from stream.adapters.openhands import discover as discover_oh
 from stream.replay import replay_lines
 
 pytestmark = pytest.mark.unit
@@ -35,28 +35,62 @@ CC = FIXTURES / "claude-code"
 
 NCD = "negative_constraint_dropped"
 ORPHAN = "orphaned_referent"
+UNVERIFIABLE = "unverifiable_checkpoint"
+BETA = "7b2e0000-0000-4000-8000-0000000000b2"
+ALPHA = "7a1e0000-0000-4000-8000-0000000000a1"
+COPIES = "8c3e0000-0000-4000-8000-0000000000c3"
+AGENT_SERVER = "9d4e00000000400080000000000000d4"
+EVERY = "e4c90000-0000-4000-8000-0000000000c9"
+TRANSCRIPT = "/home/dev/.claude/projects/-home-dev-app/d3b80000-0000-4000-8000-0000000000b8.jsonl"
 
-#: fixture -> (format, path, exact alerts as (rule, status, node, set)); mirrors README.md.
+#: fixture -> (format, paths, exact alerts as (rule, status, node, set)); mirrors README.md.
 EXPECTED = {
-    "folded-summary": ("openhands", OH / "folded-summary", [
-        (NCD, "open", "00000001-0000-4000-8000-000000000009-summary", ["prohibition:57b654388f97"]),
-        (NCD, "open", "root:oh:folded-summary", ["prohibition:57b654388f97"]),
+    "folded-summary": ("openhands", [OH / "folded-summary"], [
+        (NCD, "open", "00000001-0000-4000-8000-000000000009-summary", ["prohibition:d00a556c5c2a"]),
+        (NCD, "open", "root:oh:folded-summary", ["prohibition:d00a556c5c2a"]),
     ]),
-    "orphaned-file": ("openhands", OH / "orphaned-file", [
+    "orphaned-file": ("openhands", [OH / "orphaned-file"], [
         (ORPHAN, "open", "00000002-0000-4000-8000-000000000007-summary", ["file:/workspace/app/settings.py"]),
     ]),
-    "dropped-prohibition": ("claude-code", CC / "cc-dropped-prohibition.jsonl", [
-        (NCD, "open", "s-1", ["prohibition:8bd36c8a69f7"]),
-        (NCD, "open", "root:cc:cc-dropped-prohibition", ["prohibition:8bd36c8a69f7"]),
+    "dropped-prohibition": ("claude-code", [CC / "cc-dropped-prohibition.jsonl"], [
+        (NCD, "open", "s-1", ["prohibition:83155fae68cd"]),
+        (NCD, "open", "root:cc:cc-dropped-prohibition", ["prohibition:83155fae68cd"]),
     ]),
-    "paraphrased-prohibition": ("openhands", OH / "paraphrased-prohibition", []),
-    "broken-parent-link": ("claude-code", CC / "cc-broken-parent-link.jsonl", [
-        (NCD, "open", "s-2", ["prohibition:998fca67b6cb"]),
-        (NCD, "open", "root:cc:cc-broken-parent-link", ["prohibition:998fca67b6cb"]),
+    "paraphrased-prohibition": ("openhands", [OH / "paraphrased-prohibition"], []),
+    "broken-parent-link": ("claude-code", [CC / "cc-broken-parent-link.jsonl"], [
+        (NCD, "open", "s-2", ["prohibition:5b3e9627b389"]),
+        (NCD, "open", "root:cc:cc-broken-parent-link", ["prohibition:5b3e9627b389"]),
     ]),
-    "opaque-summary": ("openhands", OH / "opaque-summary", [
-        (NCD, "open", "00000006-0000-4000-8000-000000000008-summary", ["prohibition:5f5c2c67a704"]),
-        (NCD, "open", "root:oh:opaque-summary", ["prohibition:5f5c2c67a704"]),
+    "opaque-summary": ("openhands", [OH / "opaque-summary"], [
+        (NCD, "open", "00000006-0000-4000-8000-000000000008-summary", ["prohibition:3be5474d91a9"]),
+        (UNVERIFIABLE, "open", "00000006-0000-4000-8000-000000000008-summary", None),
+        (NCD, "open", "root:oh:opaque-summary", ["prohibition:3be5474d91a9"]),
+    ]),
+    "two-sessions-named-full": ("claude-code", [CC / "sessions" / "alpha" / "full.jsonl", CC / "sessions" / "beta" / "full.jsonl"], [
+        (NCD, "open", "beta-s1", ["prohibition:b7b68cdcd5be"]),
+        (NCD, "open", f"root:cc:{BETA}", ["prohibition:b7b68cdcd5be"]),
+    ]),
+    "growing-copies": ("claude-code", [CC / "copies" / "1" / "full.jsonl", CC / "copies" / "2" / "full.jsonl"], [
+        (NCD, "open", "c-s2", ["prohibition:03e812bbe566"]),
+        (NCD, "open", f"root:cc:{COPIES}", ["prohibition:03e812bbe566"]),
+    ]),
+    "agent-server-layout": ("openhands", [FIXTURES / "openhands-agent-server"], [
+        (NCD, "open", "00000009-0000-4000-8000-000000000005-summary", ["prohibition:9c34609089ab"]),
+        (NCD, "open", f"root:oh:{AGENT_SERVER}", ["prohibition:9c34609089ab"]),
+    ]),
+    "legacy-summary-ids": ("openhands", [OH / "legacy-summary-ids"], [
+        (NCD, "open", "0000000a-0000-4000-8000-00000000000a-summary", ["prohibition:787963eb903f"]),
+        (NCD, "open", "root:oh:legacy-summary-ids", ["prohibition:787963eb903f"]),
+        (NCD, "resolved", "root:oh:legacy-summary-ids", []),
+    ]),
+    "microcompact": ("claude-code", [CC / "cc-microcompact.jsonl"], []),
+    "glued-line": ("claude-code", [CC / "cc-glued-line.jsonl"], []),
+    "names-its-transcript": ("claude-code", [CC / "cc-names-its-transcript.jsonl"], []),
+    "every-channel": ("claude-code", [CC / "cc-every-channel.jsonl"], [
+        (NCD, "open", "e-s1", ["prohibition:33435f925486", "prohibition:8ed482c8be10", "prohibition:d58808ee3ba2",
+          "prohibition:d9fb023660aa"]),
+        (NCD, "open", f"root:cc:{EVERY}", ["prohibition:33435f925486", "prohibition:8ed482c8be10", "prohibition:d58808ee3ba2",
+          "prohibition:d9fb023660aa"]),
     ]),
 }
 
@@ -87,16 +121,30 @@ def ingest_then_replay(*args: str) -> tuple[list[dict], str, str]:
 
 
 def brief(alerts: list[dict]) -> list[tuple]:
-    return [(a["rule"], a["status"], a["node_id"], a["orphans"] or a["missing_constraints"]) for a in alerts]
+    return [(a["rule"], a["status"], a["node_id"], a["orphans"] if a["rule"] == ORPHAN else a["missing_constraints"])
+            for a in alerts]
 
 
-def library_events(fmt: str, path: Path, **kw) -> list[dict]:
-    reader = OpenHandsConversation(path, **kw) if fmt == "openhands" else ClaudeCodeTranscript(path, **kw)
-    return reader.poll(final=True)
+def library_events(fmt: str, paths: Path | list[Path], **kw) -> list[dict]:
+    """The events of one ingest run over ``paths`` (one shared context table, as the CLI does)."""
+    shared: dict = {}
+    events: list[dict] = []
+    for path in paths if isinstance(paths, list) else [paths]:
+        if fmt == "openhands":
+            dirs = [path] if (path / "events").is_dir() else discover_oh([path])[0]
+            for d in dirs:
+                events += OpenHandsConversation(d, contexts=shared, **kw).poll(final=True)
+        else:
+            events += ClaudeCodeTranscript(path, sessions=shared, **kw).poll(final=True)
+    return events
 
 
 def lines_of(events: list[dict]) -> list[str]:
     return [encode_event(e) for e in events]
+
+
+def replay_of(events: list[dict]):
+    return replay_lines(lines_of(events))
 
 
 # --------------------------------------------------------------------------- the fixtures
@@ -104,29 +152,29 @@ def lines_of(events: list[dict]) -> list[str]:
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_ingest_piped_into_replay_gives_exactly_the_fixtures_documented_alerts(name):
-    fmt, path, expected = EXPECTED[name]
-    alerts, ingest_err, replay_err = ingest_then_replay(fmt, str(path))
+    fmt, paths, expected = EXPECTED[name]
+    alerts, ingest_err, replay_err = ingest_then_replay(fmt, *map(str, paths))
     assert brief(alerts) == expected
-    assert ingest_err.splitlines()[-1].startswith(f"ingest {fmt}: 1 input(s), 1 contexts, ")
+    assert ingest_err.splitlines()[-1].startswith(f"ingest {fmt}: ")
     assert "0 dead letters" in replay_err
 
 
 def test_a_stricter_match_threshold_turns_the_kept_paraphrase_into_a_dropped_prohibition():
     alerts, _, _ = ingest_then_replay("openhands", str(OH / "paraphrased-prohibition"), "--match-threshold", "0.9")
     assert brief(alerts) == [
-        (NCD, "open", "00000004-0000-4000-8000-000000000005-summary", ["prohibition:5bacbf1051ad"]),
-        (NCD, "open", "root:oh:paraphrased-prohibition", ["prohibition:5bacbf1051ad"]),
+        (NCD, "open", "00000004-0000-4000-8000-000000000005-summary", ["prohibition:fce9d84e3c79"]),
+        (NCD, "open", "root:oh:paraphrased-prohibition", ["prohibition:fce9d84e3c79"]),
     ]
 
 
 def test_the_library_and_the_cli_agree_on_every_fixture():
-    for fmt, path, expected in EXPECTED.values():
-        assert brief(replay_lines(lines_of(library_events(fmt, path))).alerts) == expected
+    for fmt, paths, expected in EXPECTED.values():
+        assert brief(replay_of(library_events(fmt, paths)).alerts) == expected
 
 
 def test_the_same_log_twice_gives_byte_identical_events():
-    for fmt, path, _ in EXPECTED.values():
-        assert lines_of(library_events(fmt, path)) == lines_of(library_events(fmt, path))
+    for fmt, paths, _ in EXPECTED.values():
+        assert lines_of(library_events(fmt, paths)) == lines_of(library_events(fmt, paths))
     a = ingest("claude-code", str(CC))
     b = ingest("claude-code", str(CC))
     assert a.returncode == b.returncode == 0, a.stderr
@@ -138,20 +186,111 @@ def test_events_do_not_depend_on_where_the_log_is_stored(tmp_path):
     assert lines_of(library_events("openhands", tmp_path / "elsewhere" / "folded-summary")) == lines_of(
         library_events("openhands", OH / "folded-summary")
     )
+    shutil.copy(CC / "cc-every-channel.jsonl", tmp_path / "renamed.jsonl")
+    assert lines_of(library_events("claude-code", tmp_path / "renamed.jsonl")) == lines_of(
+        library_events("claude-code", CC / "cc-every-channel.jsonl")
+    )
 
 
 def test_seq_follows_source_order_and_starts_at_zero_per_context():
-    for fmt, path, _ in EXPECTED.values():
-        events = library_events(fmt, path)
-        assert [e["seq"] for e in events] == list(range(len(events)))
-        assert len({e["event_id"] for e in events}) == len(events)
+    for fmt, paths, _ in EXPECTED.values():
+        by_context: dict[str, list[dict]] = {}
+        for e in library_events(fmt, paths):
+            by_context.setdefault(e["context_id"], []).append(e)
+        for events in by_context.values():
+            assert [e["seq"] for e in events] == list(range(len(events)))
+            assert len({e["event_id"] for e in events}) == len(events)
 
 
 def test_a_persistence_directory_ingests_every_conversation_in_sorted_order():
     proc = ingest("openhands", str(OH))
     assert proc.returncode == 0, proc.stderr
     contexts = list(dict.fromkeys(json.loads(line)["context_id"] for line in proc.stdout.splitlines()))
-    assert contexts == [f"oh:{n}" for n in ("folded-summary", "opaque-summary", "orphaned-file", "paraphrased-prohibition")]
+    assert contexts == [f"oh:{n}" for n in ("folded-summary", "legacy-summary-ids", "opaque-summary", "orphaned-file",
+                                            "paraphrased-prohibition")]
+
+
+# --------------------------------------------------------------------------- context ids and independent runs
+
+
+def test_two_sessions_saved_as_full_jsonl_are_two_contexts_named_by_their_session_ids():
+    events = library_events("claude-code", EXPECTED["two-sessions-named-full"][1])
+    assert list(dict.fromkeys(e["context_id"] for e in events)) == [f"cc:{ALPHA}", f"cc:{BETA}"]
+
+
+def test_independently_ingested_sessions_replayed_together_never_mix(tmp_path):
+    alpha, beta = EXPECTED["two-sessions-named-full"][1]
+    lines = lines_of(library_events("claude-code", alpha)) + lines_of(library_events("claude-code", beta))
+    result = replay_lines(lines)
+    assert result.dropped == 0 and result.duplicates == 0 and result.applied == len(lines)
+    assert brief(result.alerts) == EXPECTED["two-sessions-named-full"][2]
+
+
+def test_the_agent_server_layout_is_named_by_the_conversation_id_of_base_state():
+    events = library_events("openhands", FIXTURES / "openhands-agent-server")
+    assert {e["context_id"] for e in events} == {f"oh:{AGENT_SERVER}"}
+
+
+def test_a_growing_copy_read_in_the_same_run_continues_the_context_without_repeating_events():
+    short, long = EXPECTED["growing-copies"][1]
+    both = library_events("claude-code", [short, long])
+    alone = library_events("claude-code", long)
+    assert lines_of(both) == lines_of(alone)
+
+
+def test_the_events_of_a_prefix_are_a_prefix_of_the_events_of_the_whole_log():
+    short, long = EXPECTED["growing-copies"][1]
+    prefix, whole = lines_of(library_events("claude-code", short)), lines_of(library_events("claude-code", long))
+    assert 0 < len(prefix) < len(whole) and whole[: len(prefix)] == prefix
+
+
+@pytest.mark.parametrize("name", sorted(n for n, (fmt, _, _) in EXPECTED.items() if fmt == "claude-code"))
+def test_every_cut_of_a_transcript_gives_a_prefix_of_its_events(name, tmp_path):
+    for path in EXPECTED[name][1]:
+        data = path.read_bytes()
+        whole = lines_of(library_events("claude-code", path))
+        ends = [i + 1 for i, byte in enumerate(data) if byte == 0x0A]
+        cuts = sorted({0, len(data), *ends, *(e - 1 for e in ends), *((a + b) // 2 for a, b in zip([0, *ends], ends))})
+        for cut in cuts:  # a copy taken at any moment: after a line, before its newline, mid-line
+            (tmp_path / "copy.jsonl").write_bytes(data[:cut])
+            part = lines_of(ClaudeCodeTranscript(tmp_path / "copy.jsonl").poll(final=True))
+            assert whole[: len(part)] == part, f"{path.name} cut at byte {cut}"
+
+
+@pytest.mark.parametrize("name", sorted(n for n, (fmt, _, _) in EXPECTED.items() if fmt == "openhands"))
+def test_every_cut_of_a_conversation_gives_a_prefix_of_its_events(name, tmp_path):
+    for path in EXPECTED[name][1]:
+        for conv in discover_oh([path])[0]:
+            whole = lines_of(library_events("openhands", conv))
+            files = sorted((conv / "events").iterdir())
+            for cut in range(len(files) + 1):
+                copy = tmp_path / f"cut{cut}" / conv.name
+                (copy / "events").mkdir(parents=True)
+                shutil.copy(conv / "base_state.json", copy / "base_state.json")
+                for f in files[:cut]:
+                    shutil.copy(f, copy / "events" / f.name)
+                part = lines_of(OpenHandsConversation(copy).poll(final=True))
+                assert whole[: len(part)] == part, f"{conv.name} cut after {cut} event files"
+
+
+def test_independent_runs_over_growing_copies_replay_to_the_alerts_of_the_longest_in_any_order():
+    short, long = (library_events("claude-code", p) for p in EXPECTED["growing-copies"][1])
+    expected = brief(replay_of(long).alerts)
+    assert expected == EXPECTED["growing-copies"][2]
+    assert brief(replay_of(short + long).alerts) == expected
+    assert brief(replay_of(long + short).alerts) == expected
+
+
+def test_a_transcript_that_ends_on_a_boundary_emits_nothing_for_it_until_its_summary_is_written(tmp_path):
+    lines = (CC / "cc-dropped-prohibition.jsonl").read_text().splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if '"isCompactSummary"' in line)
+    (tmp_path / "s.jsonl").write_text("".join(lines[:cut]))
+    reader = ClaudeCodeTranscript(tmp_path / "s.jsonl")
+    early = reader.poll(final=True)
+    assert not [e for e in early if e["type"] == "checkpoint" and e["level"] != "root"]
+    assert reader.stats.errors == [] and "ends on a compact boundary without its summary" in reader.stats.warnings[0]
+    whole = lines_of(library_events("claude-code", CC / "cc-dropped-prohibition.jsonl"))
+    assert whole[: len(early)] == lines_of(early)
 
 
 # --------------------------------------------------------------------------- mapping details
@@ -166,6 +305,23 @@ def test_a_condensation_that_forgets_a_summary_makes_a_section_with_that_child()
     roots = [e for e in events if e["type"] == "checkpoint" and e["level"] == "root"]
     assert [r["children"] for r in roots] == [[], ["00000001-0000-4000-8000-000000000005-summary"],
                                               ["00000001-0000-4000-8000-000000000009-summary"]]
+
+
+def test_a_pre_2026_summary_id_forgotten_later_links_the_summaries_and_only_the_latest_is_in_view():
+    events = library_events("openhands", OH / "legacy-summary-ids")
+    nodes = [e for e in events if e["type"] == "checkpoint" and e["level"] != "root"]
+    first, second, third = (f"0000000a-0000-4000-8000-{n:012x}-summary" for n in (5, 10, 11))
+    assert [(n["node_id"], n["level"], n["children"]) for n in nodes] == [
+        (first, "leaf", []), (second, "section", [first]), (third, "leaf", [])]
+    roots = [e["children"] for e in events if e["type"] == "checkpoint" and e["level"] == "root"]
+    assert roots[-3:] == [[first], [second], [third]]
+
+
+def test_timestamps_without_a_zone_are_read_as_utc():
+    events = library_events("openhands", OH / "folded-summary")
+    assert events[0]["occurred_at"] == "2026-03-02T10:00:00.000000Z"
+    proc = ingest("openhands", str(OH / "folded-summary"))
+    assert "10 timestamps without a zone read as UTC" in proc.stderr.decode().splitlines()[-1]
 
 
 def test_a_summary_is_emitted_before_the_live_evictions_it_causes():
@@ -199,26 +355,78 @@ def test_an_opaque_summary_is_marked_and_a_pure_eviction_makes_no_node():
     events = library_events("openhands", OH / "opaque-summary")
     summaries = [e for e in events if e["type"] == "checkpoint" and e["level"] != "root"]
     assert len(summaries) == 1
-    assert summaries[0]["text"] is None and summaries[0]["x_opaque"] is True
+    assert summaries[0]["text"] is None and summaries[0]["opaque"] is True and "x_opaque" not in summaries[0]
     assert summaries[0]["x_opaque_reason"] == "summary not recorded"
 
 
-def test_a_boundary_without_its_summary_becomes_an_opaque_node(tmp_path):
+def test_a_boundary_followed_by_another_record_instead_of_its_summary_becomes_an_opaque_node(tmp_path):
     lines = (CC / "cc-dropped-prohibition.jsonl").read_text().splitlines()
     kept = [line for line in lines if '"isCompactSummary"' not in line]
     (tmp_path / "s.jsonl").write_text("\n".join(kept) + "\n")
     events = library_events("claude-code", tmp_path / "s.jsonl")
     node = next(e for e in events if e.get("node_id") == "b-1")
-    assert node["x_opaque"] is True and node["text"] is None
+    assert node["opaque"] is True and node["text"] is None
     assert node["x_opaque_reason"] == "no summary record after the compact boundary"
 
 
-def test_unknown_record_types_are_counted_in_the_summary_line_and_never_fatal():
-    proc = ingest("openhands", str(OH / "opaque-summary"))
-    assert proc.returncode == 0
-    last = proc.stderr.decode().splitlines()[-1]
-    assert "2 of unknown type skipped: FancyNewEvent=1, HookExecutionEvent=1" in last
-    assert "1 opaque" in last
+def test_a_microcompact_evicts_its_tool_results_from_live_and_makes_no_checkpoint():
+    events = library_events("claude-code", CC / "cc-microcompact.jsonl")
+    assert not [e for e in events if e["type"] == "checkpoint"]
+    evicted = [(e["artifact_id"], e["tier"]) for e in events if e.get("op") == "evicted"]
+    assert evicted == [("call:toolu_m1", "live"), ("call:toolu_m2", "live")]  # toolu_gone was never admitted
+    durable = {e["artifact_id"] for e in events if e.get("op") == "admitted" and e["tier"] == "durable"}
+    assert {"call:toolu_m1", "call:toolu_m2"} <= durable  # the transcript still holds them
+
+
+def test_two_records_glued_on_one_line_are_both_read_with_a_warning():
+    reader = ClaudeCodeTranscript(CC / "cc-glued-line.jsonl")
+    events = reader.poll(final=True)
+    assert reader.stats.errors == [] and reader.stats.records == 7
+    assert reader.stats.warnings == [f"{CC / 'cc-glued-line.jsonl'}:2: 2 JSON records glued on one line "
+                                     "(a record written without its newline); each read"]
+    assert dict(reader.stats.ignored) == {"summary": 1}
+    summary = next(e for e in events if e.get("node_id") == "g-s1")
+    assert summary["referents"] == ["file:/home/dev/site/docs/index.md"]  # named by the glued assistant record
+    proc = ingest("claude-code", str(CC / "cc-glued-line.jsonl"))
+    assert proc.returncode == 0 and b"warning: " in proc.stderr
+
+
+def test_a_record_followed_by_garbage_on_its_line_is_read_and_the_rest_reported(tmp_path):
+    lines = (CC / "cc-dropped-prohibition.jsonl").read_bytes().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if b'"u-1"' in line)
+    record = lines[at].rstrip(b"\n")
+    lines[at] = record + b"{truncated\n"
+    (tmp_path / "s.jsonl").write_bytes(b"".join(lines))
+    reader = ClaudeCodeTranscript(tmp_path / "s.jsonl")
+    events = reader.poll(final=True)
+    assert reader.stats.errors == [f"{tmp_path / 's.jsonl'}:{at + 1}: not valid JSON after 1 record(s): "
+                                   f"Expecting property name enclosed in double quotes at column {len(record) + 2}"]
+    assert brief(replay_of(events).alerts) == EXPECTED["dropped-prohibition"][2]  # u-1's prohibition was read
+
+
+def test_the_transcript_a_summary_names_is_a_durable_referent():
+    events = library_events("claude-code", CC / "cc-names-its-transcript.jsonl")
+    summary = next(e for e in events if e.get("node_id") == "t-s1")
+    assert summary["referents"] == [f"file:{TRANSCRIPT}"]
+    admitted = [(e["artifact_id"], e["tier"]) for e in events if e.get("op") == "admitted"]
+    assert admitted.index((f"file:{TRANSCRIPT}", "durable")) >= 0
+    assert (f"file:{TRANSCRIPT}", "live") not in admitted
+
+
+def test_every_channel_of_the_users_words_is_read_and_tagged_with_its_source():
+    events = library_events("claude-code", CC / "cc-every-channel.jsonl")
+    summary = next(e for e in events if e.get("node_id") == "e-s1")
+    raw = [(c["text"], c["source"], c["form"], c["line"]) for c in summary["raw_negative_constraints"]]
+    assert raw == [
+        ("Keep the `Money` type for display", "plan", "preserve", 1),
+        ("No schema migration in this change", "plan", "explicit", 1),
+        ("let's avoid touching the checkout flow", "user", "explicit", 3),  # tool-rejection feedback
+        ("don't bump the package version", "user", "explicit", 4),  # queued while the agent worked
+        ("never squash the history", "user", "explicit", 6),  # queued, named by "remove" + a queued_command
+        ("No, leave them alone", "user", "implicit", 10),  # an AskUserQuestion option the user picked
+        ("keep the old fixtures, they are shared", "user", "preserve", 10),  # ... and an answer the user typed
+        ("never round half down", "user", "explicit", 11),  # slash-command arguments
+    ]  # nothing from the plan's context or verification sections, the code fence, the pasted log or the quote
 
 
 # --------------------------------------------------------------------------- errors
@@ -299,6 +507,18 @@ def test_following_a_transcript_reads_only_complete_lines_and_a_deletion_is_a_du
     assert brief(alerts)[-1] == (ORPHAN, "open", "s-1", ["file:/home/dev/web/src/Settings.tsx"])
 
 
+def test_a_deleted_transcript_under_follow_orphans_the_summaries_that_named_it(tmp_path):
+    path = tmp_path / "project" / "session.jsonl"
+    path.parent.mkdir()
+    shutil.copy(CC / "cc-names-its-transcript.jsonl", path)
+    reader = ClaudeCodeTranscript(path)
+    events = reader.poll(final=False)
+    assert replay_of(events).alerts == []
+    path.unlink()  # cleanupPeriodDays
+    events += reader.poll(final=False)
+    assert brief(replay_of(events).alerts) == [(ORPHAN, "open", "t-s1", [f"file:{TRANSCRIPT}"])]
+
+
 def test_following_a_conversation_waits_for_a_half_written_event_file(tmp_path):
     conv = tmp_path / "folded-summary"
     shutil.copytree(OH / "folded-summary", conv)
@@ -377,42 +597,7 @@ def test_follow_cli_stops_cleanly_on_sigterm(tmp_path):
     assert out.read_bytes().count(b"\n") == 36
 
 
-# --------------------------------------------------------------------------- the matcher and referents
-
-
-def test_prohibitions_are_clauses_with_an_imperative_negation_cue():
-    m = ProhibitionMatcher()
-    found = [c.text for c in m.prohibitions(
-        "Fix the login bug, but never touch migrations/. I cannot reproduce it locally. "
-        "If the tests fail, do not retry more than twice."
-    )]
-    # the condition stays with its prohibition: it is part of what is forbidden
-    assert found == ["never touch migrations/.", "If the tests fail, do not retry more than twice."]
-
-
-def test_a_summary_carries_a_prohibition_verbatim_or_with_a_cue_and_enough_content_words():
-    m = ProhibitionMatcher()
-    p = make_constraint("Do not run the database migrations.", "prohibition")
-    assert m.carries("Notes: Do not run the database migrations.", p)
-    assert m.carries("The user asked us never to run database migrations.", p)
-    assert not m.carries("We ran the database migrations.", p)  # no negation cue
-    assert not m.carries("Never touch the database.", p)  # 1 of 3 content words
-
-
-def test_the_matcher_documented_false_alarm_and_miss():
-    m = ProhibitionMatcher()
-    p = make_constraint("Do not modify the generated client code.", "prohibition")
-    # false alarm: a faithful paraphrase with synonyms does not count as carried
-    assert not m.carries("The user said never to change the auto-generated API code.", p)
-    # miss: a different prohibition over the same words counts as carried
-    assert m.carries("Do not forget to modify the generated client code.", p)
-    assert ProhibitionMatcher(threshold=0.0).carries("There is no news.", p)  # any negated sentence
-    with pytest.raises(ValueError, match=r"match threshold must be in \[0, 1\]"):
-        ProhibitionMatcher(threshold=1.5)
-
-
-def test_content_words_ignore_cues_and_reporting_verbs_and_stem_lightly():
-    assert content_words("The user asked us not to edit files under src/gen/.") == {"edit", "file", "src/gen"}
+# --------------------------------------------------------------------------- referents (the matcher: test_prohibitions.py)
 
 
 def test_referents_are_artifacts_whose_identifier_is_a_whole_token_of_the_summary():

@@ -175,6 +175,14 @@ def test_a_large_commit_is_chunks_closed_by_a_marker_and_applies_only_with_it():
     assert _replay(before + records[:-1]).offsets == {"t": 1}
 
 
+def test_a_commit_sent_again_after_a_failed_attempt_applies_once_and_whole():
+    records = statelog.commit_records(3, 7, {"t": 9}, ENTRIES, 4096)
+    partial = records[:2]  # the first attempt failed after two chunks
+    sink = _replay(partial + records)
+    assert len(sink.entries) == 300 and sink.offsets == {"t": 9}
+    assert _replay(records + records).entries == sink.entries  # a repeated commit changes nothing
+
+
 def test_a_value_larger_than_a_record_is_fragmented_and_joined():
     huge = [[2, '["c","root"]', json.dumps([f"do not touch file {i}" for i in range(5000)])]]
     records = statelog.commit_records(1, 0, {}, huge, 8192)

@@ -1,4 +1,4 @@
-"""Error paths of stream.kafka_local that need no running broker.
+"""Error paths of stream.devtools.kafka_local that need no running broker.
 
 Why: a developer's first contact with the local broker is often a failure (port taken
 by someone else's broker, no Java, no Maven, a JVM that dies). Each must be one clear
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from stream import kafka_local
-from stream.kafka_local import KafkaLocalError, PortInUseError
+from stream.devtools import kafka_local
+from stream.devtools.kafka_local import KafkaLocalError, PortInUseError
 from stream.settings import Settings
 
 

@@ -332,9 +332,9 @@ def test_every_dead_letter_reason_and_rejected_topic_series_exists_from_the_star
         assert s[("checkpoint_guard_alerts_total", (("rule", rule), ("status", "resolved")))] == 0
 
 
-def test_a_registry_exports_only_checkpoint_guard_names() -> None:
+def test_a_registry_exports_checkpoint_guard_names_and_the_standard_process_and_python_ones() -> None:
     names = Metrics(CollectorRegistry()).sample_names()
-    assert names and all(n.startswith("checkpoint_guard_") for n in names)
+    assert names and all(n.startswith(("checkpoint_guard_", "process_", "python_")) for n in names)
     assert {"checkpoint_guard_events_total", "checkpoint_guard_orphan_set_size_bucket",
             "checkpoint_guard_open_alerts", "checkpoint_guard_consumer_lag",
             "checkpoint_guard_authoritative_nodes"} <= names

@@ -133,7 +133,7 @@ def _props(text: str) -> dict[str, str]:
 
 
 def test_a_sasl_broker_listens_only_with_sasl_and_offers_plain_and_scram(tmp_path):
-    from stream import kafka_local
+    from stream.devtools import kafka_local
 
     s = Settings(kafka_port=1111, kafka_controller_port=2222)
     props = _props(kafka_local.render_server_properties(s, tmp_path, sasl_users={"alice": SECRET},
@@ -158,7 +158,7 @@ def test_a_sasl_broker_listens_only_with_sasl_and_offers_plain_and_scram(tmp_pat
     ("cg-broker", "fine", "SASL user name 'cg-broker' is not allowed"),
 ])
 def test_sasl_users_the_config_syntax_cannot_carry_are_refused_without_echoing_the_password(name, password, message):
-    from stream import kafka_local
+    from stream.devtools import kafka_local
 
     with pytest.raises(kafka_local.KafkaLocalError) as info:
         kafka_local.check_sasl_users({name: password})
@@ -167,7 +167,7 @@ def test_sasl_users_the_config_syntax_cannot_carry_are_refused_without_echoing_t
 
 
 def test_the_sasl_broker_user_comes_from_the_client_settings():
-    from stream import kafka_local
+    from stream.devtools import kafka_local
 
     assert kafka_local.sasl_users_from_settings(sasl()) == {"alice": SECRET}
     with pytest.raises(kafka_local.KafkaLocalError, match="CG_SASL_USERNAME and CG_SASL_PASSWORD"):

@@ -30,7 +30,7 @@ from stream.adapters.trajectories import Artifact, make_constraint
 pytestmark = pytest.mark.unit
 
 REPO = Path(__file__).resolve().parents[2]
-TRACES = REPO / "samples" / "traces"
+TRACES = REPO / "stream" / "samples" / "traces"
 DJANGO_11099 = TRACES / "mini-swe-agent-deepseek-swebench" / "deepseek_chat_test_1-100" / "django__django-11099.traj.json"
 TOLERANCE = 0.05
 

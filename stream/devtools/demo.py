@@ -2,7 +2,7 @@
 
 ``python -m stream demo`` (``make demo``):
 
-1. starts a fresh local Kafka broker (:mod:`stream.kafka_local`) on free ports, unless
+1. starts a fresh local Kafka broker (:mod:`stream.devtools.kafka_local`) on free ports, unless
    ``--broker`` names a running one;
 2. creates the topics (``topics create``);
 3. starts ``python -m stream worker`` as a subprocess (RocksDB tables) and waits for it;
@@ -10,12 +10,12 @@
    two input topics;
 5. waits until the worker's consumer group has committed every input offset (drained);
 6. reads the alerts, status, dead-letter and input topics back and prints the report
-   (:mod:`stream.report`: alerts per rule and level, survival, nodes authoritative per
-   level at the end), plus a check that the live alerts and status records equal
-   offline replay of the same events;
+   (:mod:`stream.devtools.report`: alerts per rule and level, survival, nodes
+   authoritative per level at the end), plus a check that the live alerts and status
+   records equal offline replay of the same events;
 7. stops the worker and the broker (``--keep-running`` leaves them up).
 
-Everything it starts lives under ``var/demo/`` (git-ignored).
+Everything it starts lives under ``<user data dir>/demo/`` (:data:`DEMO_HOME`).
 """
 
 from __future__ import annotations
@@ -28,20 +28,20 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
-from stream import kafka_local
 from stream.adapters import SimulationParams, encode_event, load_trajectories, simulate
+from stream.devtools import kafka_local
+from stream.devtools.report import StreamReport
 from stream.errors import ConfigurationError
 from stream.kafka_clients import admin, consumer, create_project_topics, producer
 from stream.replay import replay_lines
-from stream.report import StreamReport
-from stream.settings import PROJECT_ROOT, Settings
 from stream.domain.engine import encode_record
+from stream.settings import USER_DATA_DIR, Settings
 from stream.wire import decode_event
 
-DEMO_HOME = PROJECT_ROOT / "var" / "demo"
+#: Where the demo keeps its broker, worker state and logs (a user-owned directory).
+DEMO_HOME = USER_DATA_DIR / "demo"
 
 
 class Demo:
@@ -77,7 +77,6 @@ class Demo:
             "CG_ALERTS_TOPIC": s.alerts_topic, "CG_VERDICTS_TOPIC": s.verdicts_topic,
             "CG_STATUS_TOPIC": s.status_topic,
             "CG_DEADLETTER_TOPIC": s.deadletter_topic, "CG_SEQ_GAP_LIMIT": str(s.seq_gap_limit),
-            "CG_STORE": s.store,
         })
         return env
 
@@ -90,7 +89,7 @@ class Demo:
         self._worker_log = open(log_path, "wb")
         self.worker = subprocess.Popen(
             [sys.executable, "-m", "stream", "worker", "-l", "info"],
-            env=self.worker_env(), cwd=PROJECT_ROOT, stdout=self._worker_log, stderr=subprocess.STDOUT,
+            env=self.worker_env(), stdout=self._worker_log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )
         deadline = time.monotonic() + timeout
@@ -160,7 +159,7 @@ class Demo:
                     if done >= total:
                         break
                     if self.worker is not None and self.worker.poll() is not None:
-                        raise ConfigurationError("the worker exited while consuming; see var/demo/worker.log")
+                        raise ConfigurationError(f"the worker exited while consuming; see {DEMO_HOME / 'worker.log'}")
                     if time.monotonic() - t0 > timeout:
                         raise ConfigurationError(f"the worker did not drain the input in {timeout:.0f}s")
                     await asyncio.sleep(0.5)

@@ -5,7 +5,7 @@ brokers), this machine has Java and Maven but no Docker, and every developer and
 session must be able to run its own broker next to the others. So this module:
 
 * resolves ``org.apache.kafka:kafka_2.13:<version>`` plus a log4j2 backend with Maven
-  (``deploy/kafka/pom.xml``) into a git-ignored jar cache shared by every checkout user
+  (``stream/devtools/kafka/pom.xml``) into a git-ignored jar cache shared by every checkout user
   (``settings.kafka_cache/<version>/libs``; a file lock makes concurrent first
   resolutions safe, a marker file makes later starts skip Maven);
 * keeps everything else of one broker in its own ``settings.kafka_home``
@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stream.errors import GuardError
-from stream.settings import PROJECT_ROOT, Settings
+from stream.settings import Settings
 
 __all__ = [
     "BrokerInfo",
@@ -76,10 +76,10 @@ __all__ = [
     "stop",
 ]
 
-#: The throw-away pom Maven resolves the broker's jars from.
-POM_FILE = PROJECT_ROOT / "deploy" / "kafka" / "pom.xml"
-#: log4j2 configuration of the broker (writes to ``-Dcg.kafka.log.file``).
-LOG4J2_FILE = PROJECT_ROOT / "deploy" / "kafka" / "log4j2.properties"
+#: The throw-away pom Maven resolves the broker's jars from (package data).
+POM_FILE = Path(__file__).resolve().parent / "kafka" / "pom.xml"
+#: log4j2 configuration of the broker (writes to ``-Dcg.kafka.log.file``; package data).
+LOG4J2_FILE = Path(__file__).resolve().parent / "kafka" / "log4j2.properties"
 
 HOST = "127.0.0.1"
 LOG_NAME = "broker.log"
@@ -250,7 +250,7 @@ def resolve_jars(settings: Settings) -> tuple[Path, float]:
     """Make sure the broker's jars are in the cache; return ``(libs_dir, seconds)``.
 
     ``seconds`` is the time spent in Maven (0.0 when the cache was already complete).
-    Runs ``mvn -q -B -f deploy/kafka/pom.xml -Dkafka.version=V
+    Runs ``mvn -q -B -f stream/devtools/kafka/pom.xml -Dkafka.version=V
     dependency:copy-dependencies`` into a temp dir, then renames it into place and
     writes a marker (pom digest + jar names), all under a file lock, so concurrent
     callers resolve once. Raises :class:`KafkaLocalError` when ``mvn`` is missing or
@@ -383,7 +383,7 @@ def render_server_properties(
     else:
         listener, security = "PLAINTEXT", []
     lines = [
-        "# Written by stream/kafka_local.py; rewritten on every start.",
+        "# Written by stream/devtools/kafka_local.py; rewritten on every start.",
         "process.roles=broker,controller",
         "node.id=1",
         f"controller.quorum.voters=1@{HOST}:{cport}",
@@ -743,7 +743,7 @@ def start(
                 bootstrap = _read_info(home).get("bootstrap", "?")
                 raise KafkaLocalError(
                     f"a broker is already running from {home} (pid {old}, {bootstrap}); "
-                    f"stop it first (python -m stream kafka stop --home {home}) or use another CG_KAFKA_HOME"
+                    f"stop it first (checkpoint-guard kafka stop --home {home}) or use another CG_KAFKA_HOME"
                 )
             _clear_pid(home)  # stale
         _check_ports(settings)

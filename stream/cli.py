@@ -1,0 +1,148 @@
+"""The ``checkpoint-guard`` command (also ``python -m stream``): one click group.
+
+Why not faust's CLI: faust's group imports faust and builds the app before any command
+runs, prints faust's welcome and lists faust commands that do not apply here. So only
+``worker`` builds the faust app, lazily, and hands over to faust's own worker command
+with the options given; every other
+command imports no faust at all (a test enforces it), so offline ``replay`` or
+``schema`` start fast and cannot trip over the worker's machinery.
+``faust -A stream.app worker`` keeps working (DESIGN.md §5).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+import click
+
+from stream import __version__
+
+PROG = "checkpoint-guard"
+
+#: name -> (module:attribute, section of the help); imported only when used.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "worker": ("stream.commands.worker:worker", "Service"),
+    "remediate": ("stream.commands.remediate:remediate", "Service"),
+    "topics": ("stream.commands.topics:topics", "Service"),
+    "reset": ("stream.commands.worker:reset", "Service"),
+    "replay": ("stream.commands.replay:replay", "Offline and forensics"),
+    "export": ("stream.commands.export:export", "Offline and forensics"),
+    "explain": ("stream.commands.explain:explain", "Offline and forensics"),
+    "tail": ("stream.commands.tail:tail", "Offline and forensics"),
+    "schema": ("stream.commands.schema:schema", "Offline and forensics"),
+    "ingest": ("stream.commands.ingest:ingest", "Input"),
+    "kafka": ("stream.commands.kafka:kafka", "Local development"),
+    "demo": ("stream.commands.demo:demo", "Local development"),
+}
+SECTIONS = ("Service", "Offline and forensics", "Input", "Local development")
+
+#: Long-running commands keep aiokafka's warnings (retries are worth seeing there).
+SERVICES = frozenset({"worker", "remediate"})
+
+
+def _dist_version(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def version_line() -> str:
+    """``checkpoint-guard X (faust-streaming Y, aiokafka Z, Python V)`` — no faust import."""
+    py = ".".join(map(str, sys.version_info[:3]))
+    return (f"{PROG} {__version__} (faust-streaming {_dist_version('faust-streaming')}, "
+            f"aiokafka {_dist_version('aiokafka')}, Python {py})")
+
+
+def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(version_line())
+        ctx.exit(0)
+
+
+class Group(click.Group):
+    """Loads each command's module on first use; lists commands by section."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        target = COMMANDS.get(name)
+        if target is None:
+            return None
+        module, _, attr = target[0].partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        for section in SECTIONS:
+            rows = []
+            for name, (_, sec) in COMMANDS.items():
+                if sec == section:
+                    cmd = self.get_command(ctx, name)
+                    rows.append((name, cmd.get_short_help_str(limit=200) if cmd else ""))
+            with formatter.section(section):
+                formatter.write_dl(rows)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from stream.logs import setup_cli_logging
+
+        name = ctx.protected_args[0] if ctx.protected_args else None
+        if name not in SERVICES:  # one-shot commands: their own one-line errors only
+            setup_cli_logging(quiet_kafka=True)
+        return super().invoke(ctx)
+
+
+@click.group(cls=Group, name=PROG, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Print checkpoint-guard's version (and faust's, aiokafka's, Python's) and exit.")
+def cli() -> None:
+    """checkpoint-guard: catch hierarchical context compaction of LLM agents turning into
+    silent data loss.
+
+    A Kafka stream processor: the worker validates every checkpoint against the
+    artifacts it refers to and publishes alerts; the other commands replay, inspect and
+    feed the topics. Settings come from CG_* environment variables (README, "Settings");
+    `checkpoint-guard COMMAND -h` explains each command.
+    """
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of ``checkpoint-guard`` and ``python -m stream``."""
+    from pydantic import ValidationError
+
+    from stream.settings import get_settings
+
+    try:
+        get_settings()
+    except ValidationError as exc:  # a bad CG_* variable: one line each, no traceback
+        print("\n".join(settings_errors(exc)), file=sys.stderr)
+        raise SystemExit(2) from None
+    args = _offline_since(list(sys.argv[1:] if argv is None else argv))
+    cli.main(args=args, prog_name=PROG)
+
+
+def settings_errors(exc: Exception) -> list[str]:
+    """One line per invalid ``CG_*`` setting of a pydantic ``ValidationError``."""
+    lines = []
+    for err in exc.errors():  # type: ignore[attr-defined]
+        name = "CG_" + "_".join(str(p) for p in err.get("loc", ())).upper()
+        value = err.get("input")
+        shown = f"={value!r}" if isinstance(value, (str, int, float)) and "PASSWORD" not in name else ""
+        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        lines.append(f"{PROG}: error: {name}{shown}: {msg}")
+    return lines
+
+
+def _offline_since(argv: list[str]) -> list[str]:
+    """``replay FILE --since FILE2``: offline, ``--since`` is a flag (DESIGN.md §5).
+
+    The option takes an optional TIME for ``--from-kafka``; without that flag, bind it
+    to an empty value so click never swallows the following PATH (files must be read
+    in the order given).
+    """
+    if "replay" in argv and "--from-kafka" not in argv:
+        return [("--since=" if a == "--since" else a) for a in argv]
+    return argv

@@ -1,0 +1,106 @@
+"""Log output: readable text (default) or one JSON object per line (``CG_LOG_FORMAT=json``).
+
+A JSON line has ``time`` (RFC 3339, UTC), ``level``, ``logger``, ``message``, and the
+context fields a log call passes with ``extra=`` (:data:`CONTEXT_FIELDS`: ``topic``,
+``partition``, ``offset``, ``context_id``, ...), plus ``exc_info`` for a traceback — all
+in one line, so a log shipper needs no multi-line rules. faust's multi-line partition
+tables become their first line, other multi-line messages are joined into one, and its ASCII banner is not printed (the worker command
+runs faust quietly in JSON mode). The formatter is :pypi:`python-json-logger`'s.
+
+The worker's logging is set up by faust (``-l LEVEL``); :class:`stream.worker.GuardWorker`
+swaps in the JSON formatter. Every other command calls :func:`setup_cli_logging`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from datetime import datetime, timezone
+from typing import Any
+
+from pythonjsonlogger.json import JsonFormatter
+
+#: Fields our log calls pass with ``extra=`` (a shipper can index them).
+CONTEXT_FIELDS = ("topic", "partition", "offset", "context_id", "node_id", "event_id")
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+class JsonLineFormatter(JsonFormatter):
+    """``{"time", "level", "logger", "message", <extra fields>}`` on one line."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "%(asctime)s %(levelname)s %(name)s %(message)s",
+            rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
+            json_ensure_ascii=False,
+        )
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802 - logging API
+        return datetime.fromtimestamp(record.created, tz=timezone.utc).isoformat(timespec="milliseconds")
+
+    def process_log_record(self, log_record: dict[str, Any]) -> dict[str, Any]:
+        log_record["level"] = str(log_record.get("level", "")).lower()
+        message = _ANSI.sub("", str(log_record.get("message", "")))
+        if "\n" in message:
+            if str(log_record.get("logger", "")).startswith(("faust", "mode")):
+                message = message.split("\n", 1)[0].rstrip()  # a partition table: keep its title
+            else:  # one line for log viewers too (a traceback goes to exc_info)
+                message = " ".join(part.strip() for part in message.splitlines() if part.strip())
+        log_record["message"] = message
+        return log_record
+
+
+class TextFormatter(logging.Formatter):
+    """``checkpoint-guard: <logger>: <level>: message`` for the one-shot commands."""
+
+    def __init__(self) -> None:
+        super().__init__("checkpoint-guard: %(name)s: %(levelname)s: %(message)s")
+
+
+def formatter(log_format: str) -> logging.Formatter:
+    return JsonLineFormatter() if log_format == "json" else TextFormatter()
+
+
+def use_json(root: logging.Logger | None = None) -> None:
+    """Give every handler of ``root`` (the worker's, set up by faust) the JSON formatter."""
+    for handler in (root or logging.getLogger()).handlers:
+        handler.setFormatter(JsonLineFormatter())
+
+
+class KafkaErrors(logging.Handler):
+    """Keeps aiokafka's last error instead of printing it: the command's one error line
+    quotes it (:func:`stream.kafka_clients.kafka_error`), e.g. a refused SASL login."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.last: str | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.last = " ".join(record.getMessage().split())
+
+
+#: aiokafka's errors during a one-shot command (see :func:`setup_cli_logging`).
+KAFKA_ERRORS = KafkaErrors()
+
+
+def setup_cli_logging(*, quiet_kafka: bool, level: int = logging.WARNING) -> None:
+    """Logging of a command other than the worker: warnings and errors on stderr.
+
+    ``quiet_kafka``: aiokafka's own log lines are not printed but kept
+    (:data:`KAFKA_ERRORS`) — the command's one ``checkpoint-guard: error:`` line says
+    what failed, quoting aiokafka's last error, so the same failure is not printed three
+    times in other words before it.
+    """
+    from stream.settings import get_settings
+
+    root = logging.getLogger()
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(formatter(get_settings().log_format))
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    if quiet_kafka:
+        aiokafka = logging.getLogger("aiokafka")
+        aiokafka.handlers[:] = [KAFKA_ERRORS]
+        aiokafka.propagate = False

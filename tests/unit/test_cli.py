@@ -1,0 +1,205 @@
+"""The ``checkpoint-guard`` command as a new user meets it: help, version, one-line errors.
+
+Every test runs the real CLI in a subprocess (``python -m stream``) with no ``CG_*``
+variable inherited. No broker is started: the "broker not there" cases point at a port
+nothing listens on, and the worker's refusals (web port taken, data dir in use) happen
+before it connects to Kafka.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stream.devtools.kafka_local import free_ports
+
+pytestmark = pytest.mark.unit
+
+REPO = Path(__file__).resolve().parents[2]
+ERROR = "checkpoint-guard: error: "
+
+
+def cli(*args: str, cwd: Path, timeout: float = 120, **env: str) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("CG_")}
+    base["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), base.get("PYTHONPATH")]))
+    base["XDG_DATA_HOME"] = str(cwd / "xdg-data")  # never the developer's own data dir
+    return subprocess.run([sys.executable, "-m", "stream", *args], cwd=cwd, env={**base, **env},
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def one_error_line(proc: subprocess.CompletedProcess, code: int) -> str:
+    """The single stderr line of a failed command (asserting there is nothing else)."""
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == code, proc.stderr
+    assert len(lines) == 1 and lines[0].startswith(ERROR), proc.stderr
+    assert "Traceback" not in proc.stderr and "Unclosed" not in proc.stderr
+    return lines[0].removeprefix(ERROR)
+
+
+# --------------------------------------------------------------------------- help and version
+
+
+def test_top_level_help_is_checkpoint_guards_and_lists_only_commands_that_apply(tmp_path):
+    proc = cli("--help", cwd=tmp_path)
+    assert proc.returncode == 0
+    assert proc.stdout.startswith("Usage: checkpoint-guard [OPTIONS] COMMAND")
+    assert "Welcome" not in proc.stdout and "faust-streaming.github.io" not in proc.stdout
+    listed = {line.split()[0] for line in proc.stdout.splitlines() if line.startswith("  ") and line.split()}
+    for name in ("worker", "replay", "ingest", "schema", "topics", "kafka", "export", "explain", "tail",
+                 "remediate", "demo", "reset"):
+        assert name in listed, name
+    for faust_only in ("send", "livecheck", "model", "models", "agents", "tables", "completion"):
+        assert faust_only not in listed, faust_only
+        assert cli(faust_only, cwd=tmp_path).returncode == 2
+
+
+def test_the_global_json_option_is_gone_with_a_usage_error(tmp_path):
+    proc = cli("--json", "schema", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "No such option: --json" in proc.stderr
+
+
+def test_version_prints_ours_and_fausts(tmp_path):
+    from importlib.metadata import version
+
+    from stream import __version__
+
+    proc = cli("--version", cwd=tmp_path)
+    assert proc.returncode == 0
+    assert proc.stdout.startswith(f"checkpoint-guard {__version__} (faust-streaming {version('faust-streaming')}, ")
+
+
+def test_worker_help_shows_the_real_default_web_host(tmp_path):
+    proc = cli("worker", "-h", cwd=tmp_path)
+    assert proc.returncode == 0
+    text = " ".join(proc.stdout.split())
+    assert "--web-host TEXT Host name other workers use to reach this one (canonical URL) [default: CG_WEB_HOST, 127.0.0.1]" in text
+    assert "--web-bind TEXT Address the web server binds [default: CG_WEB_HOST, 127.0.0.1]" in text
+    assert "0.0.0.0" not in text
+
+
+@pytest.mark.parametrize("args", [("replay", "in.jsonl"), ("schema",), ("topics", "--help"), ("ingest", "--help"),
+                                  ("tail", "--help"), ("kafka", "status", "--home", "kh"),
+                                  ("reset", "--yes")])
+def test_commands_other_than_the_worker_import_no_faust(tmp_path, args):
+    (tmp_path / "in.jsonl").write_text('{"type":"artifact","event_id":"e","context_id":"c","artifact_id":"a","op":"admitted"}\n')
+    probe = ("import atexit, sys\n"
+             "atexit.register(lambda: print('LOADED', sorted({m.split('.')[0] for m in sys.modules} & {'faust', 'mode'}),"
+             " file=sys.stderr))\n"
+             "from stream.cli import main\nmain()\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CG_")}
+    env["PYTHONPATH"] = str(REPO)
+    proc = subprocess.run([sys.executable, "-c", probe, *args], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert "LOADED []" in proc.stderr.splitlines(), proc.stderr
+
+
+# --------------------------------------------------------------------------- one-line errors
+
+
+def test_ingest_out_into_a_missing_directory_is_one_line_with_exit_2(tmp_path):
+    msg = one_error_line(cli("ingest", "--out", "/no/such/dir/x.jsonl", cwd=tmp_path), 2)
+    assert msg == "cannot write --out /no/such/dir/x.jsonl: directory /no/such/dir does not exist; create it first (mkdir -p /no/such/dir)"
+
+
+def test_ingest_out_naming_a_directory_is_one_line_with_exit_2(tmp_path):
+    msg = one_error_line(cli("ingest", "openhands", str(tmp_path), "--out", str(tmp_path), cwd=tmp_path), 2)
+    assert msg.startswith(f"cannot write --out {tmp_path}: it is a directory; give a file name")
+
+
+@pytest.mark.parametrize("out, why", [("missing/x.jsonl", "directory missing does not exist"),
+                                       (".", "it is a directory")])
+def test_export_out_to_a_missing_dir_or_a_directory_fails_before_reading_kafka(tmp_path, out, why):
+    # CG_BROKER points nowhere: the output is checked before Kafka is contacted.
+    msg = one_error_line(cli("export", "--out", out, cwd=tmp_path, CG_BROKER="kafka://127.0.0.1:1"), 2)
+    assert msg.startswith(f"cannot write --out {out}: {why}")
+
+
+def test_schema_into_an_existing_file_is_one_line_with_exit_2(tmp_path):
+    (tmp_path / "taken").write_text("x")
+    msg = one_error_line(cli("schema", "taken", cwd=tmp_path), 2)
+    assert msg.startswith("cannot write the schemas into taken: it is a file, not a directory")
+    assert (tmp_path / "taken").read_text() == "x"
+
+
+@pytest.mark.parametrize("args", [("replay", "in.jsonl"), ("schema",), ("worker",), ("--help",)])
+def test_a_broker_url_with_a_foreign_scheme_is_one_line_with_exit_2_for_any_command(tmp_path, args):
+    (tmp_path / "in.jsonl").write_text("")
+    msg = one_error_line(cli(*args, cwd=tmp_path, CG_BROKER="http://localhost:9092"), 2)
+    assert msg == ("CG_BROKER='http://localhost:9092': scheme http:// is not Kafka's; use kafka://host:port[;host:port] "
+                   "(e.g. kafka://127.0.0.1:9092)")
+
+
+@pytest.mark.parametrize("args", [("topics", "create"), ("tail", "--max", "1"), ("replay", "--from-kafka"),
+                                  ("export",), ("explain", "ctx", "node")])
+def test_a_broker_that_is_not_there_is_one_line_without_aiokafkas_noise(tmp_path, args):
+    (port,) = free_ports(1)
+    msg = one_error_line(cli(*args, cwd=tmp_path, CG_BROKER=f"kafka://127.0.0.1:{port}"), 1)
+    assert f"at 127.0.0.1:{port}: no broker answered (aiokafka: " in msg  # its reason, quoted once
+    assert "Connect call failed" in msg
+    assert msg.endswith("; check that the broker is running and CG_BROKER")
+
+
+def test_a_second_worker_on_the_same_web_port_refuses_to_start_with_one_line(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = cli("worker", cwd=tmp_path, CG_WEB_PORT=str(port), CG_DATA_DIR=str(tmp_path / "data"),
+                   CG_BROKER="kafka://127.0.0.1:1")
+    msg = one_error_line(proc, 1)
+    assert msg == (f"cannot listen on 127.0.0.1:{port}: address already in use (another worker?); "
+                   "give each worker its own CG_WEB_PORT (or --web-port)")
+
+
+def test_two_workers_sharing_one_data_dir_refuse_to_start_with_one_line(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    with open(data / "worker.lock", "w") as held:  # what a running worker holds
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.write("4242\n")
+        held.flush()
+        (port,) = free_ports(1)
+        proc = cli("worker", cwd=tmp_path, CG_DATA_DIR=str(data), CG_WEB_PORT=str(port), CG_BROKER="kafka://127.0.0.1:1")
+    msg = one_error_line(proc, 1)
+    assert msg == (f"CG_DATA_DIR={data} is in use by another worker (pid 4242, lock {data / 'worker.lock'}); "
+                   "give each worker its own CG_DATA_DIR")
+
+
+def test_reset_deletes_the_local_state_and_refuses_while_a_worker_holds_the_dir(tmp_path):
+    from stream.worker.store import PartitionStore, key_json, value_json
+
+    data = tmp_path / "data"
+    assert "nothing to reset" in cli("reset", "--yes", cwd=tmp_path, CG_DATA_DIR=str(data)).stdout
+    for p in (0, 1):
+        store = PartitionStore(data / "state" / f"p{p:05d}")
+        store.write([[0, key_json(("ctx", "a")), value_json(True)]], {})
+        store.close()
+    with open(data / "worker.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.write("4242\n")
+        held.flush()
+        refused = cli("reset", "--yes", cwd=tmp_path, CG_DATA_DIR=str(data))
+    assert "in use by another worker (pid 4242" in one_error_line(refused, 1)
+    assert sorted(p.name for p in (data / "state").iterdir()) == ["p00000", "p00001"]
+    done = cli("reset", "--yes", cwd=tmp_path, CG_DATA_DIR=str(data))
+    assert done.returncode == 0 and "deleted the local state of 2 partition(s)" in done.stdout
+    assert list((data / "state").iterdir()) == []
+    assert cli("reset", cwd=tmp_path, CG_DATA_DIR=str(data)).returncode == 0  # no partitions: nothing to confirm
+
+
+def test_replay_strict_exits_1_on_a_dead_letter_and_still_prints_the_alerts(tmp_path):
+    good = '{"type":"checkpoint","event_id":"e1","context_id":"c","node_id":"n","level":"leaf","referents":["gone"]}'
+    (tmp_path / "in.jsonl").write_text(good + "\n{bad\n")
+    lenient, strict = cli("replay", "in.jsonl", cwd=tmp_path), cli("replay", "in.jsonl", "--strict", cwd=tmp_path)
+    assert (lenient.returncode, strict.returncode) == (0, 1)
+    assert strict.stdout == lenient.stdout and '"orphaned_referent"' in strict.stdout
+    assert "in.jsonl:2: not JSON" in strict.stderr
+    (tmp_path / "ok.jsonl").write_text(good + "\n")
+    assert cli("replay", "ok.jsonl", "--strict", cwd=tmp_path).returncode == 0

@@ -1,0 +1,94 @@
+"""bench/eval_real_logs.py scores alerts against labels exactly as documented.
+
+A labelled directory is built here from a hand-made fixture (the real logs are never
+needed): the labels name three prohibitions the summary drops, one it carries, one that is
+revoked and one the extractor cannot read — so every cell of the confusion table is
+checked, and so is the message when the directory does not exist.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bench import eval_real_logs
+
+pytestmark = pytest.mark.unit
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "compaction_logs" / "claude-code" / "cc-every-channel.jsonl"
+SESSION = "e4c90000-0000-4000-8000-0000000000c9"
+
+
+def labelled_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "real-logs"
+    (root / "labels").mkdir(parents=True)
+    (root / "cc").mkdir()
+    shutil.copy(FIXTURE, root / "cc" / f"{SESSION}.jsonl")
+    label = {
+        "file": f"cc/{SESSION}.jsonl", "split": "dev", "format": "claude-code-jsonl", "session_id": SESSION,
+        "prohibitions": [
+            {"id": "P1", "line": 4, "text": "don't bump the package version", "source": "user_typed",
+             "channel": "queued message", "form": "explicit"},
+            {"id": "P2", "line": 11, "text": "never round half down", "source": "user_typed",
+             "channel": "slash-command arguments", "form": "explicit"},
+            {"id": "P3", "line": 1, "text": "Keep the `Money` type for display", "source": "plan",
+             "channel": "plan message", "form": "preserve"},
+            {"id": "P4", "line": 12, "text": "what does that lint rule want?", "source": "user_typed",
+             "channel": "typed message", "form": "implicit"},
+            {"id": "P6", "line": 10, "text": "No, leave them alone", "source": "user_typed",
+             "channel": "AskUserQuestion answer", "form": "implicit"},
+            {"id": "P5", "line": 10, "text": "keep the old fixtures, they are shared", "source": "user_typed",
+             "channel": "AskUserQuestion answer", "form": "preserve", "revoked_at": 11},
+        ],
+        "compactions": [{
+            "boundary_line": 13, "summary_line": 14,
+            "in_force": ["P1", "P2", "P3", "P4", "P6"], "carried": ["P3"], "dropped": ["P1", "P2", "P4", "P6"],
+            "not_in_force": ["P5"],
+        }],
+    }
+    (root / "labels" / f"{SESSION}.json").write_text(json.dumps(label))
+    return root
+
+
+def test_every_cell_of_the_confusion_table_is_counted_per_summary_and_prohibition(tmp_path):
+    cases, scores = eval_real_logs.evaluate(labelled_dir(tmp_path), eval_real_logs.ProhibitionMatcher())
+    s = scores["overall"]
+    assert (s.tp, s.fp, s.fn, s.tn) == (3, 0, 1, 1)  # P1, P2, P6 caught; P4 never read; P3 carried
+    assert s.precision == 1.0 and s.recall == 0.75
+    assert scores["claude-code"].tp == 3
+    assert s.unscored == [f"{SESSION[:8]} C1 (line 14): P5 \"keep the old fixtures, they are shared\" (not in force: revoked)"]
+    assert s.fn_items == [f"{SESSION[:8]} C1 (line 14): P4 \"what does that lint rule want?\" [implicit, typed message] — "
+                          "never read as a prohibition"]
+    assert cases[0].summaries == ["e-s1"]
+
+
+def test_an_alerted_prohibition_that_is_not_gold_is_a_false_alarm(tmp_path):
+    root = labelled_dir(tmp_path)
+    label_path = root / "labels" / f"{SESSION}.json"
+    label = json.loads(label_path.read_text())
+    label["prohibitions"] = [p for p in label["prohibitions"] if p["id"] != "P5"]  # "keep the old fixtures" not gold
+    label["compactions"][0]["not_in_force"] = []
+    label_path.write_text(json.dumps(label))
+    _, scores = eval_real_logs.evaluate(root, eval_real_logs.ProhibitionMatcher())
+    s = scores["overall"]
+    assert (s.tp, s.fp, s.fn, s.tn) == (3, 1, 1, 1)
+    assert s.fp_items == [f"{SESSION[:8]} C1 (line 14): \"keep the old fixtures, they are shared\" [user, preserve, line 10] "
+                          "(not a gold prohibition)"]
+
+
+def test_the_report_prints_figures_and_items_and_a_missing_directory_is_a_clear_message(tmp_path, capsys):
+    assert eval_real_logs.main([str(labelled_dir(tmp_path))]) == 0
+    out = capsys.readouterr().out
+    assert "overall           1.00   0.75    3   0   1   1" in out
+    assert "misses (1):" in out and "false alarms (0):" in out
+    assert eval_real_logs.main([str(tmp_path / "nowhere")]) == 0
+    assert "no labelled logs at" in capsys.readouterr().err
+
+
+def test_a_sweep_prints_one_line_per_threshold(tmp_path, capsys):
+    assert eval_real_logs.main([str(labelled_dir(tmp_path)), "--sweep", "0,1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:3] == ["threshold", "precision", "recall"] and len(lines) == 3
