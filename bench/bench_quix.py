@@ -299,14 +299,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="real (the shipped trajectories x --copies) and/or synthetic (checkpoint-heavy); "
                          "default real,synthetic (quick: real)")
     ap.add_argument("--copies", type=int, default=None, help="copies of the real stream (default 3; quick 1)")
-    ap.add_argument("--traces-limit", type=int, default=None, help="only this many trajectories (quick: 4)")
+    ap.add_argument("--traces-limit", type=int, default=None, help="only this many trajectories")
     ap.add_argument("--events", type=int, default=None, help="synthetic stream size (default 10000)")
     ap.add_argument("--runs", type=int, default=None, help="runs per consumer and stream (default 2; quick 1)")
     ap.add_argument("--quix-guarantee", default="at-least-once", choices=("at-least-once", "exactly-once"))
     ap.add_argument("--worker-loglevel", default="warn")
     ap.add_argument("--timeout", type=float, default=900, help="seconds per run")
     ap.add_argument("--stall", type=float, default=120, help="seconds without progress before a run fails")
-    ap.add_argument("--quick", action="store_true", help="1 run each, 4 trajectories of the real stream")
+    ap.add_argument("--quick", action="store_true", help="1 run each, the real stream once (18,215 events)")
     ap.add_argument("--title", default="10. The peer a user would pick instead: a Quix Streams app, same engine")
     ap.add_argument("--out", metavar="FILE")
     add_broker_args(ap)
@@ -314,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     q = args.quick
     args.streams = args.streams or ("real" if q else "real,synthetic")
     args.copies = args.copies or (1 if q else 3)
-    args.traces_limit = args.traces_limit or (4 if q else None)
+    args.traces_limit = args.traces_limit or None
     args.events = args.events or 10_000
     args.runs = args.runs or (1 if q else 2)
     try:

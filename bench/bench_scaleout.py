@@ -232,13 +232,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--events", type=int, default=None, help="synthetic stream size (default 3000; quick 600)")
     ap.add_argument("--copies", type=int, default=None,
                     help="copies of the real stream, each under its own context ids (default 3; quick 1)")
-    ap.add_argument("--traces-limit", type=int, default=None, help="only this many trajectories (quick: 6)")
+    ap.add_argument("--traces-limit", type=int, default=None, help="only this many trajectories")
     ap.add_argument("--traces", nargs="*", default=None, help="trajectory files/dirs (default stream/samples/traces)")
     ap.add_argument("--runs", type=int, default=None, help="runs per worker count (default 3; quick 1)")
     ap.add_argument("--workers", default="1,2", help="worker counts (default 1,2)")
     ap.add_argument("--worker-loglevel", default="warn")
     ap.add_argument("--timeout", type=float, default=900, help="per run: seconds to ready, then to done")
-    ap.add_argument("--quick", action="store_true", help="1 run each, 6 trajectories of the real stream")
+    ap.add_argument("--quick", action="store_true", help="1 run each, the real stream once (18,215 events)")
     ap.add_argument("--title", default="4. Scale-out: 1 vs 2 workers on 4 partitions")
     ap.add_argument("--out", metavar="FILE")
     add_broker_args(ap)
@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     q = args.quick
     args.stream = args.stream or "real"
     args.copies = args.copies or (1 if q else 3)
-    args.traces_limit = args.traces_limit or (6 if q else None)
+    args.traces_limit = args.traces_limit or None
     args.events = args.events or (600 if q else 3000)
     args.runs = args.runs or (1 if q else 3)
     counts_n = [int(x) for x in args.workers.split(",") if x]
