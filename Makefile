@@ -58,8 +58,8 @@ demo: install
 example: install
 	$(BIN)/python examples/run_example.py
 
-# make bench: every benchmark part, full size (~50 min; starts and stops its own Kafka),
-# writes docs/BENCHMARKS.md. `make bench ARGS=--quick` (~6 min) writes var/bench/BENCHMARKS.quick.md;
+# make bench: every benchmark part, full size (~20 min on 2 cores; starts and stops its own Kafka),
+# writes docs/BENCHMARKS.md. `make bench ARGS=--quick` (~4 min) writes var/bench/BENCHMARKS.quick.md;
 # ARGS="--parts 1,6" picks parts. See bench/README.md.
 $(VENV)/.bench-stamp: $(STAMP) pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'

@@ -233,12 +233,38 @@ def broker(bootstrap: str | None = None, *, kafka_port: int | None = None,
                 if attempt == 2 or kafka_port:
                     raise
         say(f"Kafka {info.version} ready at {info.bootstrap} in {info.ready_seconds:.1f}s (home {home})")
+        asyncio.run(warm_group_coordinator(settings))
         yield settings, f"{info.version} (single-node KRaft broker started by the bench, heap {settings.kafka_heap})"
     finally:
         if info is not None:
             say(kafka_local.stop(settings).message)
         if own_tmp:
             shutil.rmtree(home, ignore_errors=True)
+
+
+async def warm_group_coordinator(settings: Settings, timeout: float = 60.0) -> None:
+    """Wait until a fresh broker has a group coordinator (``__consumer_offsets`` created).
+
+    The first consumer group on a new broker otherwise meets GroupCoordinatorNotAvailable
+    while the broker creates that topic: a start-up cost of the broker, not of the consumer
+    measured (and the worker's agent was seen to crash in that window, see bench/README.md).
+    """
+    from stream.kafka_clients import admin
+
+    a = admin(settings)
+    await a.start()
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                await a.find_coordinator("cg-bench-warm-up")
+                return
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.5)
+    finally:
+        await a.close()
 
 
 def add_broker_args(ap: Any) -> None:
@@ -268,6 +294,83 @@ async def create_topics_ready(settings: Settings, names: list[str] | tuple[str, 
             await asyncio.sleep(0.2)
     finally:
         await a.close()
+
+
+async def create_topic_set(settings: Settings, inputs: tuple[str, str], outputs: tuple[str, ...]) -> None:
+    """Create one measurement's topics as ``python -m stream topics create`` does
+    (``stream.kafka_clients.create_project_topics``: the status topic compacted, every topic
+    allowing the worker's largest record) and wait for their leaders."""
+    from stream.kafka_clients import create_project_topics
+
+    alerts, verdicts, deadletter, status = outputs
+    s = settings.model_copy(update={
+        "partitions": PARTITIONS, "compaction_topic": inputs[0], "artifact_topic": inputs[1],
+        "alerts_topic": alerts, "verdicts_topic": verdicts, "deadletter_topic": deadletter, "status_topic": status,
+    })
+    await create_project_topics(s)
+    await create_topics_ready(settings, [*inputs, *outputs])
+
+
+async def read_topic(settings: Settings, topic: str, partitions: int = PARTITIONS) -> list[Any]:
+    """Every record of ``topic`` from the beginning to its end offsets (aiokafka records)."""
+    from aiokafka import TopicPartition
+
+    from stream.kafka_clients import consumer
+
+    # auto_offset_reset "earliest": with the default "latest", the reset that assign() starts
+    # could land after seek_to_beginning and put the position at the end (nothing read).
+    c = consumer(settings, enable_auto_commit=False, group_id=None, max_partition_fetch_bytes=4 << 20,
+                 auto_offset_reset="earliest")
+    await c.start()
+    try:
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        c.assign(tps)
+        ends = await c.end_offsets(tps)
+        starts = await c.beginning_offsets(tps)
+        await c.seek_to_beginning(*tps)
+        out: list[Any] = []
+        todo = {tp for tp in tps if ends[tp] > 0}
+        deadline = time.monotonic() + 60
+        while todo:
+            batch = await c.getmany(*todo, timeout_ms=500)
+            for tp, msgs in batch.items():
+                out.extend(msgs)
+            for tp in list(todo):  # the position passes control records (transaction markers) too
+                if await c.position(tp) >= ends[tp]:
+                    todo.discard(tp)
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"reading {topic}: partitions {sorted(tp.partition for tp in todo)} did not "
+                                   f"reach their end offsets in 60 s")
+        if len(out) < sum(ends[tp] - starts[tp] for tp in tps) and not _compacted_or_transactional(out):
+            raise RuntimeError(f"reading {topic}: {len(out)} records, its offsets span "
+                               f"{sum(ends[tp] - starts[tp] for tp in tps)}")
+        return out
+    finally:
+        await c.stop()
+
+
+def _compacted_or_transactional(records: list[Any]) -> bool:
+    """Fewer records than offsets is expected only with gaps: compaction or control records."""
+    return any(b.offset - a.offset != 1 for a, b in zip(records, records[1:]) if a.partition == b.partition)
+
+
+async def log_extent(settings: Settings, topic: str, partitions: int = PARTITIONS) -> int:
+    """Records a topic holds now: end offsets minus log-start offsets (0 if it does not exist)."""
+    from aiokafka import TopicPartition
+
+    from stream.kafka_clients import consumer
+
+    c = consumer(settings, enable_auto_commit=False, group_id=None)
+    await c.start()
+    try:
+        if topic not in await c.topics():
+            return 0
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        ends = await c.end_offsets(tps)
+        starts = await c.beginning_offsets(tps)
+        return sum(ends[tp] - starts[tp] for tp in tps)
+    finally:
+        await c.stop()
 
 
 async def end_offsets(settings: Settings, topics: list[str] | tuple[str, ...],
@@ -310,6 +413,17 @@ async def produce_events(settings: Settings, inputs: tuple[str, str], events: li
     finally:
         await p.stop()
     return time.perf_counter() - t0
+
+
+def copies_of(events: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    """``n`` copies of a stream, copy ``i > 0`` under context ids ``<ctx>~i`` (no duplicates)."""
+    out = []
+    for i in range(n):
+        for e in events:
+            c = dict(e)
+            c["context_id"] = f"{e['context_id']}~{i}" if i else e["context_id"]
+            out.append(c)
+    return out
 
 
 def partition_counts(events: list[dict[str, Any]], partitions: int = PARTITIONS) -> list[int]:
@@ -424,6 +538,22 @@ class WorkerProc:
             if line.startswith("checkpoint_guard_events_total{") and 'outcome="buffered"' not in line:
                 n += float(line.rsplit(" ", 1)[1])
         return int(n)
+
+    def metric_values(self, name: str, timeout: float = 1.0) -> dict[str, float]:
+        """``{labels text: value}`` of one metric at /metrics (``name`` without the
+        ``checkpoint_guard_`` prefix); empty while the worker does not answer."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.web_port}/metrics", timeout=timeout) as r:
+                text = r.read().decode()
+        except (urllib.error.URLError, OSError):
+            return {}
+        prefix = f"checkpoint_guard_{name}"
+        out: dict[str, float] = {}
+        for line in text.splitlines():
+            if line.startswith(prefix + "{") or line.startswith(prefix + " "):
+                labels, _, value = line[len(prefix):].rpartition(" ")
+                out[labels] = float(value)
+        return out
 
     def memory(self) -> dict[str, int]:
         return proc_status(self.pid) if self.alive() else {}

@@ -1,8 +1,8 @@
 """Run every benchmark part and write docs/BENCHMARKS.md — what ``make bench`` runs.
 
-    python bench/run_all.py                      # everything, full size (~50 min): docs/BENCHMARKS.md
-    python bench/run_all.py --quick              # smoke-sized (~6 min): var/bench/BENCHMARKS.quick.md
-    python bench/run_all.py --parts 1,6          # some parts only (1-9, see below)
+    python bench/run_all.py                      # everything, full size (~25 min): docs/BENCHMARKS.md
+    python bench/run_all.py --quick              # smoke-sized (~3 min): var/bench/BENCHMARKS.quick.md
+    python bench/run_all.py --parts 1,6          # some parts only (1-10, see below)
     python bench/run_all.py --bootstrap HOST:PORT   # use a running broker instead of starting one
 
 Parts (each is a script that also runs alone, with ``--quick`` for a smoke-sized run):
@@ -11,14 +11,15 @@ Parts (each is a script that also runs alone, with ``--quick`` for a smoke-sized
 2. ``bench/bench_worker.py``   worker end to end vs a raw aiokafka consume-only loop (real + synthetic streams)
 3. ``bench/bench_worker.py --phases latency``   event->alert latency at fixed producer rates 1k and 5k/s
 4. ``bench/bench_scaleout.py`` 1 vs 2 workers (one consumer group) on 4 partitions
-5. ``bench/bench_state.py``    state at scale: RSS, RocksDB on disk, restart-to-ready (kept / rebuilt)
+5. ``bench/bench_state.py``    state at 1M artifacts: fill rate, RSS, disk, state log, restart / restore-to-ready
 6. ``bench/bench_scaling.py``  per-event cost vs fan-in (1/100/10k dependents) and vs artifact count
 7. ``bench/bench_floor.py``    what bounds the worker: raw loop vs no-op faust agents vs the worker, one run
 8. ``bench/bench_shapes.py``   adversarial shapes (20k chain top-down, 10k-child root, hot artifact) vs friendly order
 9. ``bench/bench_client.py``   the pipeline client: produce rate vs raw aiokafka, StatusView catch-up/lookups at 1M
+10. ``bench/bench_quix.py``    the peer a user would pick instead: a Quix Streams app hosting the same engine
 
 One local Kafka broker is started (``stream.devtools.kafka_local``, fresh, free ports, temporary
-home) for parts 2-5, 7 and 9 and always stopped; each part runs as a subprocess with
+home) for parts 2-5, 7, 9 and 10 and always stopped; each part runs as a subprocess with
 ``--bootstrap`` pointing at it and writes its Markdown section, which this script puts
 together with the machine, software versions, date, git revision and the exact command
 of every part. A part that fails is reported as failed; the others still run (exit 1).
@@ -40,18 +41,19 @@ from bench.common import (  # noqa: E402
     REPO, broker, git_rev, loadavg, machine_info, say, software_line, utc_now,
 )
 
-KAFKA_PARTS = {2, 3, 4, 5, 7, 9}
+KAFKA_PARTS = {2, 3, 4, 5, 7, 9, 10}
 
 TITLES = {
     1: "1. Engine vs the seed-style naive validator",
     2: "2. Worker end to end vs a raw aiokafka consume-only loop",
     3: "3. Event -> alert latency at fixed producer rates",
     4: "4. Scale-out: 1 vs 2 workers on 4 partitions",
-    5: "5. State at scale: memory, disk, restart-to-ready",
+    5: "5. State at 1M artifacts: fill, memory, disk, restore-to-ready",
     6: "6. How cost grows (engine)",
     7: "7. What bounds the worker: faust's own per-event floor",
     8: "8. Adversarial shapes (engine)",
     9: "9. The pipeline client: produce rate, StatusView lookups and catch-up",
+    10: "10. The peer a user would pick instead: a Quix Streams app, same engine",
 }
 
 
@@ -79,6 +81,8 @@ def part_argv(part: int, args: argparse.Namespace) -> tuple[str, list[str]]:
         return "bench/bench_shapes.py", [*q]
     if part == 9:
         return "bench/bench_client.py", [*q, *runs]
+    if part == 10:
+        return "bench/bench_quix.py", [*q, *runs]
     raise ValueError(part)
 
 
@@ -152,13 +156,15 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     ap = argparse.ArgumentParser(prog="bench/run_all.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="every part smoke-sized (about a minute each)")
-    ap.add_argument("--parts", default="1,2,3,4,5,6,7,8,9", help="comma list of parts 1-9 (default all)")
+    ap.add_argument("--parts", default="1,2,3,4,5,6,7,8,9,10", help="comma list of parts 1-10 (default all)")
     ap.add_argument("--out", default=None,
                     help="report file (default docs/BENCHMARKS.md; with --quick var/bench/BENCHMARKS.quick.md)")
-    ap.add_argument("--runs", type=int, default=None, help="runs per measurement for parts 2, 4 and 9 (default 3)")
+    ap.add_argument("--runs", type=int, default=None,
+                    help="runs per measurement for parts 2, 4, 9 (default 3) and 10 (default 2)")
     ap.add_argument("--rates", default="1000,5000", help="producer rates of part 3 (default 1000,5000)")
     ap.add_argument("--artifacts", type=int, default=None, help="part 5: artifacts to track (default 1,000,000)")
-    ap.add_argument("--fill-budget", type=float, default=None, help="part 5: seconds of filling (default 900)")
+    ap.add_argument("--fill-budget", type=float, default=None,
+                    help="part 5: most seconds the worker may take to process the fill (default 1800)")
     ap.add_argument("--part-timeout", type=float, default=3600, help="seconds before a part is killed")
     ap.add_argument("--bootstrap", "--broker", dest="bootstrap", metavar="HOST:PORT",
                     help="use this running broker instead of starting one")
@@ -167,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     parts = sorted({int(p) for p in args.parts.split(",") if p.strip()})
     if not parts or any(p not in TITLES for p in parts):
-        ap.error("--parts: numbers 1-9")
+        ap.error("--parts: numbers 1-10")
     out = Path(args.out) if args.out else REPO / ("var/bench/BENCHMARKS.quick.md" if args.quick else "docs/BENCHMARKS.md")
     started, load_start, t0 = utc_now(), loadavg(), time.monotonic()
     results: list[dict] = []

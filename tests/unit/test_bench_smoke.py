@@ -7,6 +7,7 @@ sizes, in process — a couple of seconds. The Kafka parts are exercised by
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -72,26 +73,101 @@ def test_helpers() -> None:
         "python bench/x.py --quick --phases ''"
 
 
-def test_state_report_extrapolates_when_the_budget_stopped_the_fill() -> None:
+def test_state_report_gives_fill_rate_state_log_and_both_restarts() -> None:
     import argparse
 
     from bench import bench_state
 
-    args = argparse.Namespace(title="5. State", worker_loglevel="warn", contexts=16, leaf_every=16,
-                              artifacts=1_000_000, fill_budget=900.0, lookahead=10000)
+    args = argparse.Namespace(title="5. State", worker_loglevel="warn", contexts=16, leaf_every=16)
     mb = 1 << 20
     res = {
-        "cold": {"ready": 8.0, "rss": 80 * mb, "disk": 1 * mb},
-        "fill": {"events": 106_250, "artifacts": 100_000, "wall": 500.0, "rate": 212.5, "first_q": 250.0,
-                 "last_q": 200.0, "budget_hit": True},
-        "filled": {"rss": 180 * mb, "hwm": 200 * mb, "disk": 101 * mb, "apparent": 100 * mb},
-        "changelog_records": 400_000, "broker_disk": None, "stop": 3.0,
-        "kept": {"ready": 7.0, "rss": 90 * mb, "hwm": 90 * mb, "disk": 101 * mb, "stop": 2.0, "partitions": [0]},
-        "rebuilt": {"ready": 28.0, "rss": 150 * mb, "hwm": 150 * mb, "disk": 101 * mb, "stop": 2.0,
-                    "partitions": [0]},
+        "produce": {"events": 1_062_500, "artifacts": 1_000_000, "seconds": 30.0},
+        "fill": {"events": 1_062_000, "seconds": 150.0, "rate": 7080.0, "cpu_us": 120.0, "first_q": 7500.0,
+                 "last_q": 6900.0, "durable": 151.0},
+        "filled": {"rss": 300 * mb, "hwm": 320 * mb, "disk": 200 * mb, "apparent": 210 * mb},
+        "log_records": 620, "broker_disk": 250 * mb, "stop": 2.0,
+        "kept": {"ready": 3.0, "rss": 90 * mb, "hwm": 90 * mb, "disk": 200 * mb, "stop": 1.0, "partitions": [0],
+                 "entries": 0, "slowest": 0.1, "restored": []},
+        "rebuilt": {"ready": 21.5, "rss": 150 * mb, "hwm": 150 * mb, "disk": 200 * mb, "stop": 1.0,
+                    "partitions": [0], "entries": 2_125_000, "slowest": 17.0, "restored": []},
     }
     text = bench_state.render(["--quick"], args, "4.1.1", res, [], 0.0, "0 0 0")
-    assert "**extrapolated** to 1,000,000 (linear)" in text
-    assert "| worker RSS, idle after the fill | 180.0 MiB (empty: 80.0 MiB) | 1,080.0 MiB |" in text
-    assert "| restart → ready, RocksDB kept | 7.0 s (cold start on empty state: 8.0 s) | n/a |" in text
-    assert "| restart → ready, tables rebuilt from the changelog (fresh data dir) | 28.0 s | 208.0 s |" in text
+    assert "**7,080 events/s** (120 CPU µs/event" in text
+    assert "| state log `<app_id>-state`: records (all partitions) | 620 |" in text
+    assert "| state log on the broker's disk | 250.0 MiB |" in text
+    assert "| restart, data dir kept: start → `/readyz` 200 | **3.0 s** |" in text
+    assert "| **restore, empty data dir** (goal ≤ 60 s): start → `/readyz` 200 | **21.5 s** |" in text
+    assert "state-log entries replayed (slowest partition) | 2,125,000 (17.0 s) |" in text
+
+
+def test_state_restore_lines_are_parsed_from_the_worker_log() -> None:
+    from bench.bench_state import RESTORED
+
+    line = ("[2026-12-01 10:52:06,123] [42] [INFO] partition 3: state restored (125 log entries) in 0.31s; "
+            "generation 2, input offsets {}")
+    assert RESTORED.findall(line) == [("3", "125", "0.31")]
+
+
+class _KeyedState:
+    """A Quix-like per-key ``State`` over one dict: keys and values stored as JSON text."""
+
+    def __init__(self, store: dict[bytes, bytes], prefix: bytes) -> None:
+        self.store, self.prefix = store, prefix
+
+    def _k(self, key: object) -> bytes:
+        return self.prefix + json.dumps(key).encode()
+
+    def get(self, key: object, default: object = None) -> object:
+        raw = self.store.get(self._k(key))
+        return default if raw is None else json.loads(raw)
+
+    def set(self, key: object, value: object) -> None:
+        self.store[self._k(key)] = json.dumps(value).encode()
+
+    def delete(self, key: object) -> None:
+        self.store.pop(self._k(key), None)
+
+    def exists(self, key: object) -> bool:
+        return self._k(key) in self.store
+
+
+def test_engine_on_the_quix_app_state_emits_the_replay_alerts() -> None:
+    from types import SimpleNamespace
+
+    from bench.bench_worker import synthetic_events
+    from bench.quix_app import ALERT, STATUS, make_processor
+    from stream.adapters import encode_event
+    from stream.domain.engine import Engine
+    from stream.replay import replay_lines
+    from stream.wire import configured_limits
+
+    events = synthetic_events(400)
+    lines = [encode_event(e).encode() for e in events]
+    offline = replay_lines(lines)
+    where = SimpleNamespace(topic=None, partition=None, offset=None)
+    process = make_processor(Engine(), configured_limits(), lambda: where)
+    store: dict[bytes, bytes] = {}
+    alerts, statuses = [], []
+    for event, line in zip(events, lines):
+        key = event["context_id"].encode()
+        for kind, _key, payload in process(line, key, 0, None, _KeyedState(store, key + b"|")):
+            (alerts if kind == ALERT else statuses if kind == STATUS else []).append(json.loads(payload))
+    assert offline.alerts and [a["alert_id"] for a in alerts] == [a["alert_id"] for a in offline.alerts]
+    assert statuses == offline.statuses
+    # Every key the engine wrote sits under its own context's prefix (Quix's per-key state).
+    assert {k.split(b"|", 1)[0] for k in store} == {e["context_id"].encode() for e in events}
+
+
+def test_a_bad_message_becomes_a_dead_letter_row_in_the_quix_app() -> None:
+    from types import SimpleNamespace
+
+    from bench.quix_app import DEAD, make_processor
+    from stream.domain.engine import Engine
+    from stream.wire import configured_limits
+
+    where = SimpleNamespace(topic="in", partition=2, offset=7)
+    rows = make_processor(Engine(), configured_limits(), lambda: where)(b"{not json", b"c1", 0, None,
+                                                                        _KeyedState({}, b"c1|"))
+    assert len(rows) == 1 and rows[0][0] == DEAD
+    record = json.loads(rows[0][2])
+    assert (record["topic"], record["partition"], record["offset"]) == ("in", 2, 7) and record["reason"]
