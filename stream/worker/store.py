@@ -3,8 +3,8 @@
 :class:`PartitionState` is the engine's :class:`~stream.domain.state.State` for every
 context of one partition number. Writes stay in a per-table *dirty* map (one entry per
 key, the last value wins) until the durability object commits them
-(:mod:`stream.worker.durability`); reads look in the dirty map, then in a bounded cache
-of decoded values, then in RocksDB (:class:`PartitionStore`). So a hot key is decoded
+(:mod:`stream.worker.durability`); reads look in the dirty map, then in the writes of the
+commit in flight (taken, not yet in RocksDB), then in a bounded cache of decoded values, then in RocksDB (:class:`PartitionStore`). So a hot key is decoded
 once, written once per commit, and 1M artifacts live on disk, not in Python dicts.
 
 RocksDB layout (rocksdict, raw bytes): ``bytes([table index + 1]) + key_json`` ->
@@ -145,13 +145,14 @@ _PREFIX = [bytes([i + 1]) for i in range(len(TABLES))]
 class _View:
     """One table of a :class:`PartitionState` as the mapping the engine uses."""
 
-    __slots__ = ("index", "prefix", "store", "dirty", "young", "old", "cap")
+    __slots__ = ("index", "prefix", "store", "dirty", "taken", "young", "old", "cap")
 
     def __init__(self, index: int, store: PartitionStore, cap: int) -> None:
         self.index = index
         self.prefix = _PREFIX[index]
         self.store = store
         self.dirty: dict[tuple, Any] = {}
+        self.taken: dict[tuple, Any] = {}  # writes of the commit in flight, until the store holds them
         self.young: dict[tuple, Any] = {}
         self.old: dict[tuple, Any] = {}
         self.cap = cap
@@ -171,6 +172,8 @@ class _View:
 
     def get(self, key: tuple, default: Any = None) -> Any:
         value = self.dirty.get(key, _MISSING)
+        if value is _MISSING and self.taken:
+            value = self.taken.get(key, _MISSING)
         if value is _MISSING:
             value = self._load(key)
         elif value is _DELETED:
@@ -204,22 +207,30 @@ class _View:
         return value
 
     def take_dirty(self) -> list[list]:
-        """The dirty writes as entries (values encoded), moved into the read cache."""
+        """The dirty writes as entries (values encoded); they stay readable (``taken``)
+        until :meth:`stored` says the store holds them."""
         out = []
-        young = self.young
+        taken = self.taken
         for key, value in self.dirty.items():
             if value is _DELETED:
                 out.append([self.index, key_json(key), None])
-                young[key] = None
             else:
                 out.append([self.index, key_json(key), value_json(value)])
-                young[key] = value
+            taken[key] = value
         self.dirty.clear()
-        if len(young) > 2 * self.cap:
-            self.old, self.young = young, {}
         return out
 
+    def stored(self) -> None:
+        """The taken writes are in the store: they move into the read cache."""
+        young = self.young
+        for key, value in self.taken.items():
+            young[key] = None if value is _DELETED else value
+        self.taken.clear()
+        if len(young) > 2 * self.cap:
+            self.old, self.young = young, {}
+
     def forget(self) -> None:
+        """Drop the uncommitted writes and the cache; the taken ones (committing) stay."""
         self.dirty.clear()
         self.young.clear()
         self.old.clear()
@@ -243,9 +254,15 @@ class PartitionState:
         return sum(len(v.dirty) for v in self._views)
 
     def take_dirty(self) -> list[list]:
+        """Every dirty write as an entry ``[table, key json, value json | None]`` for a commit."""
         return [e for v in self._views for e in v.take_dirty()]
 
+    def stored(self) -> None:
+        """The store holds the entries of the last :meth:`take_dirty`."""
+        for v in self._views:
+            v.stored()
+
     def forget(self) -> None:
-        """Drop every uncommitted write and every cached value (back to the store)."""
+        """Drop every uncommitted write and every cached value (back to the last commit taken)."""
         for v in self._views:
             v.forget()

@@ -229,3 +229,36 @@ def test_a_snapshot_replaces_the_log_before_it_and_a_fresh_node_restores_from_it
     assert start > 0  # the records before the snapshot were deleted
     assert first == last == {"v": 4}
     assert restored == 300 + 300  # the snapshot and the commit after it, not all 1,500 entries
+
+
+def test_writes_go_on_while_a_commit_is_in_flight_and_the_next_commit_holds_them(kafka_settings, tmp_path):
+    async def scenario() -> dict:
+        s = _settings(kafka_settings, tmp_path, "a")
+        await ensure_state_topic(s)
+        owner = Owner(s)
+        d = await owner.start(generation=2)
+        part = d.partitions[0]
+        owner.write("n1", {"v": 1}, 1)
+        got: dict = {"began": d.begin_commit(d.committable())}
+        owner.write("n2", {"v": 2}, 2)  # a batch handled while the commit is in flight
+        got["read_taken"] = owner.read("n1")
+        got["second_begin"] = d.begin_commit(d.committable())  # one commit in flight at a time
+        await d.settled()
+        got["stored_after_first"] = sorted(json.loads(k)[1] for _, k, _ in part.store.entries())
+        got["meta_offsets"] = part.store.meta()["offsets"]
+        await d.commit()
+        await owner.stop()
+        fresh = Owner(_settings(kafka_settings, tmp_path, "b"))
+        await fresh.start(generation=3)
+        got["restored"] = (fresh.read("n1"), fresh.read("n2"), dict(fresh.d.partitions[0].offsets))
+        await fresh.stop()
+        return got
+
+    got = run(scenario())
+    assert got["began"] is True and got["second_begin"] is False
+    assert got["read_taken"] == {"v": 1}
+    assert got["stored_after_first"] == ["n1"]  # n2 came after the take
+    assert got["meta_offsets"][INPUT + "-" + kafka_settings.app_id] == 1  # what the first commit covered
+    n1, n2, offsets = got["restored"]
+    assert (n1, n2) == ({"v": 1}, {"v": 2})
+    assert offsets[INPUT + "-" + kafka_settings.app_id] == 2
