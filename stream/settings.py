@@ -94,6 +94,13 @@ class Settings(BaseSettings):
         10_000, ge=1,
         description="A partition commits early once this many events were processed since its last commit.",
     )
+    max_idle: float = Field(
+        0.5, ge=0, le=60,
+        description="Seconds a partition's records of one input topic may wait for the other input topic "
+        "(same partition number) when its records are fetched but not yet received (Kafka Streams' "
+        "max.task.idle.ms): the two topics are merged by record timestamp, so a context's checkpoints "
+        "and artifacts are applied in about the order they were produced, not one topic's backlog first.",
+    )
     fetch_max_wait_ms: int = Field(
         100, ge=0, le=60_000,
         description="How long the broker may hold a fetch waiting for data (faust hard-codes 1500 ms; a long "

@@ -109,7 +109,7 @@ def create_app(settings: Settings | None = None) -> faust.App:
         if not app.should_stop or app.crashed:
             stop_now(RuntimeError("the agent stopped while the worker was running"))
 
-    @app.timer(interval=max(0.05, s.commit_interval / 2))
+    @app.timer(interval=max(0.05, min(s.commit_interval, s.max_idle or s.commit_interval) / 2))
     async def commit_timer() -> None:
         await runtime.tick()
 

@@ -7,6 +7,7 @@ The agent (:mod:`stream.worker.app`) hands every batch to :meth:`Runtime.handle`
    longer assigned here (their new owner reads them);
 2. put the partition's records in offset order against the offsets its state covers:
    a record already covered is skipped, a gap is read back (:mod:`stream.worker.gaps`);
+   merge the two input topics by record timestamp (:meth:`Runtime._merged`);
 3. :func:`stream.worker.handler.plan` (decode -> engine -> outputs), then send the
    outputs (without waiting: the next commit waits for their acknowledgements);
 4. commit when due (:meth:`~stream.worker.durability.Durability.commit`).
@@ -24,6 +25,7 @@ import logging
 import os
 import sys
 import time
+from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -41,6 +43,8 @@ log = logging.getLogger("checkpoint_guard.agent")
 
 #: Exit status when state or outputs cannot be written (EX_SOFTWARE); a supervisor restarts.
 STATE_WRITE_EXIT = 70
+#: Records one partition number may hold for the other input topic before they go on anyway.
+HELD_MAX = 20_000
 
 
 class Runtime:
@@ -85,6 +89,7 @@ class Runtime:
             start_offset=self.gaps.start_offset,
             on_rejected=self.metrics.output_rejected,
         )
+        self.durability.on_commit_failed = _commit_failed
         try:
             self.durability.outputs.limits = await max_message_bytes(s, s.output_topics)
         except Exception as exc:  # no pre-check then: a rejection is found by the broker
@@ -126,7 +131,11 @@ class Runtime:
         parts = list(d.partitions.values())
         await asyncio.gather(*(p.ready.wait() for p in parts))
         async with d.lock:
-            stores = [p.store for p in d.partitions.values() if p.ready.is_set() and p.failed is None]
+            try:
+                await d._commit(d.committable())  # the stores then hold every write the gauges count
+            except (StateWriteError, OutputRejected) as exc:
+                stop_now(exc)
+            stores = [p.store for p in d.committable()]
             t0 = time.perf_counter()
             try:
                 n = self.metrics.state.rebuild(stores)
@@ -163,53 +172,134 @@ class Runtime:
                 part = await d.ready(number)
                 if part is None:
                     continue  # not ours (any more): its owner reads these records
-                messages = await self._in_order(part, messages)
-                if not messages:
-                    continue
-                result = plan(self.engine, part, messages, self.outputs, self.limits)
-                await d.outputs.send(result.outputs)
-                sent = time.perf_counter()
-                record = self.metrics.record
-                for _, event, out in result.observed:
-                    record(event, out, received=received, sent=sent)
-                    self.counters["alerts"] += len(out.alerts)
-                    self.counters["statuses"] += len(out.statuses)
-                for message, reason in result.dead:
-                    self.metrics.dead_letter(_topic_type(message.topic, self.settings), reason)
-                self.counters["events"] += len(messages)
-                self.counters["dead_letters"] += len(result.dead)
+                messages = self._merged(part, await self._in_order(part, messages))
+                if messages:
+                    await self._process(part, messages, received)
             if d.due():
-                await d._commit([p for p in d.partitions.values() if p.ready.is_set() and p.failed is None])
+                d.begin_commit(d.committable())
+
+    async def _process(self, part: Any, messages: Sequence[Any], received: float) -> None:
+        d = self.durability
+        assert d is not None
+        result = plan(self.engine, part, messages, self.outputs, self.limits)
+        await d.outputs.send(result.outputs)
+        sent = time.perf_counter()
+        record = self.metrics.record
+        for _, event, out in result.observed:
+            record(event, out, received=received, sent=sent)
+            self.counters["alerts"] += len(out.alerts)
+            self.counters["statuses"] += len(out.statuses)
+        for message, reason in result.dead:
+            self.metrics.dead_letter(_topic_type(message.topic, self.settings), reason)
+        self.counters["events"] += len(messages)
+        self.counters["dead_letters"] += len(result.dead)
 
     async def _in_order(self, part: Any, messages: Sequence[Any]) -> list[Any]:
-        """The partition's records not yet in its state, gaps read back, in offset order."""
+        """The partition's records not yet received, gaps read back, in offset order per topic."""
         out: list[Any] = []
-        due: dict[str, int] = {}
+        fetched = part.fetched
         for m in messages:
             topic = m.topic
             if topic not in self.input_topics:
                 continue
-            next_due = due.get(topic)
+            next_due = fetched.get(topic)
             if next_due is None:
                 next_due = part.offsets.get(topic)
                 if next_due is None:  # a partition without state: where the group stands
                     next_due = part.offsets[topic] = await self.gaps.start_offset(topic, part.number)
             if m.offset < next_due:
-                continue  # already in the state (a redelivery after a rebalance or seek)
+                continue  # already in the state or held (a redelivery after a rebalance or seek)
             if m.offset > next_due:
                 out.extend(await self.gaps.read(topic, part.number, next_due, m.offset))
             out.append(m)
-            due[topic] = m.offset + 1
+            fetched[topic] = m.offset + 1
         return out
 
+    def _merged(self, part: Any, messages: Sequence[Any], *, force: bool = False) -> list[Any]:
+        """Kafka Streams' timestamp synchronization over the two input topics of one
+        partition number: records are released in record-timestamp order while both topics
+        have some; one topic's records go on alone only when the other is caught up (all
+        it has is received: next offset >= its high watermark), after ``CG_MAX_IDLE``
+        (``force``, from the timer) or past :data:`HELD_MAX` records. Without it one topic's
+        fetched backlog is applied before the other's (a 1 MB fetch holds thousands of
+        artifacts but few checkpoints) and a context's events wait for their ``seq`` until
+        ``CG_SEQ_GAP_LIMIT`` declares a gap that is not there."""
+        held = part.held
+        if not held:
+            if not messages:
+                return []
+            topics = {m.topic for m in messages}
+            if len(topics) == 1 and self._caught_up(part, self._other(next(iter(topics)))):
+                return list(messages)  # the common case: nothing waits
+        if not held:
+            part.held_since = time.monotonic()
+        for m in messages:
+            q = held.get(m.topic)
+            if q is None:
+                q = held[m.topic] = deque()
+            q.append(m)
+        first, second = self.settings.input_topics
+        a, b = held.get(first) or deque(), held.get(second) or deque()
+        out: list[Any] = []
+        while a and b:
+            out.append(a.popleft() if _timestamp(a[0]) <= _timestamp(b[0]) else b.popleft())
+        if force or len(a) + len(b) > HELD_MAX:
+            out.extend(a)
+            out.extend(b)
+            a.clear()
+            b.clear()
+        elif a and self._caught_up(part, second):
+            out.extend(a)
+            a.clear()
+        elif b and self._caught_up(part, first):
+            out.extend(b)
+            b.clear()
+        held.clear()
+        if a:
+            held[first] = a
+        if b:
+            held[second] = b
+        if held and out:
+            part.held_since = time.monotonic()
+        return out
+
+    def _other(self, topic: str) -> str:
+        first, second = self.settings.input_topics
+        return second if topic == first else first
+
+    def _caught_up(self, part: Any, topic: str) -> bool:
+        """Has this worker received every record of ``topic``'s partition the broker had at its last fetch?"""
+        high = compat.highwater(self.app, topic, part.number)
+        if high is None:
+            return False
+        position = part.fetched.get(topic)
+        if position is None:
+            position = part.offsets.get(topic)
+        return position is not None and position >= high
+
     async def tick(self) -> None:
-        """The commit timer: commit when the interval elapsed, also while idle."""
+        """The timer: records held past ``CG_MAX_IDLE`` go on; commit when the interval elapsed, also while idle."""
         d = self.durability
-        if d is not None and d.due():
-            try:
-                await d.commit()
-            except (StateWriteError, OutputRejected) as exc:
-                stop_now(exc)
+        if d is None or d.lock.locked():
+            return  # a batch is being handled: it commits when due, and held records wait one more tick
+        try:
+            now = time.monotonic()
+            waiting = [p for p in d.committable() if p.held and now - p.held_since >= self.settings.max_idle]
+            if waiting:
+                async with d.lock:
+                    for part in waiting:
+                        if part.held and d.partitions.get(part.number) is part:
+                            messages = self._merged(part, (), force=True)
+                            if messages:
+                                await self._process(part, messages, time.perf_counter())
+            if d.due():
+                async with d.lock:
+                    d.begin_commit(d.committable())
+        except (StateWriteError, OutputRejected) as exc:
+            stop_now(exc)
+        except Exception as exc:
+            log.exception("the timer failed")
+            stop_now(exc)
 
     # ------------------------------------------------------------------ views
     def consumer_lag(self) -> dict[tuple[str, int], int]:
@@ -230,8 +320,19 @@ class Runtime:
         return out
 
 
+def _timestamp(m: Any) -> int:
+    return getattr(m, "timestamp", None) or 0
+
+
 def _topic_type(topic: str, settings: Settings) -> str:
     return {settings.compaction_topic: "checkpoint", settings.artifact_topic: "artifact"}.get(topic, "unknown")
+
+
+def _commit_failed(exc: BaseException) -> None:
+    """A commit in flight failed: stop as a failed batch does (nothing past it committed)."""
+    if not isinstance(exc, (StateWriteError, OutputRejected)):
+        log.error("a commit failed", exc_info=exc)
+    stop_now(exc)
 
 
 def stop_now(exc: BaseException) -> None:
