@@ -1045,6 +1045,7 @@ class _Key:
     verb: str | None  # the verb's class (or stem)
     introducing: bool  # a rule against adding / using the thing (or a verbless "no X")
     names: frozenset[str] = frozenset()  # code names in the thing (`` `LegacyAuth` ``, ``ProfileModal``): one suffices
+    acronyms: frozenset[str] = frozenset()  # upper-case names in the thing ("ARM NEON port"): a short name of it
 
 
 #: A negation frame: the word after it is the forbidden verb ("don't / never / avoid / let's not / we won't V").
@@ -1074,6 +1075,9 @@ _KEY_NEG_FRAME = re.compile(
     r")\s+(?:to\s+)?(?:ever\s+)?)+",
     re.IGNORECASE,
 )
+#: "I'll do X myself / manually": X is the action the user keeps.
+_KEY_RESTRAINT = re.compile(r"^(?:then\s+)?i(?:'?ll|\s+will|'m\s+going\s+to|\s+am\s+going\s+to|\s+wanna|\s+want\s+to|\s+gonna|'d\s+like\s+to|"
+                            r"\s+would\s+like\s+to|\s+prefer\s+to)\s+(.+?)\s+(?:by\s+)?(?:myself|manually|by\s+hand)\b", re.I)
 #: "leave X alone / as is / untouched": a rule not to change X.
 _KEY_LEAVE = re.compile(r"^leave\s+(.+?)\s+(?:alone|as[- ]is|as\s+(?:it|they)\s+(?:is|are|was|were|stands?)|untouched|unchanged|"
                         r"intact|in\s+place|the\s+way\s+(?:it|they)\s+(?:is|are)|where\s+(?:it|they)\s+(?:is|are))\b.*$", re.I)
@@ -1091,6 +1095,11 @@ _SUBORDINATE = re.compile(r"\s+(?:when|whenever|until|till|unless|because|since|
 _PREPOSITION = re.compile(r"\s+(?:in|on|at|for|from|to|into|onto|with|under|inside|within|across|by|during|via|per|"
                           r"alongside|beside|next\s+to|over|through|without|against|toward|towards|upon|behind|outside|beyond)\s+", re.I)
 _CODE_NAME = re.compile(r"`([^`]+)`|\b([A-Za-z][a-z0-9]+[A-Z]\w*)\b")
+_ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{2,}\b")
+#: Upper-case words too common in a coding session to name one thing.
+_GENERIC_ACRONYMS = frozenset(
+    "API APIS CLI GUI PR PRS CI CD DB SQL URL URI HTTP HTTPS JSON YAML XML HTML CSS JS TS README TODO FIXME AI LLM "
+    "MVP SDK UTC ISO ENV DNS TCP UDP SSH TLS SSL CPU GPU RAM OS IO NOT NEVER DON'T DONT NO AND THE ALL ANY".split())
 _PRONOUNS = frozenset("it them this that these those anything everything something one".split())
 _FUNCTION_WORDS = _PRONOUNS | _MODIFIERS | frozenset("and or but to of all some my our your their its".split())
 
@@ -1116,7 +1125,15 @@ def _key(text: str, form: str) -> _Key:
         if content_words(first):
             s = first
     verb_word, rest, left = "", s, False
-    if m := _KEY_NEG_FRAME.match(s):  # after a negation frame comes the verb ...
+    if form == "restraint" and (m := _KEY_RESTRAINT.match(s)):
+        # "I'll check the diff and commit by myself": the action the user keeps is the last one before "myself"
+        action = re.split(r"\s+(?:and|then|&)\s+", m.group(1))[-1]
+        head = re.match(r"^\W*([\w'-]+)\s*(.*)$", action)
+        if head:
+            verb_word, rest = head.group(1), head.group(2)
+            if verb_word.lower() in ("do", "handle", "take"):  # a light verb: the thing says what
+                verb_word = ""
+    elif m := _KEY_NEG_FRAME.match(s):  # after a negation frame comes the verb ...
         head = re.match(r"^\W*([\w'-]+)\s*(.*)$", s[m.end():])
         nominal = re.search(r"(?:avoid|stop|quit|refrain\s+from|:)\s*$", m.group(0), re.I)  # ... or, after "avoid"/"X:", a noun
         if head and head.group(1).lower() not in _FUNCTION_WORDS and (not nominal or _is_gerund_or_action(head.group(1))):
@@ -1155,6 +1172,8 @@ def _key(text: str, form: str) -> _Key:
         else:
             thing, circumstances = _stems(circumstances), ""  # "don't destroy anything in staging": staging
     names = frozenset(w for m in _CODE_NAME.finditer(rest) for w in map(_content, _words_of(m.group(0))) if w) & thing
+    acronyms = frozenset(w for a in _ACRONYM.findall(obj) if a not in _GENERIC_ACRONYMS
+                         for w in map(_content, _words_of(a)) if w) & thing
     words = thing | _stems(circumstances) | ({verb} if verb else frozenset())
     if not thing and not circumstances.strip() and verb_stem:
         # no thing ("don't commit", "leave them alone"): only the verb itself, not its synonyms, says it
@@ -1164,7 +1183,7 @@ def _key(text: str, form: str) -> _Key:
     lowered = verb_word.lower()
     introducing = (not verb or verb == "add" or lowered in _INTRODUCING_VERBS
                    or (lowered.endswith("ing") and (lowered[:-3] in _INTRODUCING_VERBS or lowered[:-3] + "e" in _INTRODUCING_VERBS)))
-    return _Key(words, thing, verb, introducing, names)
+    return _Key(words, thing, verb, introducing, names, acronyms)
 
 
 def _strip_markers_keep_topic(s: str) -> str:
@@ -1368,6 +1387,8 @@ class ProhibitionMatcher:
                     or bool(undone and (not thing or s.near(key, undone, 4, 4, self.threshold))))
             if cued and said >= self.threshold * len(wanted):
                 return "carried"
+            if cued and key.verb is None and key.acronyms & s.bag:
+                return "carried"  # a verbless rule named short in a negated sentence: "Out of scope: NEON"
             if thing and (s.has(thing) >= self.threshold * len(thing) or key.names & s.bag):
                 # the verb said otherwise, next to the thing: "left untouched", "still in place", "no new ORM"
                 if s.stays and (key.verb in _KEEPING_CLASSES or form == "preserve") and s.near(

@@ -569,6 +569,15 @@ def test_someone_else_acting_on_the_thing_carries_a_rule_that_the_agent_must_not
     assert M.judge("Nothing left to do on the version number.", version) == "dropped"
 
 
+def test_doing_it_myself_keys_on_the_action_kept_and_a_short_acronym_carries_a_verbless_rule():
+    p = make_prohibition("I'll review the diff and tag the release myself.", form="restraint")
+    assert M.judge("Release left untagged for the user.", p) == "carried"
+    assert M.judge("Tagged v1.2.0 and pushed the tag.", p) == "dropped"
+    q = make_prohibition("no AVX512 code path")
+    assert M.judge("Out of scope: AVX512.", q) == "carried"
+    assert M.judge("Added the AVX512 code path.", q) == "dropped"
+
+
 # --------------------------------------------------------------------------- any text
 
 
