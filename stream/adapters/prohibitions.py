@@ -582,7 +582,7 @@ _MARKERS = re.compile(
     r"like|for now|this time|from now on|going forward|in general|generally|remember|reminder|q|question|fyi|"
     r"nice|perfect|lgtm|awesome|excellent|good|got\s+it|looks\s+good|sounds\s+good|"
     r"that'?s\s+(?:good|fine|great|ok(?:ay)?|right|perfect|nice|correct|better)|thats\s+(?:good|fine|great|ok|right|perfect|nice)|"
-    r"nit|nitpick|suggestion|oh|ah|anyway|anyways)\b[\s,.:!-]*",
+    r"nit|nitpick|suggestion|oh|ah|anyway|anyways|et(?=\s+(?:pas|ne|n'|jamais|surtout)\b)|y(?=\s+no\b))\b[\s,.:!-]*",
     re.IGNORECASE,
 )
 #: Pictographs and symbols before the first word ("🚫 don't rename it").
@@ -840,6 +840,61 @@ _NEG_REQUEST = re.compile(
 _TAG_QUESTION = re.compile(r"[,\s]+(?:ok(?:ay)?|right|yes|yeah|alright|got\s+it|understood|clear|deal|agreed)\s*\?+\s*$", re.I)
 
 
+#: Negative imperatives in two other languages developers mix into their English, as the English frame they say:
+#: Spanish "no toques X" (a tú / usted subjunctive), "nunca", "nada de X"; French "ne touche pas (à) X",
+#: "pas de X", "jamais de X", "évite de V". A closed list of the verbs coding agents are told not to do.
+_FOREIGN_VERBS = {
+    **dict.fromkeys("toques toque".split(), "touch"), "uses": "use", **dict.fromkeys("cambies cambie".split(), "change"),
+    **dict.fromkeys("modifiques modifique".split(), "modify"), **dict.fromkeys("borres borre".split(), "delete"),
+    **dict.fromkeys("elimines elimine quites".split(), "remove"), **dict.fromkeys("agregues agregue añadas añada".split(), "add"),
+    **dict.fromkeys("subas suba".split(), "push"), **dict.fromkeys("hagas haga".split(), "make"),
+    **dict.fromkeys("pongas ponga metas".split(), "put"), **dict.fromkeys("ejecutes ejecute corras corra".split(), "run"),
+    **dict.fromkeys("instales instale".split(), "install"), **dict.fromkeys("muevas mueva".split(), "move"),
+    **dict.fromkeys("rompas rompa".split(), "break"), **dict.fromkeys("edites edite".split(), "edit"),
+    **dict.fromkeys("renombres renombre".split(), "rename"), **dict.fromkeys("publiques publique".split(), "publish"),
+    **dict.fromkeys("despliegues despliegue".split(), "deploy"), **dict.fromkeys("actualices actualice".split(), "update"),
+    **dict.fromkeys("escribas reescribas".split(), "write"), **dict.fromkeys("commitees commitee".split(), "commit"),
+}
+_FRENCH_VERBS = {  # (tu / vous)
+    **dict.fromkeys("touche touchez".split(), "touch"), **dict.fromkeys("modifie modifiez".split(), "modify"),
+    **dict.fromkeys("change changez".split(), "change"), **dict.fromkeys("supprime supprimez efface effacez".split(), "delete"),
+    **dict.fromkeys("enlève enlevez retire retirez".split(), "remove"), **dict.fromkeys("ajoute ajoutez".split(), "add"),
+    **dict.fromkeys("pousse poussez push pushe pushez".split(), "push"), **dict.fromkeys("utilise utilisez".split(), "use"),
+    **dict.fromkeys("lance lancez exécute exécutez".split(), "run"), **dict.fromkeys("installe installez".split(), "install"),
+    **dict.fromkeys("renomme renommez".split(), "rename"), **dict.fromkeys("casse cassez".split(), "break"),
+    **dict.fromkeys("commit commite commitez".split(), "commit"), **dict.fromkeys("fais faites".split(), "make"),
+    **dict.fromkeys("mets mettez".split(), "put"), **dict.fromkeys("déploie déployez".split(), "deploy"),
+    **dict.fromkeys("merge mergez".split(), "merge"), **dict.fromkeys("réécris réécrivez écris écrivez".split(), "write"),
+    **dict.fromkeys("crée créez".split(), "create"), **dict.fromkeys("publie publiez".split(), "publish"),
+}
+_SPANISH_VERBS = _FOREIGN_VERBS
+_FOREIGN_VERBS = {**_SPANISH_VERBS, **_FRENCH_VERBS}
+_SPANISH_VERB = "|".join(sorted(map(re.escape, _SPANISH_VERBS), key=len, reverse=True))
+_FRENCH_VERB = "|".join(sorted(map(re.escape, _FRENCH_VERBS), key=len, reverse=True))
+_FOREIGN_FRAMES = (
+    (re.compile(rf"^no\s+(?:(?:me|te|le|lo|la|los|las|les|nos)\s+)?({_SPANISH_VERB})\b(?!\s+(?:of|for|in|left|remain))", re.I), "don't"),
+    (re.compile(rf"^nunca\s+(?:(?:me|te|le|lo|la|los|las|les|nos)\s+)?({_SPANISH_VERB})\b", re.I), "never"),
+    (re.compile(rf"^(?:ne\s+|n['’]\s*)(?:(?:le|la|les|l['’]|y|en|me|lui|leur)\s*)*({_FRENCH_VERB})\s+(?:pas|plus|rien)\b"
+                r"(?:\s+(?:à\s+la|à\s+l['’]|à|au|aux|a)\b)?", re.I), "don't"),
+    (re.compile(rf"^(?:ne\s+|n['’]\s*)(?:(?:le|la|les|l['’]|y|en|me|lui|leur)\s*)*({_FRENCH_VERB})\s+jamais\b"
+                r"(?:\s+(?:à\s+la|à\s+l['’]|à|au|aux|a)\b)?", re.I), "never"),
+)
+_FOREIGN_NO = re.compile(r"^(?:surtout\s+)?(?:pas|jamais)\s+(?:de\s+|d['’]\s*)|^nada\s+de\s+", re.I)
+_FOREIGN_AVOID = re.compile(r"^(?:évite[sz]?\s+(?:de\s+|d['’]\s*)|evita\s+)", re.I)
+
+
+def _english(clause: str) -> str:
+    """A Spanish or French negative frame at the start of ``clause`` said in English ("no toques X" -> "don't touch X")."""
+    for frame, neg in _FOREIGN_FRAMES:
+        m = frame.match(clause)
+        if m:
+            return f"{neg} {_FOREIGN_VERBS[m.group(1).lower()]} {clause[m.end():].lstrip()}".rstrip()
+    m = _FOREIGN_NO.match(clause) or _FOREIGN_AVOID.match(clause)
+    if m:
+        return f"{'no' if m.re is _FOREIGN_NO else 'avoid'} {clause[m.end():].lstrip()}".rstrip()
+    return clause
+
+
 #: "It's important not to V", "it is crucial that you don't V" (the importance frame is a marker elsewhere).
 _IMPORTANT_NOT = re.compile(
     r"^(?:\W*(?:ok(?:ay)?|and|also|so|but|oh|note|nb|please)\W+)*(?:it'?s|it\s+is|this\s+is)\s+(?:very\s+|really\s+|super\s+|extremely\s+)?"
@@ -914,7 +969,7 @@ def classify(unit: Unit, clause: str, parenthetical: bool, *, source: str) -> st
     if is_question(sent) and (_WH_QUESTION.match(_strip_markers(sent)) or _questioned(raw, sent)):
         # a question is judged per clause (the one that asks), but one opening with a wh-word asks about all of it
         return "explicit" if _NEG_REQUEST.match(_strip_markers(raw)) else None
-    c = _strip_markers(raw)
+    c = _english(_strip_markers(raw))
     if len(c) < 4 or _OPINION.match(c) or _POSSIBILITY.search(c):
         return None
     if unit.descriptive:  # plan sections that describe: only explicit imperatives
@@ -968,7 +1023,7 @@ def _no_np(c: str) -> str:
 
 def _is_directive(sentence: str) -> bool:
     """Does ``sentence`` (or a clause) tell the agent to do something, or not to?"""
-    c = _strip_markers(_plain(sentence).strip())
+    c = _english(_strip_markers(_plain(sentence).strip()))
     if not c or is_question(c) or _OPINION.match(c) or _POSSIBILITY.search(c):
         return False
     d = _LEADING_PHRASE.sub("", c)

@@ -626,6 +626,13 @@ def test_refusal_idioms_and_importance_frames_are_rules_and_their_descriptions_a
     assert found("No changes to the seed script were needed.") == []
 
 
+def test_a_spanish_or_french_negative_imperative_is_read_as_its_english_frame():
+    assert found("no borres los tests por favor") == ["no borres los tests por favor"]
+    assert found("Refactor the driver. pas de unwrap in the driver.") == ["pas de unwrap in the driver"]
+    assert found("ne touche pas au Makefile") == ["ne touche pas au Makefile"]
+    assert found("There are no uses of the helper left.") == []  # English "no uses"
+
+
 def test_doing_it_myself_keys_on_the_action_kept_and_a_short_acronym_carries_a_verbless_rule():
     p = make_prohibition("I'll review the diff and tag the release myself.", form="restraint")
     assert M.judge("Release left untagged for the user.", p) == "carried"
