@@ -20,7 +20,9 @@ scores the ``negative_constraint_dropped`` alerts against the hand-made labels:
 
 Prints precision / recall per source and overall, the confusion table, every false
 alarm and every miss with its text, and what the extractor found (gold prohibitions
-read, and what else it read) — so anyone can see where the extractor stands. Exit 0
+read, and what else it read) — so anyone can see where the extractor stands. Also the
+*natural negatives*: the user's words after each log's last compaction are in no label,
+so every prohibition read there is listed to be checked by eye. Exit 0
 (also when DIR does not exist: a clear message, nothing measured); 2 on bad options.
 """
 
@@ -100,6 +102,7 @@ class Case:
     constraints: dict[str, dict[str, Any]] = field(default_factory=dict)  # our id -> wire object (first seen)
     predicted: list[set[str]] = field(default_factory=list)  # per compaction: our ids alerted
     mapping: dict[str, str | None] = field(default_factory=dict)  # our id -> gold pid or None
+    after_last: list[tuple[int, list[str]]] = field(default_factory=list)  # (line / event, texts read) after the last compaction
 
     @property
     def name(self) -> str:
@@ -155,6 +158,23 @@ def summary_nodes(label: dict[str, Any], root: Path) -> list[str]:
     return out
 
 
+class _Recording:
+    """A matcher that remembers every text the adapters hand to the extractor: (source, origin, what it read)."""
+
+    def __init__(self, matcher: ProhibitionMatcher) -> None:
+        self._matcher = matcher
+        self.calls: list[tuple[str, tuple[str, int] | None, list[str]]] = []
+
+    def prohibitions(self, text: str | None, *, source: str = "user", origin: tuple[str, int] | None = None) -> list[Any]:
+        found = self._matcher.prohibitions(text, source=source, origin=origin)
+        if text and text.strip():
+            self.calls.append((source, origin, [p.text for p in found]))
+        return found
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._matcher, name)
+
+
 def run_case(label: dict[str, Any], root: Path, matcher: ProhibitionMatcher) -> Case:
     source = SOURCES[label["format"]]
     gold = {
@@ -164,8 +184,13 @@ def run_case(label: dict[str, Any], root: Path, matcher: ProhibitionMatcher) -> 
     }
     case = Case(label, source, summary_nodes(label, root), gold)
     path = root / label["file"]
-    reader = ClaudeCodeTranscript(path, matcher) if source == "claude-code" else OpenHandsConversation(path, matcher)
+    recording = _Recording(matcher)
+    reader = (ClaudeCodeTranscript(path, recording) if source == "claude-code"  # type: ignore[arg-type]
+              else OpenHandsConversation(path, recording))  # type: ignore[arg-type]
     events = reader.poll(final=True)
+    last = max((int(c.get("summary_line") or 0) for c in label["compactions"]), default=0)
+    case.after_last = [(origin[1], found) for src, origin, found in recording.calls
+                       if src in ("user", "plan") and origin is not None and origin[1] > last]
     rp = Replayer()
     node_index = {n: i for i, n in enumerate(case.summaries)}
     root_view: list[str] = []
@@ -405,6 +430,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nextraction: read but not gold ({len(extra)}; harmless while every summary carries them):")
         for line in extra:
             print(f"  {line}")
+        texts = [(c.name, line, found) for c in cases for line, found in c.after_last]
+        read = [(name, line, t) for name, line, found in texts for t in found]
+        print(f"\nnatural negatives (the user's words after each log's last compaction, in no label): {len(texts)} texts, "
+              f"{len(read)} read as prohibitions (each should be a real one):")
+        for name, line, t in read:
+            print(f"  {name[:8]} line {line}: \"{t}\"")
         print("\nextraction by form (gold prohibitions issued before a compaction; the form is the label's for the"
               " first two columns, ours for the last two):")
         print(f"  {'form':<12} {'labelled':>8} {'read':>5} {'ours: gold':>11} {'ours: other':>12}")

@@ -190,6 +190,7 @@ class Unit:
     imperative_list: bool = False  # an item of a list of instructions
     negated_item: str = ""  # first sentence of an item of a list of things not to do: the list's lead ("Out of scope")
     sentence: str = ""  # the whole sentence it was cut from
+    before: tuple[str, ...] = ()  # the sentences before it in its line / paragraph (typed words, not a plan's description)
 
 
 def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, bool, bool, int]]:
@@ -211,7 +212,7 @@ def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, 
         text = re.sub(r"^\s*Implement the following plan:\s*", "", text)
     in_fence = False
     section, descriptive = "", False
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    lines = _negated_columns(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
     buf: list[str] = []  # a paragraph of hard-wrapped lines
     buf_item = False
     quoting = False
@@ -285,6 +286,45 @@ def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, 
         buf = [_LIST_ITEM.sub("", line).strip() if is_item else stripped]
         buf_item = is_item
     yield from flush()
+
+
+_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
+#: A table column of things not to do, by its header ("Don't", "Avoid", "❌ Never").
+_NEGATED_HEADER = re.compile(r"^(?:don'?ts?|do\s+not|never|avoid|must\s+not|won'?t(?:\s+do)?|not\s+allowed|forbidden|"
+                             r"prohibited|off[- ]limits|no[- ]go|not\s+ok(?:ay)?)$", re.I)
+
+
+def _cells(row: str) -> list[str]:
+    return [c.strip() for c in row.strip().strip("|").split("|")]
+
+
+def _negated_columns(lines: list[str]) -> list[str]:
+    """``lines`` with each markdown table that has a column of things not to do (a typed "| Do | Don't |" table)
+    replaced by that column as a list under its header ("Don't:" then "- cell"); other tables stay (read as pasted)."""
+    out: list[str] = []
+    i, in_fence = 0, False
+    while i < len(lines):
+        line = lines[i]
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        if in_fence or not _TABLE_ROW.match(line) or i + 1 >= len(lines) or not _TABLE_RULE.match(lines[i + 1]):
+            out.append(line)
+            i += 1
+            continue
+        header = [_LEADING_SYMBOLS.sub("", _plain(c)).strip(" *_:") for c in _cells(line)]
+        j = i + 2
+        while j < len(lines) and _TABLE_ROW.match(lines[j]):
+            j += 1
+        negated = [k for k, h in enumerate(header) if _NEGATED_HEADER.match(h)]
+        if not negated:
+            out.extend(lines[i:j])
+        for k in negated:
+            out += ["", f"{header[k]}:"]
+            out += [f"- {cells[k]}" for cells in map(_cells, lines[i + 2 : j]) if k < len(cells) and cells[k].strip(" -")]
+            out.append("")
+        i = j
+    return out
 
 
 def _looks_like_code(line: str) -> bool:
@@ -374,9 +414,17 @@ _DETERMINER = r"(?:the|a|an|any|this|that|these|those|my|our|your|its|their|anyt
 _PAREN = re.compile(r"\(([^()]{3,200})\)")
 _SUBJECT_PRONOUN = r"(?:i|we|you|they|he|she|it|there|that|this)(?:'(?:ll|d|m|re|ve|s)|s)?"
 _FINITE = (r"(?:is|are|was|were|isn'?t|aren'?t|wasn'?t|weren'?t|do|does|did|don'?t|doesn'?t|didn'?t|has|have|had|"
-           r"will|won'?t|would|can|can'?t|could|should|must|needs?|still|already|never|always|only|also|just)")
+           r"will|won'?t|would|can|can'?t|could|should|shall|must|needs?|still|already|never|always|only|also|just)")
+#: A purpose clause that says what the result must not do: "so (that) it doesn't / we don't / nothing can ...".
+_PURPOSE_SUBJECT = r"(?:it|we|you|this|that|they|nothing|no\s+one|nobody|the\s+[\w`.-]+(?:\s+[\w`.-]+)?)"
+_PURPOSE_NEG = r"(?:doesn'?t|does\s+not|don'?t|do\s+not|won'?t|will\s+not|never|can'?t|cannot|can\s+not|isn'?t|aren'?t|is\s+not|are\s+not|gets?\s+no)"
+_PURPOSE_NOT = re.compile(rf"^so\s+(?:that\s+)?{_PURPOSE_SUBJECT}\s+{_PURPOSE_NEG}\s+(?:ever\s+)?"
+                          r"(?!need\b|have\s+to\b|matter\b|work\b|fail\b|crash\b|happen\b|exist\b|know\b|see\b|notice\b|forget\b|miss\b|"
+                          r"(?:break|mess\s+up|screw\s+up)\s+(?:things|anything|stuff|everything|it|something)\b)[a-z]",
+                          re.IGNORECASE)
 _CLAUSE_SPLIT = re.compile(
-    r"\s*(?:;|\s[—–]\s|\s-\s|:\s+|,\s*but\s+|\s+but\s+(?=(?:also\s+)?(?:don'?t|do not|never|not|no|let'?s|please|we|you|i|it|just)\b)|"
+    r"\s*(?:;|\s[—–]\s|\s--?\s|:\s+|,\s*but\s+|\s+but\s+(?=(?:also\s+)?(?:don'?t|do not|never|not|no|let'?s|please|we|you|i|it|just)\b)|"
+    r",?\s+(?=so\s+(?:that\s+)?" + _PURPOSE_SUBJECT + r"\s+" + _PURPOSE_NEG + r"\s)|"
     r",\s*(?:and|so|then|or)\s+|,\s+(?=(?:let'?s|please|pls|kindly|don'?t|dont|do\s+not|never|avoid|just|but|so|and|also|then|no|"
     r"defer|keep|leave|stop|skip)\s)|"
     # a comma before a new subject ("..., they come from the build") or a new imperative ("..., use Y")
@@ -517,9 +565,10 @@ def units(text: str, *, source: str = "user") -> Iterator[tuple[Unit, list[tuple
         m = (_NEGATED_LEAD.search(lead) or _NEGATED_SECTION.match(section)) if item else None
         negation = _plain(m.group(1)).strip().capitalize() if m else ""
         for line, section, descriptive, item, _ in group:
-            for k, s in enumerate(sentences(line)):
+            said = sentences(line)
+            for k, s in enumerate(said):
                 yield (Unit(s, section, descriptive, item, decisions=decisions, imperative_list=imperative,
-                            negated_item=negation if k == 0 else "", sentence=s), clauses(s))
+                            negated_item=negation if k == 0 else "", sentence=s, before=tuple(said[:k])), clauses(s))
         i = j + 1
 
 
@@ -528,12 +577,12 @@ def units(text: str, *, source: str = "user") -> Iterator[tuple[Unit, list[tuple
 
 _MARKERS = re.compile(
     r"^(?:ok(?:ay)?|yes|yeah|yep|yup|sure|right|fine|great|cool|alright|hmm+|hm+|ah+|oh+|so|and|but|also|then|"
-    r"just|please|pls|plz|kindly|actually|well|again|now|first|finally|btw|plus|lol|haha|sorry|thanks|thank you|"
+    r"just|(?:pretty\s+)?please|pls|plz|kindly|actually|well|again|now|first|finally|btw|plus|lol|haha|sorry|thanks|thank you|"
     r"intentional|intentionally|(?:it\s+|this\s+)?(?:is\s+)?(?:very\s+)?important|note|nb|again|instead|otherwise|however|and also|but also|"
     r"like|for now|this time|from now on|going forward|in general|generally|remember|reminder|q|question|fyi|"
     r"nice|perfect|lgtm|awesome|excellent|good|got\s+it|looks\s+good|sounds\s+good|"
     r"that'?s\s+(?:good|fine|great|ok(?:ay)?|right|perfect|nice|correct|better)|thats\s+(?:good|fine|great|ok|right|perfect|nice)|"
-    r"nit|nitpick|suggestion|oh|ah|anyway|anyways)\b[\s,.:!-]*",
+    r"nit|nitpick|suggestion|oh|ah|anyway|anyways|et(?=\s+(?:pas|ne|n'|jamais|surtout)\b)|y(?=\s+no\b))\b[\s,.:!-]*",
     re.IGNORECASE,
 )
 #: Pictographs and symbols before the first word ("🚫 don't rename it").
@@ -566,10 +615,11 @@ _NOT_BASE_FORM = (
     r"thought|heard|found|made|said|told|had|got|saw|did|was|were|is|are|has|does)"
 )
 _NEG_IMPERATIVE = re.compile(
-    rf"^(?:please\s+)?(?:(?:do\s+not|don'?t|dont|never|never\s+ever)\s+(?:ever\s+)?(?!{_NOT_FORBIDDING}\b|mind\b|{_NOT_BASE_FORM}\b)[a-z]"
+    rf"^(?:please\s+)?(?:(?:do\s+not|don'?t|dont)\s+you\s+(?:even\s+)?(?:dare|think\s+about)\s+[a-z]"
+    rf"|(?:do\s+not|don'?t|dont|never|never\s+ever)\s+(?:ever\s+)?(?!{_NOT_FORBIDDING}\b|mind\b|{_NOT_BASE_FORM}\b)[a-z]"
     rf"|(?:let'?s\s+)?(?:make\s+sure|ensure|be\s+sure)\s+(?:that\s+)?(?:you|we|it|nothing|they|the\s+\w+)?\s*(?:don'?t|do\s+not|never|doesn'?t|does\s+not|won'?t|will\s+not|isn'?t)\s+[a-z]"
     rf"|(?:let'?s\s+)?(?:make\s+sure|ensure|be\s+sure)\s+(?:that\s+)?(?:we|you|it|they|nothing|nobody)(?:'re|'s|\s+are|\s+is)\s+not\s+\w+ing\b"
-    rf"|i(?:'?d|\s+would)?\s+(?:rather|prefer)\s+(?:that\s+)?(?:you|we|claude)\s+(?:didn'?t|did\s+not|don'?t|do\s+not|not|never)\s+[a-z]"
+    rf"|i(?:'?d|\s+would)?\s+(?:rather|prefer)\s+(?:(?:that|it\s+if|if)\s+)?(?:you|we|claude)\s+(?:didn'?t|did\s+not|don'?t|do\s+not|not|never)\s+[a-z]"
     rf"|i(?:'?d|\s+would)\s+(?:rather\s+not|prefer\s+not\s+to)\s+(?!{_NOT_FORBIDDING}\b)[a-z]"
     rf"|(?:it\s+would|it'?d)\s+be\s+(?:great|good|nice|best|better|ideal|preferable|wise|safer)\s+if\s+(?:we|you)\s+(?:could\s+|can\s+)?"
     rf"(?:avoid|not|didn'?t|did\s+not|don'?t|do\s+not|never|stopped|refrained\s+from)\s+[a-z]"
@@ -586,12 +636,23 @@ _NEG_IMPERATIVE = re.compile(
     rf"|(?:let'?s\s+)?(?:avoid|refrain\s+from)\s+[a-z_`*'\"]"
     rf"|(?:let'?s\s+)?(?:stop|quit|cease)\s+(?:\w+ing\b|it\b|that\b|this\b|now\b)"
     rf"|under\s+no\s+circumstances"
+    rf"|(?:at\s+no\s+(?:point|time)|in\s+no\s+case)\s+(?:should|must|shall|may|can|will|are|do)\s+(?:you|we|u|claude|the\s+(?:agent|assistant))\b"
     rf"|no\s+(?:more\s+)?(?!{_ING_NOT_GERUND}\b)[a-z]+(?:-[a-z]+)*ing\b"
     rf"|leave\s+.{{1,60}}\s+(?:alone|as[- ]is|as\s+(?:it|they)\s+(?:is|are|was|were|stands?)|untouched|unchanged|intact|in\s+place|"
     rf"the\s+way\s+(?:it|they)\s+(?:is|are)|where\s+(?:it|they)\s+(?:is|are))\b"
     rf"|(?:you|we|u)\s+(?:must|should|shall|may)\s+(?:not|never)\s+(?!need|have\s+to)[a-z]"
     rf"|(?:you|we)\s+(?:mustn'?t|shouldn'?t|shan'?t)\s+(?!need|have\s+to)[a-z]"
-    rf"|(?:you|we)\s+(?:are|'re)\s+not\s+(?:allowed|permitted|supposed)\s+to"
+    rf"|(?:you|we)(?:\s+are|'re)\s+not\s+(?:allowed|permitted|supposed)\s+to"
+    # "I don't want the tests changed", "I need you to not touch X", "make no changes to X", "stay away from X"
+    rf"|i\s+(?:don'?t|do\s+not)\s+want\s+(?:the|any|my|our|this|that|these|those|`)[^,;]{{0,50}}?\s+(?:touched|changed|modified|"
+    rf"edited|deleted|removed|renamed|moved|committed|pushed|merged|rewritten|reformatted|bumped|updated|altered|overwritten)\b"
+    rf"|i\s+(?:need|want|would\s+like|'d\s+like)\s+(?:you|claude)\s+to\s+(?:not|never)\s+[a-z]"
+    rf"|make\s+no\s+(?:changes|edits|modifications|commits)\b"
+    rf"|(?:stay|keep)\s+(?:away\s+from|out\s+of)\s+[\w`.'/-]"
+    rf"|treat\s+.{{1,60}}?\s+as\s+(?:read[- ]only|off[- ]limits|frozen|immutable)\b"
+    rf"|(?:let'?s\s+)?(?:make\s+sure|ensure|be\s+sure)\s+(?:that\s+)?(?:the|our|my|this|that|these|those|`)[^,;]{{0,50}}?\s+"
+    rf"(?:(?:is|are)\s+(?:not|never)|isn'?t|aren'?t)\s+(?:touched|changed|modified|edited|deleted|removed|renamed|committed|pushed|"
+    rf"overwritten|altered|broken)\b"
     rf"|(?:you|we)\s+(?:can'?t|cannot|can\s+not)\s+(?:ever\s+)?(?:touch|change|modify|edit|delete|remove|push|commit|merge|use|add|run)\b"
     # "not (to) V" after a frame that asks for it: "(please) not modify X", "it'd be best not to run X", "try not to"
     rf"|(?:(?:it'?d|it\s+would|it'?s|it\s+is)\s+(?:be\s+)?(?:best|better|wiser|safer|preferable)\s+|(?:make|be)\s+sure\s+|"
@@ -599,6 +660,8 @@ _NEG_IMPERATIVE = re.compile(
     rf"prefer\s+)not\s+(?:to\s+(?:ever\s+)?(?!{_NOT_FORBIDDING}\b)[a-z]|(?:ever\s+)?(?:{_ACTION})\b)"
     # "no apply" (terse); not "no V the X": "no revert those changes" is "no, revert them" as often as "don't"
     rf"|no\s+(?:{_BARE_ACTION})(?:\s+(?:yet|for\s+now|today|please|pls|thanks))?\s*[.!]*$"
+    # ... but "no V the X, only Y" is a restriction ("no deploy the app to prod, only to staging")
+    rf"|no\s+(?:{_ACTION})\s+(?:the|a|an|any|this|that|these|those|it|them)\b[^,;]{{1,80}},\s*only\b"
     # modal negation: "we won't V", "X must not / must never V" (any subject)
     rf"|(?:we|you)\s+(?:won'?t|will\s+not|will\s+never)\s+(?!{_NOT_FORBIDDING}\b|be\s+able|get|find|notice|lose|"
     rf"break|hit|miss|regret|be\s+(?:here|there|around|back|available))[a-z]"
@@ -615,7 +678,7 @@ _MODAL_NEGATION = re.compile(
 #: "It should not be cleared by X", "this must never be exposed" (a requirement on a thing).
 _REQUIREMENT = re.compile(
     r"^(?:it|this|that|they|these|those|the\s+[\w`.*-]+(?:\s+[\w`.*-]+){0,3}|`[^`]+`(?:\s+\w+)?)\s+"
-    r"(?:must|should|shall)\s+(?:not|never)\s+(?:be|get|ever\s+be)\s+\w+(?:ed|en|wn|ne|t)\b",
+    r"(?:must|should|shall|(?:is|are)(?=\s+(?:not|never)\s+to\b))\s+(?:not|never)\s+(?:to\s+)?(?:be|get|ever\s+be)\s+\w+(?:ed|en|wn|ne|t)\b",
     re.IGNORECASE,
 )
 #: "Nothing in vendor/ should be edited", "no file under X may be changed".
@@ -626,9 +689,12 @@ _NOTHING_SHOULD = re.compile(
 )
 #: "the public API must stay the same": a thing to keep as it is.
 _MUST_STAY = re.compile(
-    r"^(?:the|this|that|these|those|our|its|their|all|every|`)[^,;]{0,60}?\s+(?:must|should|has\s+to|have\s+to|needs?\s+to)\s+"
-    r"(?:stay|remain|be\s+kept|keep\s+working)(?:\s+(?:the\s+same|unchanged|as[- ]is|intact|stable|untouched|where\s+(?:it|they)\s+(?:is|are)|"
-    r"backwards?[- ]compatible|compatible|in\s+place|working))?\s*[.!]*$",
+    r"^(?:the|this|that|these|those|our|its|their|all|every|`)[^,;]{0,60}?\s+(?:must|should|shall|has\s+to|have\s+to|needs?\s+to|is\s+to|are\s+to)\s+"
+    r"(?:stay|remain|be\s+kept|be\s+left|keep\s+working)(?:\s+(?:the\s+same|unchanged|as[- ]is|intact|stable|untouched|where\s+(?:it|they)\s+(?:is|are)|"
+    r"backwards?[- ]compatible|compatible|in\s+place|working))?\s*(?:,\s*\S.*)?[.!]*$"
+    # "make sure the schema stays untouched" (without "make sure", "X stays the same" is as often a description)
+    r"|^(?:make\s+sure|ensure)\s+(?:that\s+)?(?:the|this|that|these|those|our|its|their|all|every|`)[^,;]{0,60}?\s+(?:stays?|remains?|keeps?\s+working)"
+    r"(?:\s+(?:the\s+same|unchanged|as[- ]is|intact|stable|untouched|backwards?[- ]compatible|compatible|in\s+place|working))?\s*(?:,\s*\S.*)?[.!]*$",
     re.IGNORECASE,
 )
 #: "Changing the save format is forbidden", "the billing module is off-limits": a rule stated about the act or thing.
@@ -658,7 +724,7 @@ _NO_NP_DIRECTIVE = re.compile(
 #: "please not modify X" (non-native): a "not V" asked for.
 _POLITE_NOT = re.compile(rf"^(?:\W*(?:ok(?:ay)?|and|also|so|but|oh)\W+)*(?:please|pls|plz|kindly)\W+not\s+(?:to\s+)?(?:{_ACTION})\b", re.I)
 #: "pls no prints": a "no X" asked for.
-_POLITE_NO = re.compile(r"^(?:\W*(?:ok(?:ay)?|and|also|so|but|oh)\W+)*(?:please|pls|plz|kindly)\W+no\s", re.I)
+_POLITE_NO = re.compile(r"^(?:\W*(?:ok(?:ay)?|and|also|so|but|oh)\W+)*(?:pretty\s+)?(?:please|pls|plz|kindly)\W+no\s", re.I)
 _NO_NP_BAD_TAIL = re.compile(
     r"\b(?:needed|required|necessary|found|available|provided|yet|left|present|exists?|happens?|fires?|is|are|was|were|"
     r"has|have|had|does|did|will|would|can|could|should|gets?|returns?|matches|means|works?)\b|→|->|=>",
@@ -684,7 +750,7 @@ _DEFER = re.compile(
     r"(?:later|now|another|a\s+(?:later|follow|separate|future)|the\s+next|next|phase|v\d)"
     r"|^(?:let'?s\s+)?(?:do|handle|tackle|address)\s+(?:it|that|this|those|them)\s+later\b"
     r"|^not\s+(?:in|for)\s+(?:this|the\s+current)\s+(?:pr|change|release|branch|ticket|iteration|sprint|phase|round|pass)\b"
-    r"|^let'?s\s+not\s+bother\s+with\s+.{1,60}?\s+(?:for\s+now|yet|right\s+now|until|till|before)\b"
+    r"|^(?:let'?s\s+not|don'?t|do\s+not)\s+bother\s+with\s+.{1,60}?\s+(?:for\s+now|yet|right\s+now|until|till|before)\b"
     r"|^(?:let'?s\s+|please\s+)?(?:skip|leave\s+out|hold\s+off\s+on)\s+.{1,60}?\s+(?:for\s+now|for\s+later|until\s+later|"
     r"for\s+this\s+(?:pr|change|release|round|pass|iteration)|in\s+this\s+(?:pr|change|release|round|pass|iteration)|this\s+time)\b"
     r"|\bdefer(?:red)?\s+(?:to|until)\s+(?:phase|v\d|later|the\s+next|a\s+later|a\s+follow)",
@@ -756,7 +822,7 @@ _QUESTION_START = re.compile(
     r"^(?:why|how|what|which|who|whom|whose|where|any\s+reason|is\s+there|are\s+there)\b|"
     r"^(?:is|are|was|were|do|does|did|can|could|would|will|shall|should|has|have|had|isn'?t|aren'?t|don'?t|doesn'?t|"
     r"didn'?t|shouldn'?t|couldn'?t|wouldn'?t|won'?t|can'?t)\s+(?:we|you|i|it|this|that|these|those|there|they|he|she|"
-    r"the|a|an|any|our|your|my|its|claude|anyone|someone)\b",
+    r"the|a|an|any|our|your|my|its|claude|anyone|someone)\b(?!\s+(?:even\s+)?(?:dare|think\s+about)\b)",
     re.IGNORECASE,
 )
 _WH_QUESTION = re.compile(r"^(?:why|how|what|which|who|whom|whose|where|any\s+reason)\b", re.IGNORECASE)
@@ -772,6 +838,79 @@ _NEG_REQUEST = re.compile(
 )
 #: A tag that asks for agreement, not a question of its own: "..., ok?", "..., right?".
 _TAG_QUESTION = re.compile(r"[,\s]+(?:ok(?:ay)?|right|yes|yeah|alright|got\s+it|understood|clear|deal|agreed)\s*\?+\s*$", re.I)
+
+
+#: Negative imperatives in two other languages developers mix into their English, as the English frame they say:
+#: Spanish "no toques X" (a tú / usted subjunctive), "nunca", "nada de X"; French "ne touche pas (à) X",
+#: "pas de X", "jamais de X", "évite de V". A closed list of the verbs coding agents are told not to do.
+_FOREIGN_VERBS = {
+    **dict.fromkeys("toques toque".split(), "touch"), "uses": "use", **dict.fromkeys("cambies cambie".split(), "change"),
+    **dict.fromkeys("modifiques modifique".split(), "modify"), **dict.fromkeys("borres borre".split(), "delete"),
+    **dict.fromkeys("elimines elimine quites".split(), "remove"), **dict.fromkeys("agregues agregue añadas añada".split(), "add"),
+    **dict.fromkeys("subas suba".split(), "push"), **dict.fromkeys("hagas haga".split(), "make"),
+    **dict.fromkeys("pongas ponga metas".split(), "put"), **dict.fromkeys("ejecutes ejecute corras corra".split(), "run"),
+    **dict.fromkeys("instales instale".split(), "install"), **dict.fromkeys("muevas mueva".split(), "move"),
+    **dict.fromkeys("rompas rompa".split(), "break"), **dict.fromkeys("edites edite".split(), "edit"),
+    **dict.fromkeys("renombres renombre".split(), "rename"), **dict.fromkeys("publiques publique".split(), "publish"),
+    **dict.fromkeys("despliegues despliegue".split(), "deploy"), **dict.fromkeys("actualices actualice".split(), "update"),
+    **dict.fromkeys("escribas reescribas".split(), "write"), **dict.fromkeys("commitees commitee".split(), "commit"),
+}
+_FRENCH_VERBS = {  # (tu / vous)
+    **dict.fromkeys("touche touchez".split(), "touch"), **dict.fromkeys("modifie modifiez".split(), "modify"),
+    **dict.fromkeys("change changez".split(), "change"), **dict.fromkeys("supprime supprimez efface effacez".split(), "delete"),
+    **dict.fromkeys("enlève enlevez retire retirez".split(), "remove"), **dict.fromkeys("ajoute ajoutez".split(), "add"),
+    **dict.fromkeys("pousse poussez push pushe pushez".split(), "push"), **dict.fromkeys("utilise utilisez".split(), "use"),
+    **dict.fromkeys("lance lancez exécute exécutez".split(), "run"), **dict.fromkeys("installe installez".split(), "install"),
+    **dict.fromkeys("renomme renommez".split(), "rename"), **dict.fromkeys("casse cassez".split(), "break"),
+    **dict.fromkeys("commit commite commitez".split(), "commit"), **dict.fromkeys("fais faites".split(), "make"),
+    **dict.fromkeys("mets mettez".split(), "put"), **dict.fromkeys("déploie déployez".split(), "deploy"),
+    **dict.fromkeys("merge mergez".split(), "merge"), **dict.fromkeys("réécris réécrivez écris écrivez".split(), "write"),
+    **dict.fromkeys("crée créez".split(), "create"), **dict.fromkeys("publie publiez".split(), "publish"),
+}
+_SPANISH_VERBS = _FOREIGN_VERBS
+_FOREIGN_VERBS = {**_SPANISH_VERBS, **_FRENCH_VERBS}
+_SPANISH_VERB = "|".join(sorted(map(re.escape, _SPANISH_VERBS), key=len, reverse=True))
+_FRENCH_VERB = "|".join(sorted(map(re.escape, _FRENCH_VERBS), key=len, reverse=True))
+_FOREIGN_FRAMES = (
+    (re.compile(rf"^no\s+(?:(?:me|te|le|lo|la|los|las|les|nos)\s+)?({_SPANISH_VERB})\b(?!\s+(?:of|for|in|left|remain))", re.I), "don't"),
+    (re.compile(rf"^nunca\s+(?:(?:me|te|le|lo|la|los|las|les|nos)\s+)?({_SPANISH_VERB})\b", re.I), "never"),
+    (re.compile(rf"^(?:ne\s+|n['’]\s*)(?:(?:le|la|les|l['’]|y|en|me|lui|leur)\s*)*({_FRENCH_VERB})\s+(?:pas|plus|rien)\b"
+                r"(?:\s+(?:à\s+la|à\s+l['’]|à|au|aux|a)\b)?", re.I), "don't"),
+    (re.compile(rf"^(?:ne\s+|n['’]\s*)(?:(?:le|la|les|l['’]|y|en|me|lui|leur)\s*)*({_FRENCH_VERB})\s+jamais\b"
+                r"(?:\s+(?:à\s+la|à\s+l['’]|à|au|aux|a)\b)?", re.I), "never"),
+)
+_FOREIGN_NO = re.compile(r"^(?:surtout\s+)?(?:pas|jamais)\s+(?:de\s+|d['’]\s*)|^nada\s+de\s+", re.I)
+_FOREIGN_AVOID = re.compile(r"^(?:évite[sz]?\s+(?:de\s+|d['’]\s*)|evita\s+)", re.I)
+
+
+def _english(clause: str) -> str:
+    """A Spanish or French negative frame at the start of ``clause`` said in English ("no toques X" -> "don't touch X")."""
+    for frame, neg in _FOREIGN_FRAMES:
+        m = frame.match(clause)
+        if m:
+            return f"{neg} {_FOREIGN_VERBS[m.group(1).lower()]} {clause[m.end():].lstrip()}".rstrip()
+    m = _FOREIGN_NO.match(clause) or _FOREIGN_AVOID.match(clause)
+    if m:
+        return f"{'no' if m.re is _FOREIGN_NO else 'avoid'} {clause[m.end():].lstrip()}".rstrip()
+    return clause
+
+
+#: "It's important not to V", "it is crucial that you don't V" (the importance frame is a marker elsewhere).
+_IMPORTANT_NOT = re.compile(
+    r"^(?:\W*(?:ok(?:ay)?|and|also|so|but|oh|note|nb|please)\W+)*(?:it'?s|it\s+is|this\s+is)\s+(?:very\s+|really\s+|super\s+|extremely\s+)?"
+    r"(?:important|crucial|essential|critical|vital)\s+(?:that\s+(?:you|we|claude)\s+(?:don'?t|do\s+not|never|not|must\s+not|"
+    r"mustn'?t|shouldn'?t|should\s+not)|(?:for\s+(?:you|us)\s+)?not\s+to|to\s+(?:not|never))\s+(?!forget|miss)[a-z]",
+    re.IGNORECASE,
+)
+
+
+#: The agent named in the third person: "the assistant shall not run DDL", "Claude is not to push".
+_ADDRESSEE_NOT = re.compile(
+    r"^(?:the\s+)?(?:assistant|agent|ai|model|bot|llm|claude(?:\s+code)?)\s+(?:(?:must|shall)\s+(?:not|never)|"
+    r"mustn'?t|shan'?t|(?:is|are)\s+(?:not|never)\s+(?:to|allowed\s+to|permitted\s+to|supposed\s+to))\s+"
+    r"(?:ever\s+)?(?!need\b|have\s+to\b|be\s+able\b|be\s+aware\b|know\b|see\b|notice\b|blame\b|be\s+blamed\b)[a-z]",
+    re.IGNORECASE,
+)
 
 
 def _strip_markers(clause: str) -> str:
@@ -830,20 +969,25 @@ def classify(unit: Unit, clause: str, parenthetical: bool, *, source: str) -> st
     if is_question(sent) and (_WH_QUESTION.match(_strip_markers(sent)) or _questioned(raw, sent)):
         # a question is judged per clause (the one that asks), but one opening with a wh-word asks about all of it
         return "explicit" if _NEG_REQUEST.match(_strip_markers(raw)) else None
-    c = _strip_markers(raw)
+    c = _english(_strip_markers(raw))
     if len(c) < 4 or _OPINION.match(c) or _POSSIBILITY.search(c):
         return None
     if unit.descriptive:  # plan sections that describe: only explicit imperatives
         return "explicit" if _NEG_IMPERATIVE.match(c) and not c.lower().startswith("no ") else None
-    if (_NEG_IMPERATIVE.match(c) or _MODAL_NEGATION.match(c) or _REQUIREMENT.match(c) or _NEEDS_NO.match(c)
+    if (_NEG_IMPERATIVE.match(c) or _ADDRESSEE_NOT.match(c) or _IMPORTANT_NOT.match(raw) or _MODAL_NEGATION.match(c) or _REQUIREMENT.match(c) or _NEEDS_NO.match(c)
             or _POLITE_NOT.match(raw)
             or _NOTHING_SHOULD.match(c) or _FORBIDDEN.match(c) or _FRONTED_PLEASE_NOT.match(c) or re.match(r"^(?:out\s+of\s+scope(?:\s+for\s+now)?|non-goals?)\s*:\s*\S", c, re.I)):
         return "explicit"
-    if _NO_NP.match(c) and not _NO_NP_BAD_TAIL.search(c) and (
-            not re.match(r"no\s+more\b", c, re.I) or _NO_NP_DIRECTIVE.search(c)):  # "no more X": a result, unless said as an order
-        # "no X" is a decision only inside a decision list, a parenthetical, or a plan's list item.
+    if _PURPOSE_NOT.match(raw) and source in ("user", "plan") and _purpose_of_directive(clause, sent):
+        return "explicit"  # "refactor X so that it doesn't touch the cache": the result must not
+    np = _no_np(c)
+    if np and (not re.match(r"no\s+more\b", np, re.I) or _NO_NP_DIRECTIVE.search(np)):  # "no more X": a result, unless an order
+        # "no X" is a decision only inside a decision list, a parenthetical, a plan's list item, said with force,
+        # or beside an instruction of the same message ("fix X. C89. no VLAs.", "skip Y for now; no changes to Z").
         if (unit.decisions or unit.imperative_list or (parenthetical and _directive_host(unit))
-                or _NO_NP_DIRECTIVE.search(c) or _POLITE_NO.match(raw) or _then_imperative(clause, unit.sentence)):
+                or ((_NO_NP_DIRECTIVE.search(np) or _POLITE_NO.match(raw)) and not _NO_RESULT.match(np))
+                or _then_imperative(clause, unit.sentence)
+                or (not parenthetical and _beside_directive(clause, unit, np, source))):
             return "explicit"
     if (_PRESERVE.match(c) and not _PRESERVE_BAD.search(c)) or _MUST_STAY.match(c):
         return "preserve"
@@ -852,6 +996,75 @@ def classify(unit: Unit, clause: str, parenthetical: bool, *, source: str) -> st
     if _RESTRAINT.search(c):
         return "restraint"
     return None
+
+
+_NO_NP_TRAILER = re.compile(r"\s*,\s*(?:obviously|of\s+course|please|pls|plz|thanks|thx|ok(?:ay)?|as\s+usual|as\s+always|again|"
+                            r"either|too|for\s+now|this\s+time|ever|thank\s+you)\s*[.!]*$", re.I)
+#: What a terse report says there is none of ("no errors", "no luck"): not something the agent could be told not to add.
+_NO_RESULT = re.compile(
+    r"^no\s+(?:(?:new|more|other|further|real|visible|obvious|such)\s+)?(?:errors?|warnings?|output|outputs|response|responses|results?|"
+    r"difference|differences|effect|effects|improvement|luck|success|dice|joy|issues?|problems?|crash(?:es)?|failures?|"
+    r"data|events?|match(?:es)?|hits?|reply|replies|progress|activity|signal|sound|logs?\s+(?:at\s+all|yet)|"
+    r"idea|clue|change(?:s)?(?!\s+(?:to|in|on)\s)|diff|movement|trace|traces|sign|signs|complaints?|regressions?|"
+    r"failing|reaction|feedback|news|update|updates|answer|time|one|longer|way|conflicts?|hurry|rush|worries|"
+    r"downtime|delay|lag|leaks?|panics?|exceptions?\s+(?:thrown|raised))\b", re.I)
+#: ... or where it finds none ("no Docker here", "no tests cover it though").
+_NO_REPORT_TAIL = re.compile(r"\b(?:here|there|anywhere|though|so\s+far|now|yet|today|either|at\s+the\s+moment)\s*[.!]*$", re.I)
+
+
+def _no_np(c: str) -> str:
+    """The "no X" noun phrase ``c`` is ("no orphan instances, hlint complains" -> "no orphan instances"), or ""."""
+    c = _NO_NP_TRAILER.sub("", c)
+    head = re.split(r"\s*,\s*", c, maxsplit=1)[0] if re.match(r"^no\s", c, re.I) else c
+    if _NO_NP.match(head) and not _NO_NP_BAD_TAIL.search(head):
+        return head
+    return ""
+
+
+def _is_directive(sentence: str) -> bool:
+    """Does ``sentence`` (or a clause) tell the agent to do something, or not to?"""
+    c = _english(_strip_markers(_plain(sentence).strip()))
+    if not c or is_question(c) or _OPINION.match(c) or _POSSIBILITY.search(c):
+        return False
+    d = _LEADING_PHRASE.sub("", c)
+    return bool(starts_imperative(d) or _DIRECTIVE.match(d) or _NEG_IMPERATIVE.match(c) or _MODAL_NEGATION.match(c)
+                or _ADDRESSEE_NOT.match(c) or _DEFER.search(c) or (_PRESERVE.match(c) and not _PRESERVE_BAD.search(c)))
+
+
+def _beside_directive(clause: str, unit: Unit, np: str, source: str) -> bool:
+    """Is the short "no X" ``np`` said beside an instruction: another clause of its sentence, or the last sentence
+    before it on its line that is more than a fragment ("fix the parser. C89. no VLAs.")? Not a report ("no errors")."""
+    if (source != "user" or unit.descriptive or unit.item or _NO_RESULT.match(np) or _NO_REPORT_TAIL.search(np)
+            or len(np.split()) > 6):
+        return False
+    others = [k for k, par in clauses(unit.sentence) if not par and _plain(k).strip() != _plain(clause).strip()]
+    if is_question(unit.sentence) or any(re.match(r"^\W*\d[\d.,]*%?\s+[a-z]", _plain(k)) for k in others):
+        return False  # a question, or a tally ("0 loose objects, 2 packs, no garbage")
+    if any(_is_directive(k) and not _LOOKING.match(_strip_markers(_plain(k).strip())) for k in others):
+        return True
+    for prev in reversed(unit.before):
+        n = len(re.findall(r"[A-Za-z]\w*", prev))
+        if n == 1 or (n == 2 and not _is_directive(prev)):
+            continue  # a fragment ("C89.", "Clean.") between the instruction and the "no X"
+        # not after "open the page" / "try it in X": what follows is what the user saw there ("No save button.")
+        return _is_directive(prev) and not is_question(prev) and not _LOOKING.match(_strip_markers(_plain(prev).strip()))
+    return False
+
+
+#: Instructions to go and look: the "no X" after one reports what is (not) there.
+_LOOKING = re.compile(r"^(?:look|see|check|open|visit|click|tap|navigate|go|browse|refresh|reload|try|view|inspect|compare|watch|"
+                      r"notice|load|launch|start|scroll|hover|log\s+in|sign\s+in|login)\b", re.I)
+
+
+def _purpose_of_directive(clause: str, sentence: str) -> bool:
+    """Is the purpose clause ``clause`` ("so that it doesn't V") the purpose of an instruction before it in its
+    sentence ("Wrap it in a flag so we don't break users"), not of a description ("It returns early so that ...")?"""
+    c, s = _plain(clause).strip(), _plain(sentence)
+    at = s.find(c)
+    if at <= 0 or is_question(s):
+        return False
+    host = _strip_markers(s[:at].strip(" ,;"))
+    return bool(host) and (starts_imperative(host) or bool(_DIRECTIVE.match(host)))
 
 
 def _then_imperative(clause: str, sentence: str) -> bool:
@@ -892,7 +1105,8 @@ def contrastive(unit: Unit) -> list[str]:
     m = _NOT_ING_BUT.match(core)
     if m:
         return [f"not {m.group(1)}"]
-    if (_DIRECTIVE.match(_LEADING_PHRASE.sub("", core)) or unit.decisions) and _CONTRAST.search(core):
+    lead = _LEADING_PHRASE.sub("", core)
+    if (_DIRECTIVE.match(lead) or starts_imperative(lead) or unit.decisions) and _CONTRAST.search(core):
         return [core]  # a directive "..., not Y", or any "X, not Y" item in a list of decisions / constraints
     for clause, par in clauses(unit.text):  # "..., use X not Y": the clause that draws it
         c = _strip_markers(_plain(clause).strip())
@@ -1045,6 +1259,7 @@ class _Key:
     verb: str | None  # the verb's class (or stem)
     introducing: bool  # a rule against adding / using the thing (or a verbless "no X")
     names: frozenset[str] = frozenset()  # code names in the thing (`` `LegacyAuth` ``, ``ProfileModal``): one suffices
+    acronyms: frozenset[str] = frozenset()  # upper-case names in the thing ("ARM NEON port"): a short name of it
 
 
 #: A negation frame: the word after it is the forbidden verb ("don't / never / avoid / let's not / we won't V").
@@ -1053,6 +1268,7 @@ _KEY_NEG_FRAME = re.compile(
     r"^(?:(?:(?:don'?ts?|do\s+not|never|avoid|must\s+not|non-goals?|out\s+of\s+scope|not\s+in\s+scope|won'?t\s+do|"
     r"will\s+not\s+do|not\s+doing|excluded)\s*:|(?:can|could|would|will)\s+(?:you|we)(?:\s+please)?|are\s+we\s+able\s+to|"
     r"is\s+it\s+possible\s+to|"
+    r"(?:do\s+not|don'?t|dont)\s+you\s+(?:even\s+)?(?:dare|think\s+about)|"
     r"do\s+not|don'?t|dont|never(?:\s+ever)?|let'?s\s+not|let\s+us\s+not|avoid|stop|quit|refrain\s+from|not|"
     r"(?:you|we|u)\s+(?:must|should|shall|may|will)\s+(?:not|never)|(?:you|we)\s+(?:mustn'?t|shouldn'?t|shan'?t|won'?t|can'?t|cannot)|"
     r"(?:you|we)\s+(?:are|'re)\s+not\s+(?:allowed|permitted|supposed)\s+to|"
@@ -1074,6 +1290,9 @@ _KEY_NEG_FRAME = re.compile(
     r")\s+(?:to\s+)?(?:ever\s+)?)+",
     re.IGNORECASE,
 )
+#: "I'll do X myself / manually": X is the action the user keeps.
+_KEY_RESTRAINT = re.compile(r"^(?:then\s+)?i(?:'?ll|\s+will|'m\s+going\s+to|\s+am\s+going\s+to|\s+wanna|\s+want\s+to|\s+gonna|'d\s+like\s+to|"
+                            r"\s+would\s+like\s+to|\s+prefer\s+to)\s+(.+?)\s+(?:by\s+)?(?:myself|manually|by\s+hand)\b", re.I)
 #: "leave X alone / as is / untouched": a rule not to change X.
 _KEY_LEAVE = re.compile(r"^leave\s+(.+?)\s+(?:alone|as[- ]is|as\s+(?:it|they)\s+(?:is|are|was|were|stands?)|untouched|unchanged|"
                         r"intact|in\s+place|the\s+way\s+(?:it|they)\s+(?:is|are)|where\s+(?:it|they)\s+(?:is|are))\b.*$", re.I)
@@ -1091,6 +1310,11 @@ _SUBORDINATE = re.compile(r"\s+(?:when|whenever|until|till|unless|because|since|
 _PREPOSITION = re.compile(r"\s+(?:in|on|at|for|from|to|into|onto|with|under|inside|within|across|by|during|via|per|"
                           r"alongside|beside|next\s+to|over|through|without|against|toward|towards|upon|behind|outside|beyond)\s+", re.I)
 _CODE_NAME = re.compile(r"`([^`]+)`|\b([A-Za-z][a-z0-9]+[A-Z]\w*)\b")
+_ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{2,}\b")
+#: Upper-case words too common in a coding session to name one thing.
+_GENERIC_ACRONYMS = frozenset(
+    "API APIS CLI GUI PR PRS CI CD DB SQL URL URI HTTP HTTPS JSON YAML XML HTML CSS JS TS README TODO FIXME AI LLM "
+    "MVP SDK UTC ISO ENV DNS TCP UDP SSH TLS SSL CPU GPU RAM OS IO NOT NEVER DON'T DONT NO AND THE ALL ANY".split())
 _PRONOUNS = frozenset("it them this that these those anything everything something one".split())
 _FUNCTION_WORDS = _PRONOUNS | _MODIFIERS | frozenset("and or but to of all some my our your their its".split())
 
@@ -1115,8 +1339,18 @@ def _key(text: str, form: str) -> _Key:
         first = re.split(r"\s*(?:,|;|\s[—–-]\s)\s*", s)[0]  # the rule, not its reason ("..., they come from the build")
         if content_words(first):
             s = first
+    if form == "explicit":  # a purpose clause "(so) that it doesn't V": the rule is "don't V"
+        s = re.sub(rf"^(?:so\s+)?(?:that\s+)?(?:it|we|you|this|they)\s+{_PURPOSE_NEG}\s+", "don't ", s, flags=re.I)
     verb_word, rest, left = "", s, False
-    if m := _KEY_NEG_FRAME.match(s):  # after a negation frame comes the verb ...
+    if form == "restraint" and (m := _KEY_RESTRAINT.match(s)):
+        # "I'll check the diff and commit by myself": the action the user keeps is the last one before "myself"
+        action = re.split(r"\s+(?:and|then|&)\s+", m.group(1))[-1]
+        head = re.match(r"^\W*([\w'-]+)\s*(.*)$", action)
+        if head:
+            verb_word, rest = head.group(1), head.group(2)
+            if verb_word.lower() in ("do", "handle", "take"):  # a light verb: the thing says what
+                verb_word = ""
+    elif m := _KEY_NEG_FRAME.match(s):  # after a negation frame comes the verb ...
         head = re.match(r"^\W*([\w'-]+)\s*(.*)$", s[m.end():])
         nominal = re.search(r"(?:avoid|stop|quit|refrain\s+from|:)\s*$", m.group(0), re.I)  # ... or, after "avoid"/"X:", a noun
         if head and head.group(1).lower() not in _FUNCTION_WORDS and (not nominal or _is_gerund_or_action(head.group(1))):
@@ -1155,6 +1389,8 @@ def _key(text: str, form: str) -> _Key:
         else:
             thing, circumstances = _stems(circumstances), ""  # "don't destroy anything in staging": staging
     names = frozenset(w for m in _CODE_NAME.finditer(rest) for w in map(_content, _words_of(m.group(0))) if w) & thing
+    acronyms = frozenset(w for a in _ACRONYM.findall(obj) if a not in _GENERIC_ACRONYMS
+                         for w in map(_content, _words_of(a)) if w) & thing
     words = thing | _stems(circumstances) | ({verb} if verb else frozenset())
     if not thing and not circumstances.strip() and verb_stem:
         # no thing ("don't commit", "leave them alone"): only the verb itself, not its synonyms, says it
@@ -1164,7 +1400,7 @@ def _key(text: str, form: str) -> _Key:
     lowered = verb_word.lower()
     introducing = (not verb or verb == "add" or lowered in _INTRODUCING_VERBS
                    or (lowered.endswith("ing") and (lowered[:-3] in _INTRODUCING_VERBS or lowered[:-3] + "e" in _INTRODUCING_VERBS)))
-    return _Key(words, thing, verb, introducing, names)
+    return _Key(words, thing, verb, introducing, names, acronyms)
 
 
 def _strip_markers_keep_topic(s: str) -> str:
@@ -1368,6 +1604,8 @@ class ProhibitionMatcher:
                     or bool(undone and (not thing or s.near(key, undone, 4, 4, self.threshold))))
             if cued and said >= self.threshold * len(wanted):
                 return "carried"
+            if cued and key.verb is None and key.acronyms & s.bag:
+                return "carried"  # a verbless rule named short in a negated sentence: "Out of scope: NEON"
             if thing and (s.has(thing) >= self.threshold * len(thing) or key.names & s.bag):
                 # the verb said otherwise, next to the thing: "left untouched", "still in place", "no new ORM"
                 if s.stays and (key.verb in _KEEPING_CLASSES or form == "preserve") and s.near(

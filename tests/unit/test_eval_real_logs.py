@@ -93,3 +93,16 @@ def test_a_sweep_prints_one_line_per_threshold(tmp_path, capsys):
     assert eval_real_logs.main([str(labelled_dir(tmp_path)), "--sweep", "0,1"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[:3] == ["threshold", "precision", "recall"] and len(lines) == 3
+
+
+def test_every_prohibition_read_after_the_last_compaction_is_listed_as_a_natural_negative(tmp_path, capsys):
+    root = labelled_dir(tmp_path)
+    log = root / "cc" / f"{SESSION}.jsonl"
+    last = json.loads(log.read_text().splitlines()[-1])
+    for k, words in enumerate(["The cart total is never negative.", "ok, and don't delete the price snapshots"]):
+        log.open("a").write(json.dumps({**last, "uuid": f"e-u{5 + k}", "parentUuid": last["uuid"],
+                                        "message": {"role": "user", "content": words}}) + "\n")
+    assert eval_real_logs.main([str(root)]) == 0
+    out = capsys.readouterr().out
+    assert "natural negatives (the user's words after each log's last compaction, in no label): 3 texts, 1 read" in out
+    assert f'  {SESSION[:8]} line 17: "don\'t delete the price snapshots"' in out

@@ -569,6 +569,79 @@ def test_someone_else_acting_on_the_thing_carries_a_rule_that_the_agent_must_not
     assert M.judge("Nothing left to do on the version number.", version) == "dropped"
 
 
+def test_the_dont_column_of_a_typed_table_is_a_list_of_things_not_to_do():
+    table = "| Do | Don't |\n|---|---|\n| run the linter | rewrite the changelog |\n| add a test | bump the SDK |"
+    assert found(table) == ["Don't: rewrite the changelog", "Don't: bump the SDK"]
+    assert found("| Method | What it does |\n|---|---|\n| `drop()` | never retries |") == []  # a table without one
+
+
+def test_shall_not_and_is_to_remain_are_rules_and_the_same_words_in_a_description_are_not():
+    assert found("You shall not regenerate the lockfile.") == ["You shall not regenerate the lockfile"]
+    assert found("The agent shall not open pull requests.") == ["The agent shall not open pull requests"]
+    assert forms("The wire format is to remain unchanged.") == [("preserve", "The wire format is to remain unchanged")]
+    assert found("The seed data is not to be edited.") == ["The seed data is not to be edited"]
+    assert found("The assistant is not to blame for the outage.") == []
+    assert found("The old endpoint is to be retired in May.") == []
+    assert found("You don't need to regenerate the lockfile.") == []
+
+
+def test_a_bare_no_x_beside_an_instruction_is_a_rule_but_a_report_or_what_was_seen_is_not():
+    assert found("Refactor the decoder. No unsafe blocks.") == ["No unsafe blocks"]
+    assert found("Refactor the decoder. No unsafe blocks. No new crates.") == ["No unsafe blocks", "No new crates"]
+    assert found("Refactor the decoder. Rust 2021. no macros.") == ["no macros"]  # past a fragment
+    assert found("No unsafe blocks.") == []  # alone it may answer a question
+    assert found("Rebuilt it. No warnings.") == []
+    assert found("Done. 0 failures, 3 skipped, no flaky retries.") == []  # a tally
+    assert found("Open the billing page. No export button.") == []  # what the user saw there
+
+
+def test_a_purpose_clause_of_an_instruction_says_what_the_result_must_not_do():
+    assert found("Refactor the importer so that it doesn't write to the shared bucket.") == [
+        "that it doesn't write to the shared bucket"]
+    assert found("Update the lockfile, so we don't pull a breaking minor.") == ["we don't pull a breaking minor"]
+    assert found("The importer batches rows so that it doesn't write to the bucket twice.") == []  # a description
+    assert found("Can you batch it so it doesn't time out?") == []  # a question
+    assert found("Add a cache so we don't need to refetch.") == []  # no necessity, no rule
+    assert found("Add a guard so we don't break anything.") == []  # a generic purpose, no rule
+    p = M.prohibitions("Refactor the importer so that it doesn't write to the shared bucket.")[0]
+    assert M.judge("The importer must not write to the shared bucket.", p) == "carried"
+    assert M.judge("Importer refactored; it now writes to the shared bucket.", p) == "dropped"
+
+
+def test_refusal_idioms_and_importance_frames_are_rules_and_their_descriptions_are_not():
+    assert found("Kindly refrain from renaming the fixtures.") == ["refrain from renaming the fixtures"]
+    assert found("Stay away from the payments module.") == ["Stay away from the payments module"]
+    assert found("Keep out of the generated folder.") == ["Keep out of the generated folder"]
+    assert found("Treat the proto files as read-only.") == ["Treat the proto files as read-only"]
+    assert found("Make no changes to the seed script.") == ["Make no changes to the seed script"]
+    assert found("It's crucial not to log the tokens.") == ["It's crucial not to log the tokens"]
+    assert found("Don't you dare squash my commits.") == ["Don't you dare squash my commits"]
+    assert found("I don't want the fixtures touched.") == ["I don't want the fixtures touched"]
+    assert found("At no point should you run the reset script.") == ["At no point should you run the reset script"]
+    assert found("At no point did the reset script run.") == []
+    assert found("The old team stays away from the payments module.") == []
+    assert found("The proto files are treated as read-only by the build.") == []
+    assert found("It's important not to forget the changelog.") == []
+    assert found("Should I refrain from renaming the fixtures?") == []
+    assert found("No changes to the seed script were needed.") == []
+
+
+def test_a_spanish_or_french_negative_imperative_is_read_as_its_english_frame():
+    assert found("no borres los tests por favor") == ["no borres los tests por favor"]
+    assert found("Refactor the driver. pas de unwrap in the driver.") == ["pas de unwrap in the driver"]
+    assert found("ne touche pas au Makefile") == ["ne touche pas au Makefile"]
+    assert found("There are no uses of the helper left.") == []  # English "no uses"
+
+
+def test_doing_it_myself_keys_on_the_action_kept_and_a_short_acronym_carries_a_verbless_rule():
+    p = make_prohibition("I'll review the diff and tag the release myself.", form="restraint")
+    assert M.judge("Release left untagged for the user.", p) == "carried"
+    assert M.judge("Tagged v1.2.0 and pushed the tag.", p) == "dropped"
+    q = make_prohibition("no AVX512 code path")
+    assert M.judge("Out of scope: AVX512.", q) == "carried"
+    assert M.judge("Added the AVX512 code path.", q) == "dropped"
+
+
 # --------------------------------------------------------------------------- any text
 
 
