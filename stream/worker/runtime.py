@@ -219,8 +219,8 @@ class Runtime:
         """Kafka Streams' timestamp synchronization over the two input topics of one
         partition number: records are released in record-timestamp order while both topics
         have some; one topic's records go on alone only when the other is caught up (all
-        it has is received: next offset >= its high watermark), after ``CG_MAX_IDLE``
-        (``force``, from the timer) or past :data:`HELD_MAX` records. Without it one topic's
+        it has is received: next offset >= its high watermark), or after ``CG_MAX_IDLE``
+        without progress (here or, ``force``, from the timer), or past :data:`HELD_MAX` records. Without it one topic's
         fetched backlog is applied before the other's (a 1 MB fetch holds thousands of
         artifacts but few checkpoints) and a context's events wait for their ``seq`` until
         ``CG_SEQ_GAP_LIMIT`` declares a gap that is not there."""
@@ -243,7 +243,7 @@ class Runtime:
         out: list[Any] = []
         while a and b:
             out.append(a.popleft() if _timestamp(a[0]) <= _timestamp(b[0]) else b.popleft())
-        if force or len(a) + len(b) > HELD_MAX:
+        if force or len(a) + len(b) > HELD_MAX or time.monotonic() - part.held_since >= self.settings.max_idle:
             out.extend(a)
             out.extend(b)
             a.clear()

@@ -88,3 +88,12 @@ def test_an_unknown_high_watermark_holds_until_the_other_topic_arrives():
     assert _received(rt, part, [Rec(CK, 0, 5)]) == []
     c.high = {(CK, 0): 1, (AR, 0): 1}
     assert [(r.topic, r.offset) for r in _received(rt, part, [Rec(AR, 0, 7)])] == [(CK, 0), (AR, 0)]
+
+
+def test_held_records_go_on_with_the_next_batch_once_they_waited_the_idle_time(monkeypatch):
+    rt, c, part = _runtime()
+    c.high = {(CK, 0): 9, (AR, 0): 3}  # checkpoints the broker has, never received (e.g. a hole)
+    assert _received(rt, part, [Rec(AR, 0, 1)]) == []
+    part.held_since -= S.max_idle  # it waited CG_MAX_IDLE
+    out = _received(rt, part, [Rec(AR, 1, 2)])
+    assert [r.offset for r in out] == [0, 1]
