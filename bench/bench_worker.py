@@ -99,8 +99,8 @@ sys.path.insert(0, str(REPO))
 from aiokafka.errors import KafkaError  # noqa: E402
 
 from bench.common import (  # noqa: E402
-    command_line, create_topic_set, find_py_spy, git_rev, loadavg, machine_info, versions, warm_group_coordinator,
-    write_out,
+    command_line, create_topic_set, events_processed, find_py_spy, git_rev, loadavg, machine_info, metric_values,
+    versions, warm_group_coordinator, write_out,
 )
 from stream.devtools import kafka_local  # noqa: E402
 from stream.adapters import SimulationParams, encode_event, load_trajectories, simulate  # noqa: E402
@@ -322,25 +322,11 @@ class Worker:
 
     def metric(self, name: str, timeout: float = 1.0) -> dict[str, float]:
         """``{labels: value}`` of ``checkpoint_guard_<name>`` at /metrics ({} while it does not answer)."""
-        import urllib.error
-        import urllib.request
-
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.web_port}/metrics", timeout=timeout) as r:
-                text = r.read().decode()
-        except (urllib.error.URLError, OSError):
-            return {}
-        prefix = f"checkpoint_guard_{name}"
-        out: dict[str, float] = {}
-        for line in text.splitlines():
-            if line.startswith(prefix + "{"):
-                labels, _, value = line[len(prefix):].rpartition(" ")
-                out[labels] = float(value)
-        return out
+        return metric_values(self.web_port, name, timeout)
 
     def events_processed(self) -> int:
         """Events whose outputs were handed to the producer (``events_total``, all outcomes but buffered)."""
-        return int(sum(v for k, v in self.metric("events_total").items() if 'outcome="buffered"' not in k))
+        return events_processed(self.web_port)
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ)

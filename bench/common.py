@@ -438,6 +438,28 @@ def partition_counts(events: list[dict[str, Any]], partitions: int = PARTITIONS)
 
 # ============================================================================ a worker process
 
+
+def metric_values(port: int, name: str, timeout: float = 1.0) -> dict[str, float]:
+    """``{labels text: value}`` of ``checkpoint_guard_<name>`` at a worker's /metrics on
+    127.0.0.1:``port``; empty while the worker does not answer."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=timeout) as r:
+            text = r.read().decode()
+    except (urllib.error.URLError, OSError):
+        return {}
+    prefix = f"checkpoint_guard_{name}"
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith(prefix + "{") or line.startswith(prefix + " "):
+            labels, _, value = line[len(prefix):].rpartition(" ")
+            out[labels] = float(value)
+    return out
+
+
+def events_processed(port: int, timeout: float = 1.0) -> int:
+    """The worker's ``events_total``, every outcome but ``buffered`` (0 while it does not answer)."""
+    return int(sum(v for k, v in metric_values(port, "events_total", timeout).items() if 'outcome="buffered"' not in k))
+
 class WorkerProc:
     """One ``python -m stream worker`` subprocess: own web port and data dir, RocksDB store.
 
@@ -528,32 +550,7 @@ class WorkerProc:
     def events_processed(self, timeout: float = 1.0) -> int:
         """Input events the worker has handled (its ``events_total`` at /metrics, every
         outcome but ``buffered``); 0 while it does not answer."""
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.web_port}/metrics", timeout=timeout) as r:
-                text = r.read().decode()
-        except (urllib.error.URLError, OSError):
-            return 0
-        n = 0.0
-        for line in text.splitlines():
-            if line.startswith("checkpoint_guard_events_total{") and 'outcome="buffered"' not in line:
-                n += float(line.rsplit(" ", 1)[1])
-        return int(n)
-
-    def metric_values(self, name: str, timeout: float = 1.0) -> dict[str, float]:
-        """``{labels text: value}`` of one metric at /metrics (``name`` without the
-        ``checkpoint_guard_`` prefix); empty while the worker does not answer."""
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.web_port}/metrics", timeout=timeout) as r:
-                text = r.read().decode()
-        except (urllib.error.URLError, OSError):
-            return {}
-        prefix = f"checkpoint_guard_{name}"
-        out: dict[str, float] = {}
-        for line in text.splitlines():
-            if line.startswith(prefix + "{") or line.startswith(prefix + " "):
-                labels, _, value = line[len(prefix):].rpartition(" ")
-                out[labels] = float(value)
-        return out
+        return events_processed(self.web_port, timeout)
 
     def memory(self) -> dict[str, int]:
         return proc_status(self.pid) if self.alive() else {}
