@@ -86,6 +86,31 @@ class Group(click.Group):
             with formatter.section(section):
                 formatter.write_dl(rows)
 
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """click's main, with a usage mistake as one line (``checkpoint-guard: error: ...``)
+        naming the help to read, exit 2; commands exit through SystemExit themselves."""
+        kwargs["standalone_mode"] = False
+        try:
+            rv = super().main(*args, **kwargs)
+        except click.exceptions.NoArgsIsHelpError as exc:  # bare `checkpoint-guard`: the help
+            print(exc.format_message(), file=sys.stderr, flush=True)
+            raise SystemExit(exc.exit_code) from None
+        except click.UsageError as exc:
+            ctx = exc.ctx
+            where = ctx.command_path if ctx is not None else PROG
+            hint = f" (see `{where} -h`)" if exc.ctx is not None else ""
+            print(f"{PROG}: error: {exc.format_message()}{hint}", file=sys.stderr, flush=True)
+            raise SystemExit(exc.exit_code) from None
+        except click.ClickException as exc:
+            print(f"{PROG}: error: {exc.format_message()}", file=sys.stderr, flush=True)
+            raise SystemExit(exc.exit_code) from None
+        except click.Abort:
+            print(f"{PROG}: aborted", file=sys.stderr, flush=True)
+            raise SystemExit(1) from None
+        if isinstance(rv, int) and not isinstance(rv, bool):  # ctx.exit(code) (e.g. --help, --version)
+            raise SystemExit(rv)
+        return rv
+
     def invoke(self, ctx: click.Context) -> Any:
         from stream.logs import setup_cli_logging
 

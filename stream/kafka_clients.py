@@ -71,7 +71,8 @@ def kafka_error(settings: Settings, exc: BaseException, doing: str = "cannot rea
     if isinstance(exc, KafkaConnectionError):
         from stream.logs import KAFKA_ERRORS
 
-        hint = login_hint(settings) or "check that the broker is running and CG_BROKER"
+        hint = login_hint(settings) or ("check that the broker is running and CG_BROKER (a broker that asks for "
+                                        "a login also needs CG_SECURITY_PROTOCOL and the CG_SASL_* settings)")
         said = f" (aiokafka: {KAFKA_ERRORS.last})" if KAFKA_ERRORS.last else ""
         return f"{doing} at {settings.bootstrap_servers}: no broker answered{said}; {hint}"
     text = str(exc).removeprefix(f"{type(exc).__name__}: ") or type(exc).__name__

@@ -19,12 +19,13 @@ from typing import Any
 import click
 
 from stream.commands._base import command, fail, option
+from stream.domain.engine import RULES as ENGINE_RULES
 from stream.settings import get_settings
 from stream.errors import ConfigurationError
 
 settings = get_settings()
 
-RULES = ("orphaned_referent", "negative_constraint_dropped", "non_idempotent", "sequence_gap")
+RULES = tuple(ENGINE_RULES)  # every rule the engine emits (DESIGN.md §4)
 _STATUS_STYLE = {"open": "bold red", "resolved": "bold green"}
 
 

@@ -236,6 +236,10 @@ class Demo:
             self.console.print(f"live {what} vs offline replay of the same events: {mark} "
                                f"({n_live} live, {n_off} offline)")
         self.same = same_alerts and same_status
+        if not self.same and len(live) > len(offline.alerts):
+            self.console.print("[yellow]the topics hold more than this run wrote: they held records before the demo "
+                               "(--use-broker on used topics). Run it on a fresh broker, or with another CG_APP_ID "
+                               "and fresh topic names.[/]")
         return self.same
 
     def stop(self) -> None:

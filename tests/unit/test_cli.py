@@ -143,7 +143,8 @@ def test_a_broker_that_is_not_there_is_one_line_without_aiokafkas_noise(tmp_path
     msg = one_error_line(cli(*args, cwd=tmp_path, CG_BROKER=f"kafka://127.0.0.1:{port}"), 1)
     assert f"at 127.0.0.1:{port}: no broker answered (aiokafka: " in msg  # its reason, quoted once
     assert "Connect call failed" in msg
-    assert msg.endswith("; check that the broker is running and CG_BROKER")
+    assert "; check that the broker is running and CG_BROKER (a broker that asks for a login also needs " \
+           "CG_SECURITY_PROTOCOL" in msg
 
 
 def test_a_second_worker_on_the_same_web_port_refuses_to_start_with_one_line(tmp_path):
@@ -203,3 +204,18 @@ def test_replay_strict_exits_1_on_a_dead_letter_and_still_prints_the_alerts(tmp_
     assert "in.jsonl:2: not JSON" in strict.stderr
     (tmp_path / "ok.jsonl").write_text(good + "\n")
     assert cli("replay", "ok.jsonl", "--strict", cwd=tmp_path).returncode == 0
+
+
+@pytest.mark.parametrize("args, where", [(("replay", "--verfy"), "checkpoint-guard replay -h"),
+                                         (("replya",), "checkpoint-guard -h"),
+                                         (("tail", "--rule", "bogus"), "checkpoint-guard tail -h")])
+def test_a_usage_mistake_is_one_line_naming_the_help_with_exit_2(tmp_path, args, where):
+    msg = one_error_line(cli(*args, cwd=tmp_path), 2)
+    assert msg.endswith(f"(see `{where}`)")
+
+
+def test_tail_filters_on_every_rule_the_engine_emits():
+    from stream.commands.tail import RULES
+    from stream.domain.engine import RULES as ENGINE_RULES
+
+    assert set(RULES) == set(ENGINE_RULES) and "unverifiable_checkpoint" in RULES
