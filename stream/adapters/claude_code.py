@@ -243,9 +243,8 @@ class ClaudeCodeSession:
                 feedback = _rejection_feedback(b)
                 if feedback:
                     found += self.matcher.prohibitions(feedback, source="user", origin=origin)
-            answers = _answers(rec.get("toolUseResult"))
-            if answers:
-                found += self.matcher.prohibitions("\n".join(answers), source="user", origin=origin)
+            for answer in _answers(rec.get("toolUseResult")):  # one utterance each: joined, a long answer ran into the next
+                found += self.matcher.prohibitions(answer, source="user", origin=origin)
             if found:
                 self._raw[holder] = list({p.id: p for p in found}.values())
             for p in _strings(find_values(rec.get("toolUseResult"), "filePath")):

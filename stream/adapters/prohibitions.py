@@ -427,6 +427,8 @@ _CLAUSE_SPLIT = re.compile(
     r",?\s+(?=so\s+(?:that\s+)?" + _PURPOSE_SUBJECT + r"\s+" + _PURPOSE_NEG + r"\s)|"
     r",\s*(?:and|so|then|or)\s+|,\s+(?=(?:let'?s|please|pls|kindly|don'?t|dont|do\s+not|never|avoid|just|but|so|and|also|then|no|"
     r"defer|keep|leave|stop|skip)\s)|"
+    # a request tacked on as a question ("leave that for a follow-up, can you log an issue for it?") asks alone
+    r",\s+(?=(?:can|could|would|will)\s+(?:you|u)\s+(?!not\b|never\b)[a-z])|"
     # a comma before a new subject ("..., they come from the build") or a new imperative ("..., use Y")
     rf",\s+(?={_SUBJECT_PRONOUN}\s+[a-z])|"
     rf",\s+(?=(?:the|this|that|these|those|our|my|its|their|his|her|some|all|every)\s+(?:[\w`.'/-]+\s+){{0,3}}{_FINITE}\b)|"
@@ -587,7 +589,7 @@ _MARKERS = re.compile(
 )
 #: Pictographs and symbols before the first word ("🚫 don't rename it").
 _LEADING_SYMBOLS = re.compile(r"^[\s\u2190-\u21ff\u2600-\u27bf\U0001f000-\U0001faff\ufe0f]+")
-_NO_MARKER = re.compile(r"^no+\b(?:[\s,.!:-]+(?=(?:don'?t|do not|never|let'?s|please|we|you)\b)|\s*[,.!:-]+\s*)", re.I)
+_NO_MARKER = re.compile(r"^(?:no+|nah+|nope)\b(?:[\s,.!:-]+(?=(?:don'?t|do not|never|let'?s|please|we|you)\b)|\s*[,.!:-]+\s*)", re.I)
 #: A fronted topic: "About the lockfile, please keep it as is".
 _TOPIC = re.compile(r"^(?:about|regarding|re:?|as\s+(?:for|to)|concerning|wrt)\s+([^,]{1,40}),\s*", re.I)
 _CONDITION = re.compile(r"^(?:if|when|unless|once|before|after|while|whenever|in case)\b[^,]{0,120},\s*", re.I)
@@ -692,6 +694,10 @@ _MUST_STAY = re.compile(
     r"^(?:the|this|that|these|those|our|its|their|all|every|`)[^,;]{0,60}?\s+(?:must|should|shall|has\s+to|have\s+to|needs?\s+to|is\s+to|are\s+to)\s+"
     r"(?:stay|remain|be\s+kept|be\s+left|keep\s+working)(?:\s+(?:the\s+same|unchanged|as[- ]is|intact|stable|untouched|where\s+(?:it|they)\s+(?:is|are)|"
     r"backwards?[- ]compatible|compatible|in\s+place|working))?\s*(?:,\s*\S.*)?[.!]*$"
+    # "the old flat keys have to keep working for reading": still working, for some use
+    r"|^(?:the|this|that|these|those|our|its|their|all|every|`)[^,;]{0,60}?\s+(?:must|should|shall|has\s+to|have\s+to|needs?\s+to)\s+"
+    r"(?:keep\s+working|continue\s+to\s+work|(?<!should\s)still\s+work)(?:\s+(?:for|with|in|on|across|under|after|during|from|by|via)\s+[^,;]{1,40})?"
+    r"\s*(?:,\s*\S.*)?[.!]*$"
     # "make sure the schema stays untouched" (without "make sure", "X stays the same" is as often a description)
     r"|^(?:make\s+sure|ensure)\s+(?:that\s+)?(?:the|this|that|these|those|our|its|their|all|every|`)[^,;]{0,60}?\s+(?:stays?|remains?|keeps?\s+working)"
     r"(?:\s+(?:the\s+same|unchanged|as[- ]is|intact|stable|untouched|backwards?[- ]compatible|compatible|in\s+place|working))?\s*(?:,\s*\S.*)?[.!]*$",
@@ -737,7 +743,13 @@ _PRESERVE = re.compile(
     r"|`[^`]+`"
     r"|(?:[\w`.*/-]+\s+){0,4}?(?:as[- ]is|as\s+(?:it|they)\s+(?:is|are|stands?)|unchanged|untouched|intact|the\s+same|"
     r"where\s+(?:it|they)\s+(?:is|are)|in\s+place)\b"
-    r")",
+    # "keep j/k working" (not "keep going", "keep working on it": no object)
+    r"|(?!(?:me|us|you|going|working|trying|at|on|up|it\s+up)\b)(?:(?!(?:until|till|while|so|and|if|when|once)\b)[\w`./*-]+\s+){1,4}?"
+    r"working(?=\s*(?:$|[,.;:!)]|\s(?:though|too|please|pls|for|with|in|on|after|across|as|when|while|and|but|again|still|"
+    r"everywhere|unchanged)\b))"
+    r")"
+    # "i'd rather stay on pandas": staying with what is there (not "I'd rather you ask")
+    r"|^(?:i'?d|i\s+would)\s+(?:rather|prefer\s+to)\s+(?:we\s+)?(?:stay|stick)\s+(?:on|with)\s+[\w`]",
     re.IGNORECASE,
 )
 _PRESERVE_BAD = re.compile(
@@ -789,7 +801,7 @@ _DIRECTIVE = re.compile(
 _CONTRAST = re.compile(
     r"(?:,\s*(?:but\s+)?|\s+but\s+|^)not\s+(?!only\b|just\b|sure\b|yet\b|really\b|necessarily\b|always\b|that\b|"
     r"a\s+big\s+deal|an?\s+issue|bad\b|needed\b|required\b|necessary\b|possible\b|working\b|true\b|correct\b|the\s+case)"
-    r"([\w`_*'\"-].{2,120})$",
+    r"([\w`_*'\"~-].{2,120}|\.{1,2}/.{0,120})$",  # (a path: "not ./...")
     re.IGNORECASE,
 )
 #: A leading phrase before a directive: "for the tests use X, not Y", "in the handler, return early".
@@ -911,6 +923,10 @@ _ADDRESSEE_NOT = re.compile(
     r"(?:ever\s+)?(?!need\b|have\s+to\b|be\s+able\b|be\s+aware\b|know\b|see\b|notice\b|blame\b|be\s+blamed\b)[a-z]",
     re.IGNORECASE,
 )
+
+
+#: A rule whose thing is a pronoun: "don't drop it", "never rename them" (about the thing of the clause before).
+_ANAPHORIC_RULE = re.compile(r"^(?:please\s+)?(?:don'?t|dont|do\s+not|never)\s+(?:ever\s+)?[a-z'-]+\s+(?:it|them|that|this|those|these)\b", re.I)
 
 
 def _strip_markers(clause: str) -> str:
@@ -1212,6 +1228,21 @@ def _stem(word: str) -> str:
 _VERB_CLASS = {_stem(w): name for name, words in VERB_CLASSES.items() for w in words.split()}
 
 
+#: Short forms developers type, said in full in summaries ("no new deps" / "No new dependencies"): the same stem.
+_ABBREVIATIONS = {
+    **dict.fromkeys("dep deps".split(), "dependency"), **dict.fromkeys("repo repos".split(), "repository"),
+    **dict.fromkeys("config configs cfg".split(), "configuration"), **dict.fromkeys("env envs".split(), "environment"),
+    **dict.fromkeys("doc docs".split(), "documentation"), **dict.fromkeys("impl impls".split(), "implementation"),
+    **dict.fromkeys("pkg pkgs".split(), "package"), **dict.fromkeys("lib libs".split(), "library"),
+    **dict.fromkeys("func funcs fn fns".split(), "function"), **dict.fromkeys("arg args".split(), "argument"),
+    **dict.fromkeys("param params".split(), "parameter"), **dict.fromkeys("dir dirs".split(), "directory"),
+    **dict.fromkeys("db dbs".split(), "database"), **dict.fromkeys("msg msgs".split(), "message"),
+    **dict.fromkeys("var vars".split(), "variable"), "perf": "performance", "prod": "production", "info": "information",
+    **dict.fromkeys("tmp temp".split(), "temporary"), **dict.fromkeys("spec specs".split(), "specification"),
+    "k8s": "kubernetes", **dict.fromkeys("util utils".split(), "utility"),
+}
+
+
 @lru_cache(maxsize=65_536)
 def _content(raw: str) -> str | None:
     """The stem a word counts by, or None for a stop word: contractions, hyphens and "un-X-ed" normalized."""
@@ -1221,6 +1252,7 @@ def _content(raw: str) -> str | None:
         return None
     if "-" in bare and bare.replace("-", "").isalpha():
         bare = bare.replace("-", "")  # "hard-coded" ~ "hardcoded"
+    bare = _ABBREVIATIONS.get(bare, bare)
     m = _UN_PARTICIPLE.fullmatch(bare)
     if m and bare not in _NOT_UN_PARTICIPLE:
         bare = m.group(1)
@@ -1232,7 +1264,8 @@ def _words_of(text: str) -> list[str]:
     """The words of ``text`` in order: normalized, paths cut at "/" (``e2e/fixtures`` is two words)."""
     out = []
     for token in _WORD.findall(normalize(_plain(text)).replace("’", "'")):
-        for part in token.split("/") if "/" in token.strip("/") else [token]:
+        split = "/" in token.strip("/") and any(len(p) > 1 for p in token.split("/"))  # "j/k", "y/n" stay whole
+        for part in token.split("/") if split else [token]:
             part = part.strip("./~`'-")
             if "_" in part.strip("_") and "." not in part:
                 out.extend(p for p in part.split("_") if p)  # snake_case: its words ("schedule_interval")
@@ -1304,7 +1337,7 @@ _KEY_THING_TAIL = re.compile(r"\s+(?:as[- ]is|as\s+(?:it|they)\s+(?:is|are|stand
                              r"in\s+place|for\s+now|for\s+later|until\s+later|(?:for|until|till)\s+(?:later|another|a\s+|the\s+next|"
                              r"next|phase|v\d)|working|alive|around|(?:backwards?[- ])?compatible)\b.*$", re.I)
 _SUBJECT_FIRST = re.compile(r"^(.+?)\s+(?:must|should|shall|may|will|can)(?:\s+not|\s+never|n'?t)\s+(?:ever\s+)?(?:be\s+|get\s+)?(.+)$", re.I)
-_SUBORDINATE = re.compile(r"\s+(?:when|whenever|until|till|unless|because|since|so\s+that|once|while|before|after|"
+_SUBORDINATE = re.compile(r"\s+(?:even\s+(?:if|though|when)|when|whenever|until|till|unless|because|since|so\s+that|once|while|before|after|"
                           r"as\s+long\s+as|if|otherwise)\b.*$", re.I)
 #: Where the thing a verb acts on ends and its circumstances begin ("the fixtures | in e2e/fixtures").
 _PREPOSITION = re.compile(r"\s+(?:in|on|at|for|from|to|into|onto|with|under|inside|within|across|by|during|via|per|"
@@ -1353,7 +1386,8 @@ def _key(text: str, form: str) -> _Key:
     elif m := _KEY_NEG_FRAME.match(s):  # after a negation frame comes the verb ...
         head = re.match(r"^\W*([\w'-]+)\s*(.*)$", s[m.end():])
         nominal = re.search(r"(?:avoid|stop|quit|refrain\s+from|:)\s*$", m.group(0), re.I)  # ... or, after "avoid"/"X:", a noun
-        if head and head.group(1).lower() not in _FUNCTION_WORDS and (not nominal or _is_gerund_or_action(head.group(1))):
+        if head and head.group(1).lower() not in _FUNCTION_WORDS and not _PREPOSITION.match(f" {head.group(1)} ") and (
+                not nominal or _is_gerund_or_action(head.group(1))):
             verb_word, rest = head.group(1), head.group(2)
         else:
             rest = s[m.end():]
@@ -1400,6 +1434,8 @@ def _key(text: str, form: str) -> _Key:
     lowered = verb_word.lower()
     introducing = (not verb or verb == "add" or lowered in _INTRODUCING_VERBS
                    or (lowered.endswith("ing") and (lowered[:-3] in _INTRODUCING_VERBS or lowered[:-3] + "e" in _INTRODUCING_VERBS)))
+    if form == "contrastive" and verb is None and (m := re.match(r"^\W*([A-Za-z]+)", s)) and m.group(1).lower() in IMPERATIVE_VERBS:
+        verb = _class_of(_content(m.group(1).lower()) or m.group(1).lower())  # "run only X, not Y": a paraphrase runs too
     return _Key(words, thing, verb, introducing, names, acronyms)
 
 
@@ -1462,6 +1498,10 @@ class _Sentence:
         """Does the sentence say ``word`` (a stem; a compound also written as two words, a stop word by itself)?"""
         return (word in self.bag or word in self.words
                 or (len(word) >= 6 and any(j.startswith(word) for j in self.joined)))
+
+    def says_at(self, i: int, words: frozenset[str]) -> bool:
+        """Is word ``i`` (if any) one of ``words`` (stems)?"""
+        return 0 <= i < len(self.words) and (self.stems[i] in words or self.words[i] in words)
 
     def has(self, thing: frozenset[str]) -> int:
         """How many words of ``thing`` the sentence says."""
@@ -1570,6 +1610,10 @@ class ProhibitionMatcher:
                     found.append((form, clause, par))
             if not found:
                 found = [(f, c, False) for f, c in sentence_forms(unit)]
+            for k in range(len(found) - 1, 0, -1):  # "keep X, dont drop it": one rule, "it" is X
+                (f0, c0, p0), (f1, c1, p1) = found[k - 1], found[k]
+                if f0 != "implicit" and f1 == "explicit" and not (p0 or p1) and _ANAPHORIC_RULE.match(_strip_markers(_plain(c1))):
+                    found[k - 1 : k + 1] = [(f0, f"{c0}, {c1}", False)]
             for form, clause, _ in found:
                 if form not in self.forms:
                     continue
@@ -1600,7 +1644,12 @@ class ProhibitionMatcher:
         for s in index.sentences:
             said = s.has(wanted)
             undone = s.undone.get(key.verb or "")  # "left uncommitted" negates a commit, of the thing next to it
-            cued = (s.negated or s.user_keeps or (cue is not None and bool(cue.search(s.text)))
+            negated = s.negated
+            if negated and len(wanted) == 1:  # one word, so the negation must be about it: "(no new deps), j/k test" is not
+                # (a negation that opens the sentence governs all of it: "Out of scope (per the plan): NEON, threads")
+                negated = any(_SUMMARY_NEGATION.match(" ".join(s.words[i : i + 4])) and (i <= 1 or any(
+                    s.says_at(j, wanted) for j in range(i - 4, i + 5))) for i in range(len(s.words)))
+            cued = (negated or s.user_keeps or (cue is not None and bool(cue.search(s.text)))
                     or bool(undone and (not thing or s.near(key, undone, 4, 4, self.threshold))))
             if cued and said >= self.threshold * len(wanted):
                 return "carried"
