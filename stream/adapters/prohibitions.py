@@ -91,6 +91,8 @@ class Prohibition:
 
     ``origin`` is a ``(key, value)`` pair such as ``("line", 104)`` (a transcript's
     1-based physical line) or ``("event", 12)`` (a conversation's event index), or None.
+    ``about``: for an answer that names no thing of its own, the question it answers (the
+    matcher then looks for the question's action; the id and the wire object ignore it).
     """
 
     id: str
@@ -98,6 +100,7 @@ class Prohibition:
     source: str = "user"
     form: str = "explicit"
     origin: tuple[str, int] | None = None
+    about: str = ""  # the question an elliptical answer ("not in this phase") answers: what it is about (not on the wire)
 
     @property
     def polarity(self) -> str:  # the trajectory adapters' Constraint has one too
@@ -111,10 +114,10 @@ class Prohibition:
 
 
 def make_prohibition(text: str, *, source: str = "user", form: str = "explicit",
-                     origin: tuple[str, int] | None = None) -> Prohibition:
+                     origin: tuple[str, int] | None = None, about: str = "") -> Prohibition:
     text = " ".join(text.split())
     digest = hashlib.sha256(normalize(text).encode("utf-8")).hexdigest()[:12]
-    return Prohibition(f"prohibition:{digest}", text, source, form, origin)
+    return Prohibition(f"prohibition:{digest}", text, source, form, origin, " ".join(about.split()))
 
 
 # --------------------------------------------------------------------------- step 1: text
@@ -683,6 +686,13 @@ _REQUIREMENT = re.compile(
     r"(?:must|should|shall|(?:is|are)(?=\s+(?:not|never)\s+to\b))\s+(?:not|never)\s+(?:to\s+)?(?:be|get|ever\s+be)\s+\w+(?:ed|en|wn|ne|t)\b",
     re.IGNORECASE,
 )
+#: "the doctor command should not auto-fix anything": what a named part of the program must not do (an action verb;
+#: not "it should not take long", "the test should not fail": predictions and expectations).
+_SHOULD_NOT_ACT = re.compile(
+    rf"^(?:the|our)\s+[\w`.*/-]+(?:\s+[\w`.*/-]+){{0,3}}\s+(?:should|shall)\s+(?:not|never)\s+(?:ever\s+)?(?:auto-?|re-?)?"
+    rf"(?:{_ACTION}|fix)\s+\S",
+    re.IGNORECASE,
+)
 #: "Nothing in vendor/ should be edited", "no file under X may be changed".
 _NOTHING_SHOULD = re.compile(
     r"^(?:nothing|no\s+(?:file|files|code|line|test|tests|module|change|changes))\s+(?:(?:in|under|inside|outside|from|of)\s+\S+(?:\s+\S+){0,2}\s+)?"
@@ -992,7 +1002,7 @@ def classify(unit: Unit, clause: str, parenthetical: bool, *, source: str) -> st
         return "explicit" if _NEG_IMPERATIVE.match(c) and not c.lower().startswith("no ") else None
     if (_NEG_IMPERATIVE.match(c) or _ADDRESSEE_NOT.match(c) or _IMPORTANT_NOT.match(raw) or _MODAL_NEGATION.match(c) or _REQUIREMENT.match(c) or _NEEDS_NO.match(c)
             or _POLITE_NOT.match(raw)
-            or _NOTHING_SHOULD.match(c) or _FORBIDDEN.match(c) or _FRONTED_PLEASE_NOT.match(c) or re.match(r"^(?:out\s+of\s+scope(?:\s+for\s+now)?|non-goals?)\s*:\s*\S", c, re.I)):
+            or _NOTHING_SHOULD.match(c) or _SHOULD_NOT_ACT.match(c) or _FORBIDDEN.match(c) or _FRONTED_PLEASE_NOT.match(c) or re.match(r"^(?:out\s+of\s+scope(?:\s+for\s+now)?|non-goals?)\s*:\s*\S", c, re.I)):
         return "explicit"
     if _PURPOSE_NOT.match(raw) and source in ("user", "plan") and _purpose_of_directive(clause, sent):
         return "explicit"  # "refactor X so that it doesn't touch the cache": the result must not
@@ -1439,6 +1449,26 @@ def _key(text: str, form: str) -> _Key:
     return _Key(words, thing, verb, introducing, names, acronyms)
 
 
+#: Words that say when or where, not what: a rule of only these ("not in this phase") names no thing.
+_SCOPE_WORDS = frozenset(_stem(w) for w in "phase pr now time release iteration sprint round pass branch change ticket "
+                         "version step stage later followup".split())
+_QUESTION_FRAME = re.compile(
+    r"^(?:(?:do\s+you\s+want|would\s+you\s+like)\s+(?:me|us)\s+to\s+|(?:should|shall|do|can|could|would|will|must)\s+(?:we|i|you)\s+|"
+    r"(?:is|are)\s+(?:it|there)\s+(?:ok(?:ay)?|fine|alright)\s+(?:to|if\s+(?:we|i)\s+)\s*)(?:also\s+|still\s+|now\s+)?", re.I)
+
+
+@lru_cache(maxsize=4096)
+def _question_action(question: str) -> str:
+    """The action a yes/no question of the agent proposes ("When X, should we rotate the key?" -> "rotate the key"),
+    or "" when it asks something else (a wh-question, a choice)."""
+    q = _CONDITION.sub("", _plain(question).strip())
+    m = _QUESTION_FRAME.match(q)
+    if not m:
+        return ""
+    action = re.split(r"\s+(?:or|instead\s+of|rather\s+than)\s+|[?,;(]", q[m.end():])[0].strip()
+    return action if content_words(action) else ""
+
+
 def _strip_markers_keep_topic(s: str) -> str:
     prev = None
     s = _LEADING_SYMBOLS.sub("", s).strip(" \t*_-\"'“”‘’")
@@ -1593,8 +1623,11 @@ class ProhibitionMatcher:
     # ---- extraction
 
     def prohibitions(self, text: str | None, *, source: str = "user",
-                     origin: tuple[str, int] | None = None) -> list[Prohibition]:
-        """Prohibitions of a raw text, in order, de-duplicated by id."""
+                     origin: tuple[str, int] | None = None, about: str | None = None) -> list[Prohibition]:
+        """Prohibitions of a raw text, in order, de-duplicated by id.
+
+        ``about``: the question ``text`` answers; a prohibition that names no thing of its own
+        ("not in this phase", "leave that for later") is about the question's action."""
         out: dict[str, Prohibition] = {}
         if not text:
             return []
@@ -1618,7 +1651,8 @@ class ProhibitionMatcher:
                 if form not in self.forms:
                     continue
                 text = clause if form == "implicit" else _strip_discourse(clause)  # a decline's "no," is its point
-                p = make_prohibition(text, source=source, form=form, origin=origin)
+                topic = about if about and _question_action(about) and not (_key(text, form).thing - _SCOPE_WORDS) else ""
+                p = make_prohibition(text, source=source, form=form, origin=origin, about=topic)
                 out.setdefault(p.id, p)
         return list(out.values())
 
@@ -1636,6 +1670,8 @@ class ProhibitionMatcher:
                 return "carried"
         form = getattr(prohibition, "form", "explicit")
         key = _key(prohibition.text, form)
+        if getattr(prohibition, "about", ""):  # "not in this phase", answering "should we rotate the key?": rotate the key
+            key = _key(_question_action(prohibition.about), "explicit" if form == "explicit" else "defer")
         wanted, thing = key.words, key.thing
         if not wanted:
             return "dropped"

@@ -743,3 +743,23 @@ def test_a_contrast_is_uncertain_only_where_its_directive_verb_is_said():
     rule = make_prohibition("run only the integration_test package, not ./", form="contrastive")
     assert M.judge("- Checked the other integration tests: only one is parallel and it does not set env.", rule) == "dropped"
     assert M.judge("- Runs only the integration_test package (not ./...).", rule) == "carried"
+
+
+def test_what_a_named_part_of_the_program_should_not_do_is_a_rule_but_a_prediction_is_not():
+    assert found("one more thing: the doctor command should not auto-fix anything unless --fix is passed") == [
+        "the doctor command should not auto-fix anything unless --fix is passed"]
+    assert found("the test should not fail") == []
+    assert found("it should not take long") == []
+    assert found("this should not happen") == []
+
+
+def test_an_answer_that_names_no_thing_is_matched_by_the_action_the_question_proposed():
+    question = "When access is revoked, should we rotate the folder key and re-encrypt?"
+    [rule] = M.prohibitions("not in this phase. put it under deferred, we lack the worker", about=question)
+    assert (rule.form, rule.text, rule.about) == ("defer", "not in this phase", question)
+    assert rule.id == make_prohibition("not in this phase").id and "about" not in rule.as_wire()
+    assert M.judge("- Deferred (per user): key rotation/re-encryption on revoke", rule) == "carried"
+    assert M.judge("- No service worker caching in this phase (phase 11).", rule) == "dropped"  # "phase" alone says nothing
+    # an answer with a thing of its own, or a question that proposes no action, keeps the answer's words
+    assert M.prohibitions("no, leave the docs alone", about="Should I also update the docs?")[0].about == ""
+    assert M.prohibitions("not in this phase", about="What may the server learn?")[0].about == ""
