@@ -33,7 +33,8 @@ Extraction, in three steps:
    ... alone / as it is``, ``keep it local/private``, ``<it> should not be <done>``, ``<it>
    needs no X``, a ``no X`` item in a list of decisions, said with a scope or force ("in
    this PR", "ever", "pls") or followed by what to do instead — or one of the extra
-   forms (:data:`FORMS`): ``preserve`` (keep the existing X), ``contrastive`` (a
+   forms (:data:`FORMS`): ``preserve`` (keep the existing X, keep X working, X has to keep
+   working, I'd rather stay on X), ``contrastive`` (a
    directive "..., not Y"), ``defer`` (an explicit deferral), ``restraint`` (the user
    keeps the action: "I'll do that manually", "ask before ..."), ``implicit`` (a decline:
    "no, ignore this part"). Never a prohibition: a question, an opinion ("I don't
@@ -43,8 +44,10 @@ Extraction, in three steps:
 
 Matching (:meth:`ProhibitionMatcher.judge`): a prohibition's key is its verb and the thing
 it acts on (markers, a reason after a comma, a trailing ``when``/``until`` clause away);
-words are compared by stem after normalizing paths, ``snake_case``, hyphens, contractions
-and ``un-X-ed`` participles, with a small table of verb classes (:data:`VERB_CLASSES`).
+words are compared by stem after normalizing paths, ``snake_case``, hyphens, contractions,
+short forms ("deps", "repo") and ``un-X-ed`` participles, with a small table of verb classes
+(:data:`VERB_CLASSES`). An answer that names no thing ("not in this phase") is keyed on the
+action of the question it answers (:attr:`Prohibition.about`).
 
 Every prohibition is tagged with its ``source`` (``user``, ``plan``, ``rule_file``,
 ``system``) and where it was read (``line`` of a transcript, ``event`` of a
