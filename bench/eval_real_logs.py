@@ -165,8 +165,9 @@ class _Recording:
         self._matcher = matcher
         self.calls: list[tuple[str, tuple[str, int] | None, list[str]]] = []
 
-    def prohibitions(self, text: str | None, *, source: str = "user", origin: tuple[str, int] | None = None) -> list[Any]:
-        found = self._matcher.prohibitions(text, source=source, origin=origin)
+    def prohibitions(self, text: str | None, *, source: str = "user", origin: tuple[str, int] | None = None,
+                     about: str | None = None) -> list[Any]:
+        found = self._matcher.prohibitions(text, source=source, origin=origin, about=about)
         if text and text.strip():
             self.calls.append((source, origin, [p.text for p in found]))
         return found

@@ -243,9 +243,8 @@ class ClaudeCodeSession:
                 feedback = _rejection_feedback(b)
                 if feedback:
                     found += self.matcher.prohibitions(feedback, source="user", origin=origin)
-            answers = _answers(rec.get("toolUseResult"))
-            if answers:
-                found += self.matcher.prohibitions("\n".join(answers), source="user", origin=origin)
+            for question, answer in _answers(rec.get("toolUseResult")):  # one utterance each: joined, a long answer ran
+                found += self.matcher.prohibitions(answer, source="user", origin=origin, about=question)  # into the next
             if found:
                 self._raw[holder] = list({p.id: p for p in found}.values())
             for p in _strings(find_values(rec.get("toolUseResult"), "filePath")):
@@ -498,11 +497,11 @@ class ClaudeCodeTranscript:
         self.session.record(rec, self, lineno)
 
 
-def _answers(result: Any) -> list[str]:
-    """The user's answers to an AskUserQuestion: typed, or an option picked (the user's decision in the agent's words)."""
+def _answers(result: Any) -> list[tuple[str, str]]:
+    """``(question, answer)`` of an AskUserQuestion: typed, or an option picked (the user's decision in the agent's words)."""
     if not isinstance(result, dict) or not isinstance(result.get("answers"), dict):
         return []
-    return [_RECOMMENDED.sub("", a).strip() for a in result["answers"].values() if isinstance(a, str) and a.strip()]
+    return [(str(q), _RECOMMENDED.sub("", a).strip()) for q, a in result["answers"].items() if isinstance(a, str) and a.strip()]
 
 
 def _rejection_feedback(block: dict[str, Any]) -> str | None:

@@ -33,7 +33,8 @@ Extraction, in three steps:
    ... alone / as it is``, ``keep it local/private``, ``<it> should not be <done>``, ``<it>
    needs no X``, a ``no X`` item in a list of decisions, said with a scope or force ("in
    this PR", "ever", "pls") or followed by what to do instead — or one of the extra
-   forms (:data:`FORMS`): ``preserve`` (keep the existing X), ``contrastive`` (a
+   forms (:data:`FORMS`): ``preserve`` (keep the existing X, keep X working, X has to keep
+   working, I'd rather stay on X), ``contrastive`` (a
    directive "..., not Y"), ``defer`` (an explicit deferral), ``restraint`` (the user
    keeps the action: "I'll do that manually", "ask before ..."), ``implicit`` (a decline:
    "no, ignore this part"). Never a prohibition: a question, an opinion ("I don't
@@ -43,8 +44,10 @@ Extraction, in three steps:
 
 Matching (:meth:`ProhibitionMatcher.judge`): a prohibition's key is its verb and the thing
 it acts on (markers, a reason after a comma, a trailing ``when``/``until`` clause away);
-words are compared by stem after normalizing paths, ``snake_case``, hyphens, contractions
-and ``un-X-ed`` participles, with a small table of verb classes (:data:`VERB_CLASSES`).
+words are compared by stem after normalizing paths, ``snake_case``, hyphens, contractions,
+short forms ("deps", "repo") and ``un-X-ed`` participles, with a small table of verb classes
+(:data:`VERB_CLASSES`). An answer that names no thing ("not in this phase") is keyed on the
+action of the question it answers (:attr:`Prohibition.about`).
 
 Every prohibition is tagged with its ``source`` (``user``, ``plan``, ``rule_file``,
 ``system``) and where it was read (``line`` of a transcript, ``event`` of a
@@ -91,6 +94,8 @@ class Prohibition:
 
     ``origin`` is a ``(key, value)`` pair such as ``("line", 104)`` (a transcript's
     1-based physical line) or ``("event", 12)`` (a conversation's event index), or None.
+    ``about``: for an answer that names no thing of its own, the question it answers (the
+    matcher then looks for the question's action; the id and the wire object ignore it).
     """
 
     id: str
@@ -98,6 +103,7 @@ class Prohibition:
     source: str = "user"
     form: str = "explicit"
     origin: tuple[str, int] | None = None
+    about: str = ""  # the question an elliptical answer ("not in this phase") answers: what it is about (not on the wire)
 
     @property
     def polarity(self) -> str:  # the trajectory adapters' Constraint has one too
@@ -111,10 +117,10 @@ class Prohibition:
 
 
 def make_prohibition(text: str, *, source: str = "user", form: str = "explicit",
-                     origin: tuple[str, int] | None = None) -> Prohibition:
+                     origin: tuple[str, int] | None = None, about: str = "") -> Prohibition:
     text = " ".join(text.split())
     digest = hashlib.sha256(normalize(text).encode("utf-8")).hexdigest()[:12]
-    return Prohibition(f"prohibition:{digest}", text, source, form, origin)
+    return Prohibition(f"prohibition:{digest}", text, source, form, origin, " ".join(about.split()))
 
 
 # --------------------------------------------------------------------------- step 1: text
@@ -427,6 +433,8 @@ _CLAUSE_SPLIT = re.compile(
     r",?\s+(?=so\s+(?:that\s+)?" + _PURPOSE_SUBJECT + r"\s+" + _PURPOSE_NEG + r"\s)|"
     r",\s*(?:and|so|then|or)\s+|,\s+(?=(?:let'?s|please|pls|kindly|don'?t|dont|do\s+not|never|avoid|just|but|so|and|also|then|no|"
     r"defer|keep|leave|stop|skip)\s)|"
+    # a request tacked on as a question ("leave that for a follow-up, can you log an issue for it?") asks alone
+    r",\s+(?=(?:can|could|would|will)\s+(?:you|u)\s+(?!not\b|never\b)[a-z])|"
     # a comma before a new subject ("..., they come from the build") or a new imperative ("..., use Y")
     rf",\s+(?={_SUBJECT_PRONOUN}\s+[a-z])|"
     rf",\s+(?=(?:the|this|that|these|those|our|my|its|their|his|her|some|all|every)\s+(?:[\w`.'/-]+\s+){{0,3}}{_FINITE}\b)|"
@@ -587,7 +595,7 @@ _MARKERS = re.compile(
 )
 #: Pictographs and symbols before the first word ("🚫 don't rename it").
 _LEADING_SYMBOLS = re.compile(r"^[\s\u2190-\u21ff\u2600-\u27bf\U0001f000-\U0001faff\ufe0f]+")
-_NO_MARKER = re.compile(r"^no+\b(?:[\s,.!:-]+(?=(?:don'?t|do not|never|let'?s|please|we|you)\b)|\s*[,.!:-]+\s*)", re.I)
+_NO_MARKER = re.compile(r"^(?:no+|nah+|nope)\b(?:[\s,.!:-]+(?=(?:don'?t|do not|never|let'?s|please|we|you)\b)|\s*[,.!:-]+\s*)", re.I)
 #: A fronted topic: "About the lockfile, please keep it as is".
 _TOPIC = re.compile(r"^(?:about|regarding|re:?|as\s+(?:for|to)|concerning|wrt)\s+([^,]{1,40}),\s*", re.I)
 _CONDITION = re.compile(r"^(?:if|when|unless|once|before|after|while|whenever|in case)\b[^,]{0,120},\s*", re.I)
@@ -681,6 +689,13 @@ _REQUIREMENT = re.compile(
     r"(?:must|should|shall|(?:is|are)(?=\s+(?:not|never)\s+to\b))\s+(?:not|never)\s+(?:to\s+)?(?:be|get|ever\s+be)\s+\w+(?:ed|en|wn|ne|t)\b",
     re.IGNORECASE,
 )
+#: "the doctor command should not auto-fix anything": what a named part of the program must not do (an action verb;
+#: not "it should not take long", "the test should not fail": predictions and expectations).
+_SHOULD_NOT_ACT = re.compile(
+    rf"^(?:the|our)\s+[\w`.*/-]+(?:\s+[\w`.*/-]+){{0,3}}\s+(?:should|shall)\s+(?:not|never)\s+(?:ever\s+)?(?:auto-?|re-?)?"
+    rf"(?:{_ACTION}|fix)\s+\S",
+    re.IGNORECASE,
+)
 #: "Nothing in vendor/ should be edited", "no file under X may be changed".
 _NOTHING_SHOULD = re.compile(
     r"^(?:nothing|no\s+(?:file|files|code|line|test|tests|module|change|changes))\s+(?:(?:in|under|inside|outside|from|of)\s+\S+(?:\s+\S+){0,2}\s+)?"
@@ -692,6 +707,10 @@ _MUST_STAY = re.compile(
     r"^(?:the|this|that|these|those|our|its|their|all|every|`)[^,;]{0,60}?\s+(?:must|should|shall|has\s+to|have\s+to|needs?\s+to|is\s+to|are\s+to)\s+"
     r"(?:stay|remain|be\s+kept|be\s+left|keep\s+working)(?:\s+(?:the\s+same|unchanged|as[- ]is|intact|stable|untouched|where\s+(?:it|they)\s+(?:is|are)|"
     r"backwards?[- ]compatible|compatible|in\s+place|working))?\s*(?:,\s*\S.*)?[.!]*$"
+    # "the old flat keys have to keep working for reading": still working, for some use
+    r"|^(?:the|this|that|these|those|our|its|their|all|every|`)[^,;]{0,60}?\s+(?:must|should|shall|has\s+to|have\s+to|needs?\s+to)\s+"
+    r"(?:keep\s+working|continue\s+to\s+work|(?<!should\s)still\s+work)(?:\s+(?:for|with|in|on|across|under|after|during|from|by|via)\s+[^,;]{1,40})?"
+    r"\s*(?:,\s*\S.*)?[.!]*$"
     # "make sure the schema stays untouched" (without "make sure", "X stays the same" is as often a description)
     r"|^(?:make\s+sure|ensure)\s+(?:that\s+)?(?:the|this|that|these|those|our|its|their|all|every|`)[^,;]{0,60}?\s+(?:stays?|remains?|keeps?\s+working)"
     r"(?:\s+(?:the\s+same|unchanged|as[- ]is|intact|stable|untouched|backwards?[- ]compatible|compatible|in\s+place|working))?\s*(?:,\s*\S.*)?[.!]*$",
@@ -737,7 +756,13 @@ _PRESERVE = re.compile(
     r"|`[^`]+`"
     r"|(?:[\w`.*/-]+\s+){0,4}?(?:as[- ]is|as\s+(?:it|they)\s+(?:is|are|stands?)|unchanged|untouched|intact|the\s+same|"
     r"where\s+(?:it|they)\s+(?:is|are)|in\s+place)\b"
-    r")",
+    # "keep j/k working" (not "keep going", "keep working on it": no object)
+    r"|(?!(?:me|us|you|going|working|trying|at|on|up|it\s+up)\b)(?:(?!(?:until|till|while|so|and|if|when|once)\b)[\w`./*-]+\s+){1,4}?"
+    r"working(?=\s*(?:$|[,.;:!)]|\s(?:though|too|please|pls|for|with|in|on|after|across|as|when|while|and|but|again|still|"
+    r"everywhere|unchanged)\b))"
+    r")"
+    # "i'd rather stay on pandas": staying with what is there (not "I'd rather you ask")
+    r"|^(?:i'?d|i\s+would)\s+(?:rather|prefer\s+to)\s+(?:we\s+)?(?:stay|stick)\s+(?:on|with)\s+[\w`]",
     re.IGNORECASE,
 )
 _PRESERVE_BAD = re.compile(
@@ -789,7 +814,7 @@ _DIRECTIVE = re.compile(
 _CONTRAST = re.compile(
     r"(?:,\s*(?:but\s+)?|\s+but\s+|^)not\s+(?!only\b|just\b|sure\b|yet\b|really\b|necessarily\b|always\b|that\b|"
     r"a\s+big\s+deal|an?\s+issue|bad\b|needed\b|required\b|necessary\b|possible\b|working\b|true\b|correct\b|the\s+case)"
-    r"([\w`_*'\"-].{2,120})$",
+    r"([\w`_*'\"~-].{2,120}|\.{1,2}/.{0,120})$",  # (a path: "not ./...")
     re.IGNORECASE,
 )
 #: A leading phrase before a directive: "for the tests use X, not Y", "in the handler, return early".
@@ -913,6 +938,10 @@ _ADDRESSEE_NOT = re.compile(
 )
 
 
+#: A rule whose thing is a pronoun: "don't drop it", "never rename them" (about the thing of the clause before).
+_ANAPHORIC_RULE = re.compile(r"^(?:please\s+)?(?:don'?t|dont|do\s+not|never)\s+(?:ever\s+)?[a-z'-]+\s+(?:it|them|that|this|those|these)\b", re.I)
+
+
 def _strip_markers(clause: str) -> str:
     """Remove leading discourse markers ("ok, also", "no,", "please") and a leading condition."""
     prev = None
@@ -976,7 +1005,7 @@ def classify(unit: Unit, clause: str, parenthetical: bool, *, source: str) -> st
         return "explicit" if _NEG_IMPERATIVE.match(c) and not c.lower().startswith("no ") else None
     if (_NEG_IMPERATIVE.match(c) or _ADDRESSEE_NOT.match(c) or _IMPORTANT_NOT.match(raw) or _MODAL_NEGATION.match(c) or _REQUIREMENT.match(c) or _NEEDS_NO.match(c)
             or _POLITE_NOT.match(raw)
-            or _NOTHING_SHOULD.match(c) or _FORBIDDEN.match(c) or _FRONTED_PLEASE_NOT.match(c) or re.match(r"^(?:out\s+of\s+scope(?:\s+for\s+now)?|non-goals?)\s*:\s*\S", c, re.I)):
+            or _NOTHING_SHOULD.match(c) or _SHOULD_NOT_ACT.match(c) or _FORBIDDEN.match(c) or _FRONTED_PLEASE_NOT.match(c) or re.match(r"^(?:out\s+of\s+scope(?:\s+for\s+now)?|non-goals?)\s*:\s*\S", c, re.I)):
         return "explicit"
     if _PURPOSE_NOT.match(raw) and source in ("user", "plan") and _purpose_of_directive(clause, sent):
         return "explicit"  # "refactor X so that it doesn't touch the cache": the result must not
@@ -1212,6 +1241,21 @@ def _stem(word: str) -> str:
 _VERB_CLASS = {_stem(w): name for name, words in VERB_CLASSES.items() for w in words.split()}
 
 
+#: Short forms developers type, said in full in summaries ("no new deps" / "No new dependencies"): the same stem.
+_ABBREVIATIONS = {
+    **dict.fromkeys("dep deps".split(), "dependency"), **dict.fromkeys("repo repos".split(), "repository"),
+    **dict.fromkeys("config configs cfg".split(), "configuration"), **dict.fromkeys("env envs".split(), "environment"),
+    **dict.fromkeys("doc docs".split(), "documentation"), **dict.fromkeys("impl impls".split(), "implementation"),
+    **dict.fromkeys("pkg pkgs".split(), "package"), **dict.fromkeys("lib libs".split(), "library"),
+    **dict.fromkeys("func funcs fn fns".split(), "function"), **dict.fromkeys("arg args".split(), "argument"),
+    **dict.fromkeys("param params".split(), "parameter"), **dict.fromkeys("dir dirs".split(), "directory"),
+    **dict.fromkeys("db dbs".split(), "database"), **dict.fromkeys("msg msgs".split(), "message"),
+    **dict.fromkeys("var vars".split(), "variable"), "perf": "performance", "prod": "production", "info": "information",
+    **dict.fromkeys("tmp temp".split(), "temporary"), **dict.fromkeys("spec specs".split(), "specification"),
+    "k8s": "kubernetes", **dict.fromkeys("util utils".split(), "utility"),
+}
+
+
 @lru_cache(maxsize=65_536)
 def _content(raw: str) -> str | None:
     """The stem a word counts by, or None for a stop word: contractions, hyphens and "un-X-ed" normalized."""
@@ -1221,6 +1265,7 @@ def _content(raw: str) -> str | None:
         return None
     if "-" in bare and bare.replace("-", "").isalpha():
         bare = bare.replace("-", "")  # "hard-coded" ~ "hardcoded"
+    bare = _ABBREVIATIONS.get(bare, bare)
     m = _UN_PARTICIPLE.fullmatch(bare)
     if m and bare not in _NOT_UN_PARTICIPLE:
         bare = m.group(1)
@@ -1232,7 +1277,8 @@ def _words_of(text: str) -> list[str]:
     """The words of ``text`` in order: normalized, paths cut at "/" (``e2e/fixtures`` is two words)."""
     out = []
     for token in _WORD.findall(normalize(_plain(text)).replace("’", "'")):
-        for part in token.split("/") if "/" in token.strip("/") else [token]:
+        split = "/" in token.strip("/") and any(len(p) > 1 for p in token.split("/"))  # "j/k", "y/n" stay whole
+        for part in token.split("/") if split else [token]:
             part = part.strip("./~`'-")
             if "_" in part.strip("_") and "." not in part:
                 out.extend(p for p in part.split("_") if p)  # snake_case: its words ("schedule_interval")
@@ -1304,7 +1350,7 @@ _KEY_THING_TAIL = re.compile(r"\s+(?:as[- ]is|as\s+(?:it|they)\s+(?:is|are|stand
                              r"in\s+place|for\s+now|for\s+later|until\s+later|(?:for|until|till)\s+(?:later|another|a\s+|the\s+next|"
                              r"next|phase|v\d)|working|alive|around|(?:backwards?[- ])?compatible)\b.*$", re.I)
 _SUBJECT_FIRST = re.compile(r"^(.+?)\s+(?:must|should|shall|may|will|can)(?:\s+not|\s+never|n'?t)\s+(?:ever\s+)?(?:be\s+|get\s+)?(.+)$", re.I)
-_SUBORDINATE = re.compile(r"\s+(?:when|whenever|until|till|unless|because|since|so\s+that|once|while|before|after|"
+_SUBORDINATE = re.compile(r"\s+(?:even\s+(?:if|though|when)|when|whenever|until|till|unless|because|since|so\s+that|once|while|before|after|"
                           r"as\s+long\s+as|if|otherwise)\b.*$", re.I)
 #: Where the thing a verb acts on ends and its circumstances begin ("the fixtures | in e2e/fixtures").
 _PREPOSITION = re.compile(r"\s+(?:in|on|at|for|from|to|into|onto|with|under|inside|within|across|by|during|via|per|"
@@ -1353,7 +1399,8 @@ def _key(text: str, form: str) -> _Key:
     elif m := _KEY_NEG_FRAME.match(s):  # after a negation frame comes the verb ...
         head = re.match(r"^\W*([\w'-]+)\s*(.*)$", s[m.end():])
         nominal = re.search(r"(?:avoid|stop|quit|refrain\s+from|:)\s*$", m.group(0), re.I)  # ... or, after "avoid"/"X:", a noun
-        if head and head.group(1).lower() not in _FUNCTION_WORDS and (not nominal or _is_gerund_or_action(head.group(1))):
+        if head and head.group(1).lower() not in _FUNCTION_WORDS and not _PREPOSITION.match(f" {head.group(1)} ") and (
+                not nominal or _is_gerund_or_action(head.group(1))):
             verb_word, rest = head.group(1), head.group(2)
         else:
             rest = s[m.end():]
@@ -1400,7 +1447,29 @@ def _key(text: str, form: str) -> _Key:
     lowered = verb_word.lower()
     introducing = (not verb or verb == "add" or lowered in _INTRODUCING_VERBS
                    or (lowered.endswith("ing") and (lowered[:-3] in _INTRODUCING_VERBS or lowered[:-3] + "e" in _INTRODUCING_VERBS)))
+    if form == "contrastive" and verb is None and (m := re.match(r"^\W*([A-Za-z]+)", s)) and m.group(1).lower() in IMPERATIVE_VERBS:
+        verb = _class_of(_content(m.group(1).lower()) or m.group(1).lower())  # "run only X, not Y": a paraphrase runs too
     return _Key(words, thing, verb, introducing, names, acronyms)
+
+
+#: Words that say when or where, not what: a rule of only these ("not in this phase") names no thing.
+_SCOPE_WORDS = frozenset(_stem(w) for w in "phase pr now time release iteration sprint round pass branch change ticket "
+                         "version step stage later followup".split())
+_QUESTION_FRAME = re.compile(
+    r"^(?:(?:do\s+you\s+want|would\s+you\s+like)\s+(?:me|us)\s+to\s+|(?:should|shall|do|can|could|would|will|must)\s+(?:we|i|you)\s+|"
+    r"(?:is|are)\s+(?:it|there)\s+(?:ok(?:ay)?|fine|alright)\s+(?:to|if\s+(?:we|i)\s+)\s*)(?:also\s+|still\s+|now\s+)?", re.I)
+
+
+@lru_cache(maxsize=4096)
+def _question_action(question: str) -> str:
+    """The action a yes/no question of the agent proposes ("When X, should we rotate the key?" -> "rotate the key"),
+    or "" when it asks something else (a wh-question, a choice)."""
+    q = _CONDITION.sub("", _plain(question).strip())
+    m = _QUESTION_FRAME.match(q)
+    if not m:
+        return ""
+    action = re.split(r"\s+(?:or|instead\s+of|rather\s+than)\s+|[?,;(]", q[m.end():])[0].strip()
+    return action if content_words(action) else ""
 
 
 def _strip_markers_keep_topic(s: str) -> str:
@@ -1462,6 +1531,10 @@ class _Sentence:
         """Does the sentence say ``word`` (a stem; a compound also written as two words, a stop word by itself)?"""
         return (word in self.bag or word in self.words
                 or (len(word) >= 6 and any(j.startswith(word) for j in self.joined)))
+
+    def says_at(self, i: int, words: frozenset[str]) -> bool:
+        """Is word ``i`` (if any) one of ``words`` (stems)?"""
+        return 0 <= i < len(self.words) and (self.stems[i] in words or self.words[i] in words)
 
     def has(self, thing: frozenset[str]) -> int:
         """How many words of ``thing`` the sentence says."""
@@ -1553,8 +1626,11 @@ class ProhibitionMatcher:
     # ---- extraction
 
     def prohibitions(self, text: str | None, *, source: str = "user",
-                     origin: tuple[str, int] | None = None) -> list[Prohibition]:
-        """Prohibitions of a raw text, in order, de-duplicated by id."""
+                     origin: tuple[str, int] | None = None, about: str | None = None) -> list[Prohibition]:
+        """Prohibitions of a raw text, in order, de-duplicated by id.
+
+        ``about``: the question ``text`` answers; a prohibition that names no thing of its own
+        ("not in this phase", "leave that for later") is about the question's action."""
         out: dict[str, Prohibition] = {}
         if not text:
             return []
@@ -1570,11 +1646,16 @@ class ProhibitionMatcher:
                     found.append((form, clause, par))
             if not found:
                 found = [(f, c, False) for f, c in sentence_forms(unit)]
+            for k in range(len(found) - 1, 0, -1):  # "keep X, dont drop it": one rule, "it" is X
+                (f0, c0, p0), (f1, c1, p1) = found[k - 1], found[k]
+                if f0 != "implicit" and f1 == "explicit" and not (p0 or p1) and _ANAPHORIC_RULE.match(_strip_markers(_plain(c1))):
+                    found[k - 1 : k + 1] = [(f0, f"{c0}, {c1}", False)]
             for form, clause, _ in found:
                 if form not in self.forms:
                     continue
                 text = clause if form == "implicit" else _strip_discourse(clause)  # a decline's "no," is its point
-                p = make_prohibition(text, source=source, form=form, origin=origin)
+                topic = about if about and _question_action(about) and not (_key(text, form).thing - _SCOPE_WORDS) else ""
+                p = make_prohibition(text, source=source, form=form, origin=origin, about=topic)
                 out.setdefault(p.id, p)
         return list(out.values())
 
@@ -1592,6 +1673,8 @@ class ProhibitionMatcher:
                 return "carried"
         form = getattr(prohibition, "form", "explicit")
         key = _key(prohibition.text, form)
+        if getattr(prohibition, "about", ""):  # "not in this phase", answering "should we rotate the key?": rotate the key
+            key = _key(_question_action(prohibition.about), "explicit" if form == "explicit" else "defer")
         wanted, thing = key.words, key.thing
         if not wanted:
             return "dropped"
@@ -1600,7 +1683,12 @@ class ProhibitionMatcher:
         for s in index.sentences:
             said = s.has(wanted)
             undone = s.undone.get(key.verb or "")  # "left uncommitted" negates a commit, of the thing next to it
-            cued = (s.negated or s.user_keeps or (cue is not None and bool(cue.search(s.text)))
+            negated = s.negated
+            if negated and len(wanted) == 1:  # one word, so the negation must be about it: "(no new deps), j/k test" is not
+                # (a negation that opens the sentence governs all of it: "Out of scope (per the plan): NEON, threads")
+                negated = any(_SUMMARY_NEGATION.match(" ".join(s.words[i : i + 4])) and (i <= 1 or any(
+                    s.says_at(j, wanted) for j in range(i - 4, i + 5))) for i in range(len(s.words)))
+            cued = (negated or s.user_keeps or (cue is not None and bool(cue.search(s.text)))
                     or bool(undone and (not thing or s.near(key, undone, 4, 4, self.threshold))))
             if cued and said >= self.threshold * len(wanted):
                 return "carried"

@@ -613,3 +613,32 @@ def test_referents_are_artifacts_whose_identifier_is_a_whole_token_of_the_summar
     assert mentioned_artifacts("Edited app/settings.py. See toolu_7.", ids) == ["call:toolu_7", "file:/w/app/settings.py"]
     assert mentioned_artifacts("Edited app/settings.pyc and myapp/settings.py, toolu_77", ids) == []
     assert mentioned_artifacts("settings.py only", ids) == []  # a bare basename is too ambiguous
+
+
+def test_each_typed_answer_to_a_question_is_read_on_its_own(tmp_path):
+    # a long first answer that ends without a full stop ran into the next when the answers were read as one text
+    first = "first one. don't rely on file timestamps for this at all, clocks drift and rebases rewrite the dates anyway"
+    second = "let's leave that for a follow-up, can you open an issue for it?"
+    base = {"isSidechain": False, "userType": "external", "cwd": "/home/dev/app", "version": "2.0.0",
+            "sessionId": "a5c00000-0000-4000-8000-0000000000a5"}
+    records = [
+        {**base, "parentUuid": None, "type": "user", "uuid": "q-u1", "timestamp": "2026-03-02T11:00:00.000Z",
+         "message": {"role": "user", "content": "plan the cleanup command"}},
+        {**base, "parentUuid": "q-u1", "type": "user", "uuid": "q-r1", "timestamp": "2026-03-02T11:00:01.000Z",
+         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_q1",
+                                                   "content": "User has answered your questions."}]},
+         "toolUseResult": {"questions": [], "answers": {"How do we find stale branches?": first,
+                                                        "Also prune the state files?": second}}},
+        {**base, "parentUuid": None, "type": "system", "subtype": "compact_boundary", "uuid": "q-b1",
+         "timestamp": "2026-03-02T11:00:02.000Z", "content": "Conversation compacted", "logicalParentUuid": "q-r1",
+         "compactMetadata": {"trigger": "auto", "preTokens": 150000}},
+        {**base, "parentUuid": "q-b1", "type": "user", "uuid": "q-s1", "isCompactSummary": True,
+         "timestamp": "2026-03-02T11:00:03.000Z",
+         "message": {"role": "user", "content": "This session is being continued. 1. The user wants a cleanup command."}},
+    ]
+    (tmp_path / "s.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    summary = next(e for e in library_events("claude-code", tmp_path / "s.jsonl") if e.get("node_id") == "q-s1")
+    assert [(c["text"], c["form"], c["line"]) for c in summary["raw_negative_constraints"]] == [
+        ("don't rely on file timestamps for this at all, clocks drift and rebases rewrite the dates anyway", "explicit", 2),
+        ("let's leave that for a follow-up", "defer", 2),
+    ]

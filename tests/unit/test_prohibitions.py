@@ -660,3 +660,106 @@ def test_any_text_gives_deterministic_prohibitions_whose_ids_hash_their_text(tex
         assert p.id == make_prohibition(p.text).id
         assert M.carries(p.text, p)  # a prohibition's own words carry it
     assert len({p.id for p in first}) == len(first)
+
+
+# --------------------------------------------------------------------------- held-out sets 6 and 7, then development
+
+
+def test_a_nah_or_nope_before_a_prohibition_is_a_decline_marker_and_alone_it_forbids_nothing():
+    assert found("nah don't commit it, the plans folder is ignored on purpose") == ["don't commit it"]
+    assert found("nope, never squash the history") == ["never squash the history"]
+    assert found("nah, that's fine") == []
+    assert found("nope, it works now") == []
+
+
+def test_a_request_tacked_on_as_a_question_does_not_make_the_rule_before_it_a_question():
+    assert forms("let's leave that for a follow-up, can you open an issue for it?") == [
+        ("defer", "let's leave that for a follow-up")]
+    assert found("don't merge it yet, could you ping the reviewer?") == ["don't merge it yet"]
+    assert found("can you leave that for a follow-up?") == []  # the question itself asks
+
+
+def test_keeping_a_named_thing_working_is_a_preserve_rule_and_keep_going_is_not():
+    assert forms("ooh nice. keep j/k working though, some of us live in vim") == [
+        ("preserve", "keep j/k working though, some of us live in vim")]
+    assert forms("keep the CLI working on windows") == [("preserve", "keep the CLI working on windows")]
+    for text in ("keep going", "keep working on it", "keep working", "keep it short", "keep me posted",
+                 "keep at it", "keep it up", "keep each commit with working code please",
+                 "keep poking until it's working"):
+        assert found(text) == [], text
+
+
+def test_a_thing_that_has_to_keep_working_is_a_preserve_rule_but_should_still_work_is_a_hope():
+    assert forms("- the old flat keys have to keep working for reading, new writes use the nested form") == [
+        ("preserve", "the old flat keys have to keep working for reading, new writes use the nested form")]
+    assert forms("the parser has to keep working with old files") == [
+        ("preserve", "the parser has to keep working with old files")]
+    assert found("the tests should still work") == []
+
+
+def test_rather_staying_on_a_tool_is_a_preserve_rule_but_rather_you_ask_is_not():
+    assert forms("also i'd rather stay on pandas, i know polars is faster") == [("preserve", "i'd rather stay on pandas")]
+    assert forms("I'd rather stick with argparse") == [("preserve", "I'd rather stick with argparse")]
+    assert found("I'd rather you ask") == []
+    assert found("i'd rather stay out of this") == []
+    assert found("we stay with settings.json") == []  # a decision reported, not a thing at risk
+
+
+def test_a_contrast_whose_other_side_is_a_path_is_read():
+    assert forms("run only the integration_test package, not ./... , the whole thing takes 12 min here") == [
+        ("contrastive", "run only the integration_test package, not ./")]
+    assert forms("use the local copy, not ../shared") == [("contrastive", "use the local copy, not ../shared")]
+    assert found("run it, not sure it works") == []
+
+
+def test_a_rule_on_it_right_after_a_rule_on_a_thing_is_one_rule_about_that_thing():
+    assert forms("keep the -race flag in the test task, dont drop it even if it doubles the time") == [
+        ("preserve", "keep the -race flag in the test task, dont drop it even if it doubles the time")]
+    assert found("the build is flaky, don't touch it") == ["don't touch it"]  # a description first: nothing to join
+    summary = "- `-race` stays in the `test:integration` task (the user insisted)."
+    rule = M.prohibitions("keep the -race flag in the test:integration task, dont drop it even if it doubles the time")[0]
+    assert M.judge(summary, rule) == "carried"
+
+
+def test_short_forms_developers_type_match_the_words_a_summary_writes_in_full():
+    assert M.judge("No new crypto dependencies.", make_prohibition("no new crypto deps")) == "carried"
+    assert M.judge("Do not touch the repository settings.", make_prohibition("dont touch the repo settings")) == "carried"
+    assert M.judge("No new tests.", make_prohibition("no new crypto deps")) == "dropped"
+    assert content_words("deps repo config env docs") == content_words("dependencies repository configuration "
+                                                                      "environment documentation")
+
+
+def test_a_one_word_rule_is_carried_only_by_a_negation_about_that_word():
+    rule = make_prohibition("keep j/k working though", form="preserve")
+    assert M.judge("- enabled the built-in filtering in the picker (no new dependencies), height 15, j/k test;",
+                   rule) == "dropped"
+    assert M.judge("User asked to keep j/k working (vim users).", rule) == "carried"
+    assert M.judge("- Not touching j/k: vim users rely on it.", rule) == "carried"
+    # a negation that opens the sentence governs all of it
+    assert M.judge("Out of scope (per the plan): NEON, multithreading.", make_prohibition("Out of scope: Multithreading")) == "carried"
+
+
+def test_a_contrast_is_uncertain_only_where_its_directive_verb_is_said():
+    rule = make_prohibition("run only the integration_test package, not ./", form="contrastive")
+    assert M.judge("- Checked the other integration tests: only one is parallel and it does not set env.", rule) == "dropped"
+    assert M.judge("- Runs only the integration_test package (not ./...).", rule) == "carried"
+
+
+def test_what_a_named_part_of_the_program_should_not_do_is_a_rule_but_a_prediction_is_not():
+    assert found("one more thing: the doctor command should not auto-fix anything unless --fix is passed") == [
+        "the doctor command should not auto-fix anything unless --fix is passed"]
+    assert found("the test should not fail") == []
+    assert found("it should not take long") == []
+    assert found("this should not happen") == []
+
+
+def test_an_answer_that_names_no_thing_is_matched_by_the_action_the_question_proposed():
+    question = "When access is revoked, should we rotate the folder key and re-encrypt?"
+    [rule] = M.prohibitions("not in this phase. put it under deferred, we lack the worker", about=question)
+    assert (rule.form, rule.text, rule.about) == ("defer", "not in this phase", question)
+    assert rule.id == make_prohibition("not in this phase").id and "about" not in rule.as_wire()
+    assert M.judge("- Deferred (per user): key rotation/re-encryption on revoke", rule) == "carried"
+    assert M.judge("- No service worker caching in this phase (phase 11).", rule) == "dropped"  # "phase" alone says nothing
+    # an answer with a thing of its own, or a question that proposes no action, keeps the answer's words
+    assert M.prohibitions("no, leave the docs alone", about="Should I also update the docs?")[0].about == ""
+    assert M.prohibitions("not in this phase", about="What may the server learn?")[0].about == ""
