@@ -62,6 +62,7 @@ class Runtime:
         self.durability: Durability | None = None
         self.started = asyncio.Event()
         self.input_topics = frozenset(settings.input_topics)
+        self.last_batch = 0.0  # monotonic end of the last batch handled
         self.counters = {"events": 0, "dead_letters": 0, "alerts": 0, "statuses": 0}
         if isinstance(self.metrics, Metrics):
             self.metrics.lag_source = self.consumer_lag
@@ -177,6 +178,7 @@ class Runtime:
                     await self._process(part, messages, received)
             if d.due():
                 d.begin_commit(d.committable())
+        self.last_batch = time.monotonic()
 
     async def _process(self, part: Any, messages: Sequence[Any], received: float) -> None:
         d = self.durability
@@ -219,8 +221,9 @@ class Runtime:
         """Kafka Streams' timestamp synchronization over the two input topics of one
         partition number: records are released in record-timestamp order while both topics
         have some; one topic's records go on alone only when the other is caught up (all
-        it has is received: next offset >= its high watermark), or after ``CG_MAX_IDLE``
-        without progress (here or, ``force``, from the timer), or past :data:`HELD_MAX` records. Without it one topic's
+        it has is received: next offset >= its high watermark), when the worker received
+        nothing for ``CG_MAX_IDLE`` (``force``, from the timer: while batches arrive, the
+        other topic's records are on their way), or past :data:`HELD_MAX` records. Without it one topic's
         fetched backlog is applied before the other's (a 1 MB fetch holds thousands of
         artifacts but few checkpoints) and a context's events wait for their ``seq`` until
         ``CG_SEQ_GAP_LIMIT`` declares a gap that is not there."""
@@ -243,7 +246,7 @@ class Runtime:
         out: list[Any] = []
         while a and b:
             out.append(a.popleft() if _timestamp(a[0]) <= _timestamp(b[0]) else b.popleft())
-        if force or len(a) + len(b) > HELD_MAX or time.monotonic() - part.held_since >= self.settings.max_idle:
+        if force or len(a) + len(b) > HELD_MAX:
             out.extend(a)
             out.extend(b)
             a.clear()
@@ -284,7 +287,8 @@ class Runtime:
             return  # a batch is being handled: it commits when due, and held records wait one more tick
         try:
             now = time.monotonic()
-            waiting = [p for p in d.committable() if p.held and now - p.held_since >= self.settings.max_idle]
+            idle = now - self.last_batch >= self.settings.max_idle  # nothing more is on its way
+            waiting = [p for p in d.committable() if idle and p.held and now - p.held_since >= self.settings.max_idle]
             if waiting:
                 async with d.lock:
                     for part in waiting:

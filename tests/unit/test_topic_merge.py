@@ -90,10 +90,33 @@ def test_an_unknown_high_watermark_holds_until_the_other_topic_arrives():
     assert [(r.topic, r.offset) for r in _received(rt, part, [Rec(AR, 0, 7)])] == [(CK, 0), (AR, 0)]
 
 
-def test_held_records_go_on_with_the_next_batch_once_they_waited_the_idle_time(monkeypatch):
+def test_the_timer_releases_held_records_only_once_the_worker_received_nothing_for_the_idle_time():
+    import asyncio
+
     rt, c, part = _runtime()
-    c.high = {(CK, 0): 9, (AR, 0): 3}  # checkpoints the broker has, never received (e.g. a hole)
+    c.high = {(CK, 0): 9, (AR, 0): 3}  # checkpoints the broker has, not received yet
     assert _received(rt, part, [Rec(AR, 0, 1)]) == []
-    part.held_since -= S.max_idle  # it waited CG_MAX_IDLE
-    out = _received(rt, part, [Rec(AR, 1, 2)])
-    assert [r.offset for r in out] == [0, 1]
+    processed: list = []
+
+    async def process(p, messages, received):
+        processed.extend(messages)
+
+    class D:
+        lock = asyncio.Lock()
+        partitions = {0: part}
+
+        def committable(self):
+            return [part]
+
+        def due(self):
+            return False
+
+    rt.durability = D()  # type: ignore[assignment]
+    rt._process = process  # type: ignore[method-assign]
+    part.held_since -= S.max_idle
+    rt.last_batch = __import__("time").monotonic()  # batches are arriving: the checkpoints are on their way
+    asyncio.run(rt.tick())
+    assert processed == [] and part.held
+    rt.last_batch -= S.max_idle  # nothing received for CG_MAX_IDLE
+    asyncio.run(rt.tick())
+    assert [r.offset for r in processed] == [0] and not part.held
