@@ -96,10 +96,10 @@ class Settings(BaseSettings):
     )
     max_idle: float = Field(
         0.5, ge=0, le=60,
-        description="Seconds a partition's records of one input topic may wait for the other input topic "
-        "(same partition number) when its records are fetched but not yet received (Kafka Streams' "
-        "max.task.idle.ms): the two topics are merged by record timestamp, so a context's checkpoints "
-        "and artifacts are applied in about the order they were produced, not one topic's backlog first.",
+        description="The two input topics are merged by record timestamp per partition number (Kafka Streams' "
+        "max.task.idle.ms), so a context's checkpoints and artifacts are applied in about the order they were "
+        "produced, not one topic's backlog first: records of one topic wait while the other's are at the broker "
+        "but not yet received, until the worker has received nothing for this many seconds.",
     )
     fetch_max_wait_ms: int = Field(
         100, ge=0, le=60_000,
