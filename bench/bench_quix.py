@@ -47,8 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (  # noqa: E402
     REPO, Poller, WorkerProc, add_broker_args, broker, command_line, copies_of, cpu_seconds, create_topic_set,
-    loadavg, machine_line, part_footer, pdeathsig, produce_events, read_topic, say, software_line, topic_set,
-    write_out,
+    loadavg, machine_line, pdeathsig, produce_events, read_topic, say, software_line, topic_set,
+    report_end, write_out,
 )
 from stream.adapters import encode_event  # noqa: E402
 from stream.replay import replay_lines  # noqa: E402
@@ -286,10 +286,7 @@ def render(argv: list[str], args: argparse.Namespace, kafka: str, results: list[
         "",
     ]
     errors = [e for st in results for e in st["errors"]]
-    if errors:
-        lines += ["Failed measurements:", ""] + [f"- {e}" for e in errors] + [""]
-    lines.append(part_footer(t_start, load_start))
-    return "\n".join(lines) + "\n"
+    return report_end(lines, errors, t_start, load_start)
 
 
 def main(argv: list[str] | None = None) -> int:

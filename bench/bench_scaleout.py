@@ -43,8 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (  # noqa: E402
     PARTITIONS, Poller, WorkerProc, add_broker_args, broker, command_line, cpu_seconds,
-    copies_of, create_topic_set, loadavg, machine_line, part_footer, partition_counts, produce_events, say,
-    software_line, topic_set, write_out,
+    copies_of, create_topic_set, loadavg, machine_line, partition_counts, produce_events, say,
+    software_line, topic_set, report_end, write_out,
 )
 from stream.adapters import encode_event  # noqa: E402
 from stream.replay import replay_lines  # noqa: E402
@@ -203,10 +203,7 @@ def render(argv: list[str], args: argparse.Namespace, kafka: str, stream_desc: s
         "no dead letters.",
         "",
     ]
-    if errors:
-        lines += ["Failed measurements:", ""] + [f"- {e}" for e in errors] + [""]
-    lines.append(part_footer(t_start, load_start))
-    return "\n".join(lines) + "\n"
+    return report_end(lines, errors, t_start, load_start)
 
 
 def ideal_speedup(counts: list[int]) -> float:

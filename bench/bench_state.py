@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (  # noqa: E402
     Poller, WorkerProc, add_broker_args, broker, command_line, cpu_seconds, create_topic_set, du, loadavg,
-    log_extent, machine_line, mib, part_footer, say, software_line, topic_set, write_out,
+    log_extent, machine_line, mib, say, software_line, topic_set, report_end, write_out,
 )
 from stream.adapters import encode_event  # noqa: E402
 
@@ -253,10 +253,7 @@ def render(argv: list[str], args: argparse.Namespace, kafka: str, res: dict[str,
             "*Fill rate*: the worker's `events_total` at `/metrics` polled every 0.2 s.",
             "",
         ]
-    if errors:
-        lines += ["Failed measurements:", ""] + [f"- {e}" for e in errors] + [""]
-    lines.append(part_footer(t_start, load_start))
-    return "\n".join(lines) + "\n"
+    return report_end(lines, errors, t_start, load_start)
 
 
 def main(argv: list[str] | None = None) -> int:

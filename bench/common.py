@@ -136,6 +136,13 @@ def part_footer(t_start: float, load_start: str) -> str:
             f"{load_start} at start, {loadavg()} at end (1/5/15 min).*")
 
 
+def report_end(lines: list[str], errors: list[str], t_start: float, load_start: str) -> str:
+    """A part's Markdown: ``lines``, the failed measurements (if any), the footer."""
+    if errors:
+        lines = lines + ["Failed measurements:", ""] + [f"- {e}" for e in errors] + [""]
+    return "\n".join(lines + [part_footer(t_start, load_start)]) + "\n"
+
+
 def write_out(path: str | None, text: str, summary: str | None = None) -> None:
     """Print the Markdown section; with ``--out PATH`` also write it there, and the one-line
     ``summary`` to ``PATH.summary`` (``bench/run_all.py`` puts those at the top of the report)."""
