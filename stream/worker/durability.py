@@ -127,12 +127,10 @@ class Outputs:
         batch, self._inflight = self._inflight, []
         return batch
 
-    async def settle(self, batch: list[tuple[OutputRecord, Any]] | None = None) -> None:
-        """Wait until every output of ``batch`` (default: every one sent so far) is
-        acknowledged, resending what failed (step 1 of a commit)."""
+    async def settle(self, batch: list[tuple[OutputRecord, Any]]) -> None:
+        """Wait until every output of ``batch`` (from :meth:`take`) is acknowledged,
+        resending what failed (step 1 of a commit)."""
         delay = 0.2
-        if batch is None:
-            batch = self.take()
         while batch:
             results = await asyncio.gather(*(f for _, f in batch), return_exceptions=True)
             retry: list[OutputRecord] = []
@@ -217,7 +215,7 @@ class Partition:
     snapshot_entries: int = 0  # entries the last snapshot held (the state's size then)
     applied: list = field(default_factory=list)  # (event, source) since the last commit (a rollback replays them)
     held: dict[str, deque] = field(default_factory=dict)  # input topic -> records received, not yet processed
-    held_since: float = 0.0  # monotonic time the oldest held record arrived
+    held_since: float = 0.0  # monotonic time records began to be held, or last went on while some stayed
     fetched: dict[str, int] = field(default_factory=dict)  # input topic -> next offset after those received
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     restore_task: asyncio.Task | None = None

@@ -90,7 +90,7 @@ class Runtime:
             start_offset=self.gaps.start_offset,
             on_rejected=self.metrics.output_rejected,
         )
-        self.durability.on_commit_failed = _commit_failed
+        self.durability.on_commit_failed = lambda exc: _stop_on(exc, "a commit")
         try:
             self.durability.outputs.limits = await max_message_bytes(s, s.output_topics)
         except Exception as exc:  # no pre-check then: a rejection is found by the broker
@@ -154,11 +154,8 @@ class Runtime:
             await self._handle(events)
         except asyncio.CancelledError:
             raise
-        except (StateWriteError, OutputRejected) as exc:
-            stop_now(exc)
         except Exception as exc:  # a bug outside the engine: never commit past it
-            log.exception("handling a batch failed")
-            stop_now(exc)
+            _stop_on(exc, "handling a batch")
 
     async def _handle(self, events: Sequence[Any]) -> None:
         received = time.perf_counter()
@@ -234,7 +231,6 @@ class Runtime:
             topics = {m.topic for m in messages}
             if len(topics) == 1 and self._caught_up(part, self._other(next(iter(topics)))):
                 return list(messages)  # the common case: nothing waits
-        if not held:
             part.held_since = time.monotonic()
         for m in messages:
             q = held.get(m.topic)
@@ -275,9 +271,7 @@ class Runtime:
         high = compat.highwater(self.app, topic, part.number)
         if high is None:
             return False
-        position = part.fetched.get(topic)
-        if position is None:
-            position = part.offsets.get(topic)
+        position = part.fetched.get(topic, part.offsets.get(topic))
         return position is not None and position >= high
 
     async def tick(self) -> None:
@@ -299,11 +293,8 @@ class Runtime:
             if d.due():
                 async with d.lock:
                     d.begin_commit(d.committable())
-        except (StateWriteError, OutputRejected) as exc:
-            stop_now(exc)
         except Exception as exc:
-            log.exception("the timer failed")
-            stop_now(exc)
+            _stop_on(exc, "the timer")
 
     # ------------------------------------------------------------------ views
     def consumer_lag(self) -> dict[tuple[str, int], int]:
@@ -332,10 +323,11 @@ def _topic_type(topic: str, settings: Settings) -> str:
     return {settings.compaction_topic: "checkpoint", settings.artifact_topic: "artifact"}.get(topic, "unknown")
 
 
-def _commit_failed(exc: BaseException) -> None:
-    """A commit in flight failed: stop as a failed batch does (nothing past it committed)."""
+def _stop_on(exc: BaseException, what: str) -> None:
+    """``what`` (a batch, the timer, a commit in flight) failed: stop without committing
+    past it; anything but a state / output write failure is a bug, logged with its traceback."""
     if not isinstance(exc, (StateWriteError, OutputRejected)):
-        log.error("a commit failed", exc_info=exc)
+        log.error("%s failed", what, exc_info=exc)
     stop_now(exc)
 
 
