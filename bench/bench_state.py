@@ -191,9 +191,7 @@ def run(args: argparse.Namespace, settings: Any, tmp: Path, res: dict[str, Any])
         mem = w.memory()
         res["filled"] = {"rss": mem.get("VmRSS", 0), "hwm": mem.get("VmHWM", 0), "disk": du(data1)[1],
                          "apparent": du(data1)[0]}
-        from stream.kafka_clients import state_topic
-
-        log_name = state_topic(settings.model_copy(update={"app_id": w.app_id}))
+        log_name = settings.model_copy(update={"app_id": w.app_id}).state_topic
         res["log_records"] = asyncio.run(log_extent(settings, log_name))
         data = (Path(args.broker_data) if args.broker_data
                 else None if args.bootstrap else Path(settings.kafka_home) / "data")

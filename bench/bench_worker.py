@@ -104,7 +104,7 @@ from bench.common import (  # noqa: E402
 )
 from stream.devtools import kafka_local  # noqa: E402
 from stream.adapters import SimulationParams, encode_event, load_trajectories, simulate  # noqa: E402
-from stream.kafka_clients import admin, consumer, producer, state_topic  # noqa: E402
+from stream.kafka_clients import admin, consumer, producer  # noqa: E402
 from stream.replay import replay_lines  # noqa: E402
 from stream.settings import Settings, get_settings  # noqa: E402
 
@@ -857,7 +857,7 @@ class Bench:
             if d.method != "applied":
                 say(f"note: {st.name} run {run} measured by {d.method} (events_total did not reach "
                     f"{st.expected_processed})")
-            state_log = state_topic(self.settings.model_copy(update={"app_id": tag}))
+            state_log = self.settings.model_copy(update={"app_id": tag}).state_topic
             ends = asyncio.run(end_offsets(self.settings, [*outputs, state_log]))
             alerts = sum(v for tp, v in ends.items() if tp.topic == outputs[0])
             verdicts = sum(v for tp, v in ends.items() if tp.topic == outputs[1])

@@ -1,16 +1,17 @@
-"""``faust -A stream.app worker`` and the CLI's commands: the worker app, built from the
-process settings (:func:`stream.worker.app.create_app` — importing this module builds it).
+"""``faust -A stream.app worker`` and the CLI's ``worker``: the worker built from the
+process settings (:func:`stream.worker.app.build` — importing this module builds it).
 """
 
 from __future__ import annotations
 
 from stream.settings import get_settings
-from stream.worker.app import broker_credentials, create_app
+from stream.worker.app import broker_credentials, build, create_app
 
 settings = get_settings()
-app = create_app(settings)
+host, runtime = build(settings)
+app = host.app
 
 # kept under its old name for callers of the previous layout
 faust_broker_credentials = broker_credentials
 
-__all__ = ["app", "broker_credentials", "create_app", "faust_broker_credentials", "settings"]
+__all__ = ["app", "broker_credentials", "create_app", "faust_broker_credentials", "host", "runtime", "settings"]

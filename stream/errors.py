@@ -16,10 +16,25 @@
     ├── AdapterError               a trajectory / log file could not be read (named in the
     │                              one-line message); the other files still run. Fix or
     │                              drop that file.
-    └── KafkaLocalError            the local broker (``python -m stream kafka``) could not
-                                   be resolved, started or stopped (java/mvn missing, port
-                                   taken, broker died). Read the one-line message and the
-                                   broker log tail it quotes.
+    ├── KafkaLocalError            the local broker (``python -m stream kafka``) could not
+    │                              be resolved, started or stopped (java/mvn missing, port
+    │                              taken, broker died). Read the one-line message and the
+    │                              broker log tail it quotes.
+    └── DurabilityError            the worker cannot make its state or outputs durable; it
+        │                          exits 70 at once without committing, and a restart
+        │                          re-processes from the last commit (nothing is lost).
+        ├── StateWriteError        the state log ``<CG_APP_ID>-state`` refused a record for
+        │                          good (authorization, record too large). Grant the
+        │                          worker Write/Read on it; keep CG_STATE_CHUNK_BYTES below
+        │                          its max.message.bytes; restart.
+        ├── RestoreFailed          a partition's state could not be restored from the state
+        │                          log (its cause is chained). Read the cause; if the local
+        │                          RocksDB is damaged, ``checkpoint-guard reset``; restart.
+        └── OutputRejected         the broker refused an output record for a reason no
+                                   input causes: authorization on an output topic (grant
+                                   the worker Write on the topic it names), or a topic's
+                                   max.message.bytes lowered while the worker ran (the
+                                   restart reads it). Then restart.
 
 Violations of the compaction rules are *not* exceptions: they are alert values the
 engine returns.
@@ -38,3 +53,23 @@ class InvalidEvent(GuardError, ValueError):
 
 class ConfigurationError(GuardError):
     """Settings or topics are inconsistent; fatal at start, the message says what to fix."""
+
+
+class DurabilityError(GuardError):
+    """The worker cannot make its state or outputs durable: it stops (exit 70) without
+    committing; a restart re-processes from the last commit."""
+
+
+class StateWriteError(DurabilityError):
+    """The state log refused a record for good: grant the worker access to
+    ``<CG_APP_ID>-state`` or keep CG_STATE_CHUNK_BYTES below its max.message.bytes."""
+
+
+class RestoreFailed(DurabilityError):
+    """A partition's state could not be restored (cause chained): fix the cause, or
+    ``checkpoint-guard reset`` a damaged local RocksDB, then restart."""
+
+
+class OutputRejected(DurabilityError):
+    """The broker refused an output record for a reason no input causes: grant the worker
+    Write on the topic named, or restart it after lowering a topic's max.message.bytes."""

@@ -26,7 +26,7 @@ from stream.domain.engine import MAX_OUTPUT_BYTES, Engine, encode_record, node_s
 from stream.domain.events import ArtifactEvent, CheckpointEvent, Source
 from stream.domain.state import DictState
 from stream.errors import ConfigurationError, InvalidEvent
-from stream.kafka_clients import consumer, start_client
+from stream.kafka_clients import consumer, partitions_for, start_client
 from stream.settings import Settings
 from stream.wire import MAX_MESSAGE_BYTES, decode_message, encode_alert
 
@@ -84,10 +84,7 @@ async def read_topics(
     try:
         tps = []
         for t in topics:
-            parts = c.partitions_for_topic(t)
-            if parts is None:
-                await c._client.force_metadata_update()
-                parts = c.partitions_for_topic(t)
+            parts = await partitions_for(settings, c, t)
             if not parts:
                 raise ConfigurationError(f"topic {t} does not exist")
             tps.extend(TopicPartition(t, p) for p in sorted(parts))

@@ -154,6 +154,16 @@ async def topic_partitions(settings: Settings, topics: list[str] | tuple[str, ..
     return out
 
 
+async def partitions_for(settings: Settings, consumer: Any, topic: str) -> set[int]:
+    """The partition numbers of ``topic``: the consumer's metadata, else the broker's (a
+    describe); empty when the topic does not exist."""
+    parts = consumer.partitions_for_topic(topic)
+    if parts:
+        return set(parts)
+    count = (await topic_partitions(settings, [topic])).get(topic)
+    return set(range(count)) if count else set()
+
+
 async def create_topics(
     settings: Settings, names: list[str] | tuple[str, ...], partitions: int, *, compacted: bool = False,
     configs: dict[str, str] | None = None,
@@ -293,13 +303,8 @@ async def check_copartitioned(settings: Settings) -> int:
     return counts[a]
 
 
-def state_topic(settings: Settings) -> str:
-    """The worker's state log (``stream.worker.durability``): ``<app_id>-state``."""
-    return f"{settings.app_id}-state"
-
-
 async def ensure_state_topic(settings: Settings) -> dict[str, str]:
     """Create the state log if missing: one partition per input partition number, kept
     forever (``retention.ms=-1``; the worker deletes what its snapshots make obsolete)."""
-    return await create_topics(settings, [state_topic(settings)], settings.partitions,
+    return await create_topics(settings, [settings.state_topic], settings.partitions,
                                configs={"retention.ms": "-1", "retention.bytes": "-1"})

@@ -405,7 +405,7 @@ async def load_states(settings: "Settings") -> dict[str, ContextState]:
     """Read the state topic to its end (``read_committed``, no group): context -> state."""
     from aiokafka import TopicPartition
 
-    from stream.kafka_clients import consumer, start_client
+    from stream.kafka_clients import consumer, partitions_for, start_client
 
     topic = state_topic(settings)
     c = consumer(settings, group_id=None, enable_auto_commit=False, auto_offset_reset="earliest",
@@ -413,10 +413,7 @@ async def load_states(settings: "Settings") -> dict[str, ContextState]:
     await start_client(settings, c)
     states: dict[str, ContextState] = {}
     try:
-        parts = c.partitions_for_topic(topic)
-        if not parts:
-            await c._client.force_metadata_update()
-            parts = c.partitions_for_topic(topic) or set()
+        parts = await partitions_for(settings, c, topic)
         tps = [TopicPartition(topic, p) for p in sorted(parts)]
         if not tps:
             return states

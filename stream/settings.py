@@ -268,6 +268,18 @@ class Settings(BaseSettings):
         return (self.alerts_topic, self.verdicts_topic, self.status_topic, self.deadletter_topic)
 
     @property
+    def state_topic(self) -> str:
+        """The worker's state log (docs/DURABILITY.md): ``<app_id>-state``, one partition
+        per input partition number."""
+        return f"{self.app_id}-state"
+
+    @property
+    def state_dir(self) -> Path:
+        """The worker's local state: one RocksDB per partition number, ``<data_dir>/state/p<NNNNN>``
+        (:func:`stream.worker.store.partition_path`)."""
+        return Path(self.data_dir) / "state"
+
+    @property
     def max_request_bytes(self) -> int:
         """Producer request / topic ``max.message.bytes``: a record of ``max_output_bytes``
         plus its key (two ids at most) and the batch framing."""

@@ -298,6 +298,10 @@ class Status(BaseModel):
         description="The first 1,000 (sorted) nodes under this one with an open orphaned_referent or "
         "unverifiable_checkpoint alert."
     )
+    degraded_truncated: Optional[bool] = Field(
+        None, description="true on a record the broker rejected by size, sent again without its degraded_by list "
+        "(degraded_count kept); absent otherwise."
+    )
     degraded_count: int = Field(description="How many nodes degrade this one (degraded_by may be cut).")
     trigger: Trigger
     detected_at: Optional[str]

@@ -72,7 +72,7 @@ async def follow(*, rule: str | None, context: str | None, as_json: bool, from_b
     from aiokafka import TopicPartition
     from rich.console import Console
 
-    from stream.kafka_clients import consumer, start_client
+    from stream.kafka_clients import consumer, partitions_for, start_client
 
     topic = settings.alerts_topic
     con = Console(highlight=False, soft_wrap=True)
@@ -80,10 +80,7 @@ async def follow(*, rule: str | None, context: str | None, as_json: bool, from_b
     await start_client(settings, c)
     printed = 0
     try:
-        parts = c.partitions_for_topic(topic)
-        if not parts:
-            await c._client.force_metadata_update()
-            parts = c.partitions_for_topic(topic)
+        parts = await partitions_for(settings, c, topic)
         if not parts:
             raise ConfigurationError(f"topic {topic} does not exist; run `checkpoint-guard topics create` first")
         tps = [TopicPartition(topic, p) for p in sorted(parts)]

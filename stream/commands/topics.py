@@ -24,7 +24,6 @@ from stream.kafka_clients import (
     ensure_state_topic,
     kafka_error,
     project_topics,
-    state_topic,
     topic_partitions,
     wait_until_described,
 )
@@ -41,7 +40,7 @@ def topics(action: str) -> int:
     """
     try:
         plain, compacted_topics = project_topics(settings)
-        log_topic = state_topic(settings)
+        log_topic = settings.state_topic
         if action == "create":
             result = asyncio.run(_create())
             for name in (*plain, *compacted_topics, log_topic):

@@ -1,8 +1,8 @@
 """``checkpoint-guard worker`` — build the faust app now and hand over to faust's worker.
 
-Only ``worker`` imports faust: the app (:mod:`stream.app`: agent, runtime, web views)
-is built when the command runs, then
-faust's own ``worker`` command runs with the options given here. Options keep faust's
+Only ``worker`` imports faust: the worker (:mod:`stream.app`: host, runtime, web views)
+is built when the command runs, then the host's command line (faust's own ``worker``,
+:meth:`stream.worker.compat.FaustHost.main`) runs with the options given here. Options keep faust's
 names (``-l``, ``--web-port``, ...; DESIGN.md §5) but their help shows this project's
 defaults (``CG_WEB_HOST`` = 127.0.0.1, not faust's 0.0.0.0). ``-h`` is help here; faust's
 ``-h`` short form of ``--web-host`` is not offered.
@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 
 import click
 
-from stream.commands._base import PROG, option
+from stream.commands._base import option
 from stream.settings import Settings, get_settings
 
 LOGLEVELS = ("crit", "error", "warn", "info", "debug")
@@ -37,16 +37,10 @@ def _argv(ctx: click.Context, params: dict[str, Any]) -> list[str]:
 
 
 def handover(args: list[str], *, quiet: bool = False) -> NoReturn:
-    """Run faust's CLI on the checkpoint-guard app (as ``app.main()`` does) with ``args``."""
-    from faust.cli.faust import cli as faust_cli
+    """Run the worker's command line (faust's, through the host) with ``args``."""
+    from stream.app import host
 
-    from stream.app import app
-
-    app.finalize()
-    app.worker_init()
-    app.worker_init_post_autodiscover()  # autodiscover is off: the app imports its modules
-    faust_cli.main(args=(["--quiet"] if quiet else []) + args, prog_name=PROG, app=app)
-    raise SystemExit(0)  # pragma: no cover - faust exits itself
+    host.main(args, quiet=quiet)
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -90,19 +84,19 @@ def reset(yes: bool) -> None:
     every assigned partition from ``<CG_APP_ID>-state`` (docs/DURABILITY.md), so nothing
     is lost; use it after moving a worker or when its RocksDB files are damaged.
     """
-    from pathlib import Path
+    import os
 
     from stream.worker.preflight import lock_data_dir
-    from stream.worker.store import PartitionStore
+    from stream.worker.store import PartitionStore, partition_paths
 
-    data_dir = Path(get_settings().data_dir)
-    state = data_dir / "state"
-    if not state.is_dir() or not any(p.is_dir() for p in state.iterdir()):
+    settings = get_settings()
+    state = settings.state_dir
+    if not partition_paths(state):
         click.echo(f"nothing to reset: no partition state in {state}")
         return
-    fd = lock_data_dir(data_dir)  # exits 1 with one line while a worker runs on it
+    fd = lock_data_dir(settings.data_dir)  # exits 1 with one line while a worker runs on it
     try:
-        parts = sorted(p for p in state.iterdir() if p.is_dir())
+        parts = partition_paths(state)
         if not yes:
             click.confirm(f"delete the local state of {len(parts)} partition(s) in {state}?", abort=True)
         for path in parts:
@@ -110,6 +104,4 @@ def reset(yes: bool) -> None:
         click.echo(f"deleted the local state of {len(parts)} partition(s) in {state}; "
                    "the next start restores them from the state log")
     finally:
-        import os
-
         os.close(fd)

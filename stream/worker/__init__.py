@@ -1,18 +1,23 @@
-"""The worker: a faust app whose one agent validates every checkpoint (the imperative shell).
+"""The worker: validates every checkpoint on Kafka (the imperative shell around the engine).
 
 ==================  =========================================================================
-``app``             ``create_app(settings)``: topics, the agent, the commit timer, hooks
-``runtime``         the batch handler's shell: partitions, order, gaps, outputs, commits
+``app``             ``build(settings)``: the host and the runtime, wired; ``create_app``
+``host``            the :class:`~stream.worker.host.Host` protocol: what the worker needs of
+                    its framework (group, stream, callbacks, timers, web, CLI)
+``compat``          :class:`~stream.worker.compat.FaustHost`: the Host on faust, and every
+                    private faust / mode / aiokafka name (pinned by a test)
+``runtime``         the batch handler's shell: partitions, topic merge, outputs, the timer
 ``handler``         the batch handler's pure core: decode -> engine -> outputs
-``durability``      the commit protocol, restore, fencing and snapshots (one object)
+``merge``           the order of a partition's two input topics (timestamp synchronization)
+``outputs``         output delivery: records, sends, acknowledgements, the size fail-safe
+``durability``      coverage, the commit protocol, restore, fencing, snapshots (one object)
 ``statelog``        the state log's record format and replay (pure)
 ``store``           one partition's state: RocksDB + write cache + read cache
 ``gaps``            input records faust did not deliver, read back
-``compat``          every private faust name (inline delivery, batch stream, commits)
 ``web``             /healthz, /readyz, /metrics, /nodes
 ``metrics``         Prometheus metrics from the engine's outputs
-``service``         the faust Worker (topic checks at start)
-``preflight``       data-dir lock and web-port check (no faust; ``reset`` uses the lock)
+``service``         the start-up checks (data-dir lock, web port, topics)
+``preflight``       data-dir lock and web-port check (no framework; ``reset`` uses the lock)
 ==================  =========================================================================
 
 Offline tools (replay, forensics, ingest) never import this package: it needs faust.

@@ -1,33 +1,36 @@
-"""Every use of a private faust (or aiokafka) name, in one module, each pinned by a test.
+"""faust-streaming hosts the worker here: :class:`FaustHost`, and every private faust name.
 
-faust-streaming 0.15.3 stays the framework (app, agent, consumer group, rebalancing,
-web views, CLI); this module changes three things where faust offers no setting, and
-``tests/unit/test_compat.py`` fails when the installed faust's overridden code changes:
+:class:`FaustHost` implements :class:`stream.worker.host.Host` (group membership, the
+input stream, assignment callbacks, timers, web routes, start-up, the CLI) on faust
+0.15.3; nothing else in the project imports faust or mode. Where faust offers no
+setting it changes three things, each pinned by ``tests/unit/test_compat.py``:
 
-* **Delivery** (:class:`InlineConsumer`, through faust's transport entry point
-  ``faust.transports``: ``cgkafka://``): faust's fetcher awaits
-  ``wait_first(callback(message), suspend_flow.wait())`` per record — four tasks made
-  and three cancelled per event, half of a no-op agent's cost — then builds a Message
-  and an Event per record. Here a fetch's records of the agent's topics go to its queue
-  as one list when nothing can block (flow active, no rebalance starting, room in the
-  queue; otherwise the stock wait); other records keep the stock path.
-  ``fetch_max_wait_ms`` (hard-coded 1500 ms) becomes ``CG_FETCH_MAX_WAIT_MS``.
-* **Commits**: faust's own offset commits (timer, acks, rebalance) are disabled; the
-  durability object is the only committer (:func:`commit_offsets`).
-* **Batches** (:class:`BatchStream`, the app's ``Stream`` class): ``take_events`` reads
-  the agent's queue directly and yields lists of input records, instead of faust's
-  per-event iterator (one ``sleep(0)``, sensors and a context variable per event).
+* **Delivery** (:class:`InlineConsumer`, transport ``cgkafka://``): a fetch's records of
+  the agent's topics go to its queue as one list when nothing can block (faust awaits
+  four tasks per record and builds a Message and an Event each: half a no-op agent's
+  cost); ``fetch_max_wait_ms`` (hard-coded 1500 ms) becomes ``CG_FETCH_MAX_WAIT_MS``.
+* **Commits**: faust's own offset commits are disabled; the durability object commits
+  through :meth:`FaustHost.commit_offsets`.
+* **Batches** (:class:`BatchStream`): ``take_events`` yields lists of input records read
+  from the agent's queue, not faust's per-event iterator.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import Any, cast
+import logging
+import ssl
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, NoReturn, cast
 
+import aiohttp
 import faust
+from faust import web as faust_web
 from faust.transport.drivers import aiokafka as faust_aiokafka
 from faust.types import TP
+
+from stream.settings import Settings
+from stream.worker.host import Handler, Host, Request, Response
 
 #: The broker URL scheme of :class:`Transport` (registered in pyproject.toml).
 SCHEME = "cgkafka"
@@ -43,9 +46,9 @@ class InlineConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
 
     def _create_worker_consumer(self, transport: Any) -> Any:
         consumer = super()._create_worker_consumer(transport)
-        wait = getattr(self.consumer.app, "fetch_max_wait_ms", None)
-        if wait is not None:
-            consumer._fetch_max_wait_ms = int(wait)  # read by AIOKafkaConsumer.start() for its Fetcher
+        app = self.consumer.app
+        if isinstance(app, GuardApp):  # read by AIOKafkaConsumer.start() for its Fetcher
+            consumer._fetch_max_wait_ms = int(app.host.settings.fetch_max_wait_ms)
         return consumer
 
 
@@ -61,7 +64,7 @@ class InlineConsumer(faust_aiokafka.Consumer):
         return InlineConsumerThread(self, loop=self.loop, beacon=self.beacon)
 
     async def commit(self, topics: Any = None, start_new_transaction: bool = True) -> bool:
-        return False  # the durability object commits (stream.worker.durability)
+        return False  # the durability object commits (FaustHost.commit_offsets)
 
     async def force_commit(self, topics: Any = None, start_new_transaction: bool = True) -> bool:
         return False
@@ -172,30 +175,226 @@ def _add(batch: list[Any], item: Any) -> None:
         batch.append(item.message)
 
 
-async def commit_offsets(app: Any, offsets: Mapping[tuple[str, int], int]) -> None:
-    """Commit the consumer group's offsets (next offset to read per input partition)
-    through the group member, for partitions still assigned to it; raises on failure."""
-    thread = app.consumer._thread
-    consumer = thread._ensure_consumer()
-    from aiokafka.structs import OffsetAndMetadata, TopicPartition
-
-    assigned = consumer.assignment()
-    ours = {TopicPartition(t, p): OffsetAndMetadata(o, "") for (t, p), o in offsets.items()
-            if TopicPartition(t, p) in assigned}
-    if ours:
-        await thread.call_thread(consumer.commit, ours)
-
-
-def highwater(app: Any, topic: str, partition: int) -> int | None:
-    """The consumer's last-fetched high watermark of an input partition (None if unknown)."""
-    consumer = app.consumer
-    if consumer is None:
+def broker_credentials(settings: Settings) -> Any:
+    """faust credentials for the configured SSL/SASL settings (None = PLAINTEXT)."""
+    proto = settings.security_protocol
+    if proto == "PLAINTEXT":
         return None
-    try:
-        return consumer.highwater(TP(topic, partition))
-    except Exception:  # not assigned / not fetched yet
+    context = None
+    if proto in ("SSL", "SASL_SSL"):
+        context = ssl.create_default_context(
+            purpose=ssl.Purpose.SERVER_AUTH,
+            cafile=str(settings.ssl_cafile) if settings.ssl_cafile else None,
+        )
+        if settings.ssl_certfile:
+            context.load_cert_chain(
+                str(settings.ssl_certfile),
+                keyfile=str(settings.ssl_keyfile) if settings.ssl_keyfile else None,
+                password=settings.ssl_password.get_secret_value() if settings.ssl_password else None,
+            )
+    if proto == "SSL":
+        return faust.SSLCredentials(context)
+    password = settings.sasl_password.get_secret_value() if settings.sasl_password else ""
+    return faust.SASLCredentials(username=settings.sasl_username or "", password=password, ssl_context=context,
+                                 mechanism=settings.sasl_mechanism)
+
+
+class GuardApp(faust.App):
+    """faust's App, knowing the :class:`FaustHost` that built it (read by :class:`GuardWorker`
+    and :class:`InlineConsumerThread`)."""
+
+    host: FaustHost
+
+
+class GuardWorker(faust.Worker):
+    """faust's worker (the app's ``Worker``): the host's checks before anything starts,
+    its start-up callbacks on first start, the root logger without faust's spinner."""
+
+    def __init__(self, app: GuardApp, *services: Any, **kwargs: Any) -> None:
+        for check in app.host.checks:
+            check(app.host)
+        super().__init__(app, *services, **kwargs)
+
+    async def on_first_start(self) -> None:
+        for start in cast(GuardApp, self.app).host.starts:
+            await start()
+        await super().on_first_start()
+
+    def on_setup_root_logger(self, logger: logging.Logger, level: int) -> None:
+        """Keep the root logger at the chosen level (``-l``), without faust's spinner.
+
+        At ``-l warn`` and above faust adds a terminal spinner handler and lowers the
+        root logger to DEBUG, so every debug call of faust and aiokafka builds a log
+        record that the handler then discards (8% of the worker's CPU in a profile).
+        """
+        self.spinner = None
+        super().on_setup_root_logger(logger, level)
+        if cast(GuardApp, self.app).host.settings.log_format == "json":
+            from stream.logs import use_json
+
+            use_json(logger)
+
+
+class FaustHost(Host):
+    """The worker's :class:`~stream.worker.host.Host` on faust (module docstring): one
+    faust app, ``app``, whose one agent ``validate`` reads both input topics."""
+
+    def __init__(self, settings: Settings) -> None:
+        s = self.settings = settings
+        self.checks: list[Callable[[Host], None]] = []
+        self.starts: list[Callable[[], Awaitable[None]]] = []
+        # faust's default canonical_url is http://<web_host>:<web_port>; other workers
+        # forward node-status requests there (stream.worker.web), so it can be overridden.
+        advertised = {"canonical_url": s.web_canonical_url} if s.web_canonical_url else {}
+        self.app = app = GuardApp(
+            s.app_id,
+            # faust would also read its own environment variables (PROCESSING_GUARANTEE,
+            # BROKER_URL, WEB_PORT, ...) and silently override these settings.
+            env={},
+            broker=broker_url(s.broker),
+            broker_credentials=broker_credentials(s),
+            broker_session_timeout=s.session_timeout,
+            broker_heartbeat_interval=min(3.0, s.session_timeout / 3),
+            datadir=str(s.data_dir),
+            topic_partitions=s.partitions,
+            topic_replication_factor=s.replication_factor,
+            processing_guarantee="at_least_once",
+            consumer_auto_offset_reset="earliest",
+            web_host=s.web_host,
+            web_port=s.web_port,
+            web_bind=s.web_host,
+            **advertised,
+            autodiscover=False,
+            Worker="stream.worker.compat:GuardWorker",
+            Stream="stream.worker.compat:BatchStream",
+            key_serializer="raw",
+            value_serializer="raw",
+        )
+        app.host = self
+
+    # --- group membership
+    def generation(self) -> int:
+        return int(self.app.consumer_generation_id)
+
+    @property
+    def rebalancing(self) -> bool:
+        return bool(self.app.rebalancing)
+
+    @property
+    def url(self) -> str:
+        return str(self.app.conf.canonical_url)
+
+    def owner_url(self, topic: str, partition: int) -> str | None:
+        # faust's assignor metadata: every member's canonical URL and its topic partitions
+        for url, topics in self.app.router.external_topics_metadata().items():
+            if partition in topics.get(topic, ()):
+                return url
         return None
 
+    def highwater(self, topic: str, partition: int) -> int | None:
+        try:
+            return self.app.consumer.highwater(TP(topic, partition))
+        except Exception:  # not assigned / not fetched yet
+            return None
 
-def consumer_started(app: Any) -> bool:
-    return getattr(app, "_consumer", None) is not None
+    async def commit_offsets(self, offsets: Mapping[tuple[str, int], int]) -> None:
+        # through the group member (faust's consumer thread's aiokafka consumer)
+        thread = self.app.consumer._thread
+        consumer = thread._ensure_consumer()
+        from aiokafka.structs import OffsetAndMetadata, TopicPartition
+
+        assigned = consumer.assignment()
+        ours = {TopicPartition(t, p): OffsetAndMetadata(o, "") for (t, p), o in offsets.items()
+                if TopicPartition(t, p) in assigned}
+        if ours:
+            await thread.call_thread(consumer.commit, ours)
+
+    # --- the input stream and the callbacks
+    def consume(self, handle: Callable[[Sequence[Any]], Awaitable[None]],
+                on_end: Callable[[BaseException], None]) -> None:
+        s, app = self.settings, self.app
+        inputs = app.topic(*s.input_topics, key_serializer="raw", value_serializer="raw", partitions=s.partitions)
+
+        @app.agent(inputs, name="validate")
+        async def validate(stream: faust.StreamT) -> None:
+            """Validate every checkpoint on arrival and whenever the store changes under it.
+
+            The loop ends only when the app stops; ended otherwise (faust cancelled the
+            actor, the stream failed) ``on_end`` is told (the worker exits 70 rather than
+            live on consuming nothing; a restart re-processes from the last commit)."""
+            try:
+                async for events in stream.take_events(s.batch_max, within=s.batch_within):
+                    await handle(events)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                on_end(RuntimeError(f"the agent's stream failed: {exc!r}"))
+                return
+            if not app.should_stop or app.crashed:
+                on_end(RuntimeError("the agent stopped while the worker was running"))
+
+    def on_assigned(self, callback: Callable[[Iterable[Any]], Awaitable[None]]) -> None:
+        @self.app.on_partitions_assigned.connect
+        async def assigned(sender: Any, assigned: Any = None, **kwargs: Any) -> None:
+            await callback(assigned or ())
+
+    def on_revoked(self, callback: Callable[[Iterable[Any]], Awaitable[None]]) -> None:
+        @self.app.on_partitions_revoked.connect
+        async def revoked(sender: Any, revoked: Any = None, **kwargs: Any) -> None:
+            await callback(revoked or ())
+
+    def every(self, seconds: float, callback: Callable[[], Awaitable[None]]) -> None:
+        @self.app.timer(interval=seconds)
+        async def tick() -> None:
+            await callback()
+
+    # --- start-up and stop
+    def before_start(self, check: Callable[[Host], None]) -> None:
+        self.checks.append(check)
+
+    def on_start(self, callback: Callable[[], Awaitable[None]]) -> None:
+        self.starts.append(callback)
+
+    def on_stop(self, callback: Callable[[], Awaitable[None]]) -> None:
+        @self.app.on_before_shutdown.connect
+        async def stop(sender: Any, **kwargs: Any) -> None:
+            await callback()
+
+    def web_address(self) -> tuple[str, int] | None:
+        conf = self.app.conf
+        return (conf.web_bind, conf.web_port) if conf.web_enabled else None
+
+    # --- web
+    def route(self, path: str, handler: Handler) -> None:
+        class View(faust_web.View):
+            async def get(self, request: faust_web.Request, **params: Any) -> faust_web.Response:
+                resp = await handler(Request(params, request.headers, request.raw_path))
+                return self.bytes(resp.body, status=resp.status, headers={"Content-Type": resp.content_type})
+
+        self.app.page(path)(View)
+
+    async def http_get(self, url: str, headers: Mapping[str, str], timeout: float) -> Response:
+        from yarl import URL
+
+        try:
+            async with self.app.http_client.get(URL(url, encoded=True), headers=dict(headers),
+                                                timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
+                body = await resp.read()
+                return Response(resp.status, body, resp.headers.get("Content-Type", "application/json"))
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise ConnectionError(f"{type(exc).__name__}: {exc}") from exc
+
+    # --- the CLI
+    def main(self, argv: list[str], *, quiet: bool = False) -> NoReturn:
+        """faust's CLI on this app with ``argv`` (faust's ``App.main`` without discovery:
+        autodiscover is off, the app imports its modules)."""
+        from faust.cli.faust import cli as faust_cli
+
+        from stream.commands._base import PROG
+
+        app = self.app
+        app.finalize()
+        app.worker_init()
+        app.worker_init_post_autodiscover()
+        faust_cli.main(args=(["--quiet"] if quiet else []) + argv, prog_name=PROG, app=app)
+        raise SystemExit(0)  # pragma: no cover - faust exits itself

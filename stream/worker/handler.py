@@ -2,8 +2,8 @@
 
 :func:`plan` does no I/O: it decodes each message (a bad one becomes a dead letter with
 its reason), runs the engine over the partition's state, turns what the engine produced
-into :class:`~stream.worker.durability.OutputRecord` values and moves the partition's
-input offsets. The agent sends the outputs and the durability object commits; the same
+into :class:`~stream.worker.outputs.OutputRecord` values and reports to the partition
+what its state now covers. The agent sends the outputs and the durability object commits; the same
 function serves the worker and the tests.
 
 If the engine raises (a bug, not bad input), the partition's state is rolled back to its
@@ -23,18 +23,9 @@ from typing import Any
 from stream.domain.engine import Engine, Output
 from stream.domain.events import Event, Source
 from stream.errors import InvalidEvent
-from stream.settings import Settings
-from stream.wire import (
-    Limits,
-    dead_letter,
-    decode_message,
-    encode_alert,
-    encode_dead_letter,
-    encode_status,
-    encode_verdict,
-    status_key,
-)
-from stream.worker.durability import OutputRecord, Partition
+from stream.wire import Limits, decode_message
+from stream.worker.durability import Partition
+from stream.worker.outputs import OutputRecord, Outputs
 
 log = logging.getLogger("checkpoint_guard.agent")
 
@@ -49,42 +40,12 @@ class Plan:
     dead: list[tuple[Any, str]] = field(default_factory=list)
 
 
-class Outputs:
-    """How engine outputs and dead letters become records (topic names from the settings)."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.alerts = settings.alerts_topic
-        self.verdicts = settings.verdicts_topic
-        self.status = settings.status_topic
-        self.deadletter = settings.deadletter_topic
-
-    def of(self, message: Any, event: Event, out: Output) -> list[OutputRecord]:
-        key = event.context_id.encode("utf-8")
-        records = [OutputRecord(self.alerts, key, encode_alert(a), source=message) for a in out.alerts]
-        records += [OutputRecord(self.status, status_key(s["context_id"], s["node_id"]), encode_status(s),
-                                 message.partition, source=message) for s in out.statuses]
-        records += [OutputRecord(self.verdicts, key, encode_verdict(v), source=message) for v in out.verdicts]
-        return records
-
-    def dead_letter(self, message: Any, reason: str, *, keep_value: bool = True) -> OutputRecord:
-        record = dead_letter(message.value if keep_value else b"", reason, key=message.key,
-                             topic=message.topic, partition=message.partition, offset=message.offset)
-        return OutputRecord(self.deadletter, message.key, encode_dead_letter(record), source=message,
-                            dead_letter=True, bare=not keep_value)
-
-
 def plan(engine: Engine, part: Partition, messages: Sequence[Any], outputs: Outputs, limits: Limits) -> Plan:
-    """Apply one partition's messages (in offset order, none already covered by its state).
-
-    ``part.applied`` (the events applied since the partition's last commit) grows; a
-    rollback replays it.
-    """
-    since_commit = part.applied
+    """Apply one partition's messages (in offset order, none already covered by its state)."""
     result = Plan()
     state = part.state
     for message in messages:
-        part.offsets[message.topic] = message.offset + 1
-        part.events += 1
+        part.advance(message)
         try:
             event = decode_message(message.key, message.value, limits=limits)
         except InvalidEvent as exc:
@@ -100,27 +61,12 @@ def plan(engine: Engine, part: Partition, messages: Sequence[Any], outputs: Outp
             log.exception("unexpected error on %s[%s]@%s", message.topic, message.partition, message.offset,
                           extra={"topic": message.topic, "partition": message.partition, "offset": message.offset,
                                  "context_id": event.context_id})
-            _roll_back(engine, part, since_commit)
+            part.roll_back(lambda e, s: engine.process(state, e, s))
             reason = f"internal error: {sys.exc_info()[0].__name__}"
             result.dead.append((message, reason))
             result.outputs.append(outputs.dead_letter(message, reason))
             continue
-        since_commit.append((event, source))
+        part.applied(event, source)
         result.observed.append((message, event, out))
         result.outputs.extend(outputs.of(message, event, out))
     return result
-
-
-def _roll_back(engine: Engine, part: Partition, since_commit: list[tuple[Event, Source]]) -> None:
-    """Back to the last commit, then the events since then again (their outputs are out)."""
-    part.state.forget()
-    kept: list[tuple[Event, Source]] = []
-    for event, source in since_commit:
-        try:
-            engine.process(part.state, event, source)
-        except Exception:  # pragma: no cover - it did not raise the first time
-            log.exception("replaying %s after a rollback raised; it is dropped", event.event_id)
-            continue
-        kept.append((event, source))
-    since_commit[:] = kept
-

@@ -1,16 +1,15 @@
 """The worker's moving parts, wired: the batch handler, rebalance hooks, the commit timer.
 
-The agent (:mod:`stream.worker.app`) hands every batch to :meth:`Runtime.handle`:
+The host (:mod:`stream.worker.host`) hands every batch of input records to
+:meth:`Runtime.handle`, which, per input partition number:
 
-1. per input partition number, wait until its state is restored
-   (:meth:`~stream.worker.durability.Durability.ready`); drop records of partitions no
-   longer assigned here (their new owner reads them);
-2. put the partition's records in offset order against the offsets its state covers:
-   a record already covered is skipped, a gap is read back (:mod:`stream.worker.gaps`);
-   merge the two input topics by record timestamp (:meth:`Runtime._merged`);
-3. :func:`stream.worker.handler.plan` (decode -> engine -> outputs), then send the
-   outputs (without waiting: the next commit waits for their acknowledgements);
-4. commit when due (:meth:`~stream.worker.durability.Durability.commit`).
+1. waits until its state is restored (:meth:`~stream.worker.durability.Durability.ready`);
+   records of partitions no longer assigned here are dropped (their new owner reads them);
+2. keeps the records its state does not cover, gaps read back
+   (:meth:`~stream.worker.durability.Durability.uncovered`), and merges the two input
+   topics in the contract's order (:class:`~stream.worker.merge.TopicMerge`);
+3. :func:`stream.worker.handler.plan` (decode -> engine -> outputs), then sends the
+   outputs (without waiting: the next commit waits for their acknowledgements).
 
 An exception out of the handler is infrastructure, not input (bad input is a dead
 letter): the process exits at once (status 70) without committing, and a restart
@@ -25,45 +24,49 @@ import logging
 import os
 import sys
 import time
-from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from stream.domain.engine import Engine
+from stream.errors import DurabilityError
 from stream.kafka_clients import admin, consumer, max_message_bytes, producer
 from stream.settings import Settings
 from stream.wire import Limits
-from stream.worker import compat
-from stream.worker.durability import Durability, OutputRejected, StateWriteError
+from stream.worker.durability import Durability, Partition
 from stream.worker.gaps import Gaps
-from stream.worker.handler import Outputs, plan
+from stream.worker.handler import plan
+from stream.worker.host import Host
+from stream.worker.merge import TopicMerge
 from stream.worker.metrics import NO_METRICS, Metrics
+from stream.worker.outputs import BATCH_OVERHEAD, Outputs
 
 log = logging.getLogger("checkpoint_guard.agent")
 
 #: Exit status when state or outputs cannot be written (EX_SOFTWARE); a supervisor restarts.
 STATE_WRITE_EXIT = 70
-#: Records one partition number may hold for the other input topic before they go on anyway.
-HELD_MAX = 20_000
+#: The producer's batch size (aiokafka's default), unless an output topic's limit is lower.
+PRODUCER_BATCH_BYTES = 16384
 
 
 class Runtime:
     """Everything the agent needs, built from the settings (one per worker process)."""
 
-    def __init__(self, app: Any, settings: Settings) -> None:
-        self.app = app
+    def __init__(self, host: Host, settings: Settings) -> None:
+        self.host = host
         self.settings = settings
         self.engine = Engine(settings.seq_gap_limit, max_output_bytes=settings.max_output_bytes)
         self.limits = Limits.from_settings(settings)
-        self.outputs = Outputs(settings)
         self.metrics: Any = Metrics(output_topics=settings.output_topics) if settings.metrics_enabled else NO_METRICS
         self.gaps = Gaps(settings)
+        self.outputs = Outputs(settings, on_rejected=self.metrics.output_rejected)
         self.producer: Any = None
         self.durability: Durability | None = None
         self.started = asyncio.Event()
         self.input_topics = frozenset(settings.input_topics)
         self.last_batch = 0.0  # monotonic end of the last batch handled
         self.counters = {"events": 0, "dead_letters": 0, "alerts": 0, "statuses": 0}
+        # partition number -> (its Partition, the merge buffer of its two input topics)
+        self._merges: dict[int, tuple[Partition, TopicMerge]] = {}
         if isinstance(self.metrics, Metrics):
             self.metrics.lag_source = self.consumer_lag
 
@@ -75,30 +78,33 @@ class Runtime:
         gc.freeze()
         gc.set_threshold(50_000, 50, 100)
         s = self.settings
+        try:
+            limits = await max_message_bytes(s, s.output_topics)
+        except Exception as exc:  # no pre-check then: a rejection is found by the broker
+            log.warning("could not read the output topics' max.message.bytes (%r)", exc)
+            limits = {}
+        # a batch of small records must fit the smallest limit too: the broker would reject
+        # it whole, and the idempotent producer cannot send to that partition again
+        batch = min([PRODUCER_BATCH_BYTES, *(limit - BATCH_OVERHEAD for limit in limits.values())])
         self.producer = producer(s, enable_idempotence=True, max_request_size=s.max_request_bytes,
-                                 linger_ms=s.producer_linger_ms)
+                                 linger_ms=s.producer_linger_ms, max_batch_size=max(1024, batch))
         await self.producer.start()
+        self.outputs = Outputs(s, self.producer, limits=limits, on_rejected=self.metrics.output_rejected)
         self.durability = Durability(
-            s, producer=self.producer,
+            s, outputs=self.outputs, producer=self.producer,
             # earliest: if a snapshot deletes the log under a restore, it goes on from the
             # snapshot (which replaces everything before it), never from the log's end
             consumer=lambda: consumer(s, group_id=None, enable_auto_commit=False, auto_offset_reset="earliest",
                                       max_partition_fetch_bytes=s.max_request_bytes),
             admin=lambda: admin(s),
-            commit_offsets=lambda offsets: compat.commit_offsets(self.app, offsets),
-            dead_letter=self.outputs.dead_letter,
-            start_offset=self.gaps.start_offset,
-            on_rejected=self.metrics.output_rejected,
+            commit_offsets=self.host.commit_offsets,
+            gaps=self.gaps,
+            on_failure=lambda exc: _stop_on(exc, "a commit"),
         )
-        self.durability.on_commit_failed = lambda exc: _stop_on(exc, "a commit")
-        try:
-            self.durability.outputs.limits = await max_message_bytes(s, s.output_topics)
-        except Exception as exc:  # no pre-check then: a rejection is found by the broker
-            log.warning("could not read the output topics' max.message.bytes (%r)", exc)
         self.started.set()
 
     async def stop(self) -> None:
-        """Final commit, then close (the app's ``on_before_shutdown``)."""
+        """Final commit, then close (the host's ``on_stop``)."""
         if self.durability is not None:
             try:
                 await self.durability.close()
@@ -117,34 +123,37 @@ class Runtime:
         d = self.durability
         assert d is not None
         numbers = self._numbers(assigned)
-        await d.revoke(set(d.partitions) - numbers)
-        d.assign(numbers, self.app.consumer_generation_id)
+        await self._revoke(set(d.assigned()) - numbers)
+        d.assign(numbers, self.host.generation())
         asyncio.ensure_future(self._rebuild_gauges_when_ready())
 
     async def on_revoked(self, revoked: Iterable[Any]) -> None:
-        if self.durability is not None:
-            await self.durability.revoke(self._numbers(revoked))
+        await self._revoke(self._numbers(revoked))
+
+    async def _revoke(self, numbers: set[int]) -> None:
+        if self.durability is None or not numbers:
+            return
+        try:
+            await self.durability.revoke(numbers)
+        except DurabilityError as exc:  # on_failure stopped the worker already
+            stop_now(exc)
+        for p in numbers:
+            self._merges.pop(p, None)  # held records are not in the state: the new owner reads them
 
     async def _rebuild_gauges_when_ready(self) -> None:
         d = self.durability
         if d is None or not isinstance(self.metrics, Metrics):
             return
-        parts = list(d.partitions.values())
-        await asyncio.gather(*(p.ready.wait() for p in parts))
-        async with d.lock:
-            try:
-                await d._commit(d.committable())  # the stores then hold every write the gauges count
-            except (StateWriteError, OutputRejected) as exc:
-                stop_now(exc)
-            stores = [p.store for p in d.committable()]
-            t0 = time.perf_counter()
-            try:
-                n = self.metrics.state.rebuild(stores)
-            except Exception:  # metrics must never break a rebalance
-                log.exception("could not rebuild the state gauges from the stores")
-                return
+        t0 = time.perf_counter()
+        try:  # the stores then hold every write the gauges count
+            n = await d.at_commit(self.metrics.state.rebuild)
+        except DurabilityError as exc:
+            stop_now(exc)
+        except Exception:  # metrics must never break a rebalance
+            log.exception("could not rebuild the state gauges from the stores")
+            return
         log.info("metrics: state gauges rebuilt from %d nodes of partitions %s in %.1f ms",
-                 n, sorted(d.partitions), (time.perf_counter() - t0) * 1000)
+                 n, d.owned(), (time.perf_counter() - t0) * 1000)
 
     # ------------------------------------------------------------------ the batch
     async def handle(self, events: Sequence[Any]) -> None:
@@ -163,25 +172,33 @@ class Runtime:
         d = self.durability
         assert d is not None
         by_partition: dict[int, list[Any]] = {}
+        topics = self.input_topics
         for m in events:
-            by_partition.setdefault(m.partition, []).append(m)
-        async with d.lock:
+            if m.topic in topics:
+                by_partition.setdefault(m.partition, []).append(m)
+        async with d.batch():
             for number, messages in by_partition.items():
                 part = await d.ready(number)
                 if part is None:
                     continue  # not ours (any more): its owner reads these records
-                messages = self._merged(part, await self._in_order(part, messages))
+                merge = self._merge(part)
+                fresh = await d.uncovered(part, messages, merge.fetched)
+                merge.received(fresh)
+                messages = merge.release(fresh, lambda topic: self._caught_up(part, merge, topic))
                 if messages:
                     await self._process(part, messages, received)
-            if d.due():
-                d.begin_commit(d.committable())
         self.last_batch = time.monotonic()
 
-    async def _process(self, part: Any, messages: Sequence[Any], received: float) -> None:
-        d = self.durability
-        assert d is not None
+    def _merge(self, part: Partition) -> TopicMerge:
+        """The merge buffer of ``part`` (a new one when the partition was assigned anew)."""
+        entry = self._merges.get(part.number)
+        if entry is None or entry[0] is not part:
+            entry = self._merges[part.number] = (part, TopicMerge(self.settings.input_topics))
+        return entry[1]
+
+    async def _process(self, part: Partition, messages: Sequence[Any], received: float) -> None:
         result = plan(self.engine, part, messages, self.outputs, self.limits)
-        await d.outputs.send(result.outputs)
+        await self.outputs.send(result.outputs)
         sent = time.perf_counter()
         record = self.metrics.record
         for _, event, out in result.observed:
@@ -193,106 +210,28 @@ class Runtime:
         self.counters["events"] += len(messages)
         self.counters["dead_letters"] += len(result.dead)
 
-    async def _in_order(self, part: Any, messages: Sequence[Any]) -> list[Any]:
-        """The partition's records not yet received, gaps read back, in offset order per topic."""
-        out: list[Any] = []
-        fetched = part.fetched
-        for m in messages:
-            topic = m.topic
-            if topic not in self.input_topics:
-                continue
-            next_due = fetched.get(topic)
-            if next_due is None:
-                next_due = part.offsets.get(topic)
-                if next_due is None:  # a partition without state: where the group stands
-                    next_due = part.offsets[topic] = await self.gaps.start_offset(topic, part.number)
-            if m.offset < next_due:
-                continue  # already in the state or held (a redelivery after a rebalance or seek)
-            if m.offset > next_due:
-                out.extend(await self.gaps.read(topic, part.number, next_due, m.offset))
-            out.append(m)
-            fetched[topic] = m.offset + 1
-        return out
-
-    def _merged(self, part: Any, messages: Sequence[Any], *, force: bool = False) -> list[Any]:
-        """Kafka Streams' timestamp synchronization over the two input topics of one
-        partition number: records are released in record-timestamp order while both topics
-        have some; one topic's records go on alone only when the other is caught up (all
-        it has is received: next offset >= its high watermark), when the worker received
-        nothing for ``CG_MAX_IDLE`` (``force``, from the timer: while batches arrive, the
-        other topic's records are on their way), or past :data:`HELD_MAX` records. Without it one topic's
-        fetched backlog is applied before the other's (a 1 MB fetch holds thousands of
-        artifacts but few checkpoints) and a context's events wait for their ``seq`` until
-        ``CG_SEQ_GAP_LIMIT`` declares a gap that is not there."""
-        held = part.held
-        if not held:
-            if not messages:
-                return []
-            topics = {m.topic for m in messages}
-            if len(topics) == 1 and self._caught_up(part, self._other(next(iter(topics)))):
-                return list(messages)  # the common case: nothing waits
-            part.held_since = time.monotonic()
-        for m in messages:
-            q = held.get(m.topic)
-            if q is None:
-                q = held[m.topic] = deque()
-            q.append(m)
-        first, second = self.settings.input_topics
-        a, b = held.get(first) or deque(), held.get(second) or deque()
-        out: list[Any] = []
-        while a and b:
-            out.append(a.popleft() if _timestamp(a[0]) <= _timestamp(b[0]) else b.popleft())
-        if force or len(a) + len(b) > HELD_MAX:
-            out.extend(a)
-            out.extend(b)
-            a.clear()
-            b.clear()
-        elif a and self._caught_up(part, second):
-            out.extend(a)
-            a.clear()
-        elif b and self._caught_up(part, first):
-            out.extend(b)
-            b.clear()
-        held.clear()
-        if a:
-            held[first] = a
-        if b:
-            held[second] = b
-        if held and out:
-            part.held_since = time.monotonic()
-        return out
-
-    def _other(self, topic: str) -> str:
-        first, second = self.settings.input_topics
-        return second if topic == first else first
-
-    def _caught_up(self, part: Any, topic: str) -> bool:
+    def _caught_up(self, part: Partition, merge: TopicMerge, topic: str) -> bool:
         """Has this worker received every record of ``topic``'s partition the broker had at its last fetch?"""
-        high = compat.highwater(self.app, topic, part.number)
+        high = self.host.highwater(topic, part.number)
         if high is None:
             return False
-        position = part.fetched.get(topic, part.offsets.get(topic))
+        position = merge.fetched.get(topic, part.next_offset(topic))
         return position is not None and position >= high
 
     async def tick(self) -> None:
         """The timer: records held past ``CG_MAX_IDLE`` go on; commit when the interval elapsed, also while idle."""
         d = self.durability
-        if d is None or d.lock.locked():
+        if d is None or d.busy:
             return  # a batch is being handled: it commits when due, and held records wait one more tick
         try:
             now = time.monotonic()
             idle = now - self.last_batch >= self.settings.max_idle  # nothing more is on its way
-            waiting = [p for p in d.committable() if idle and p.held and now - p.held_since >= self.settings.max_idle]
-            if waiting:
-                async with d.lock:
-                    for part in waiting:
-                        if part.held and d.partitions.get(part.number) is part:
-                            messages = self._merged(part, (), force=True)
-                            if messages:
-                                await self._process(part, messages, time.perf_counter())
-            if d.due():
-                async with d.lock:
-                    d.begin_commit(d.committable())
+            async with d.batch():
+                for part, merge in list(self._merges.values()):
+                    if idle and merge.waiting(now, self.settings.max_idle) and d.partition(part.number) is part:
+                        messages = merge.release((), lambda topic: False, force=True)
+                        if messages:
+                            await self._process(part, messages, time.perf_counter())
         except Exception as exc:
             _stop_on(exc, "the timer")
 
@@ -304,19 +243,15 @@ class Runtime:
         if d is None:
             return out
         for number in d.owned():
-            part = d.partitions.get(number)
+            part = d.partition(number)
             if part is None:
                 continue
             for topic in self.settings.input_topics:
-                high = compat.highwater(self.app, topic, number)
-                position = part.offsets.get(topic)
+                high = self.host.highwater(topic, number)
+                position = part.next_offset(topic)
                 if high is not None and position is not None:
                     out[(topic, number)] = max(0, high - position)
         return out
-
-
-def _timestamp(m: Any) -> int:
-    return getattr(m, "timestamp", None) or 0
 
 
 def _topic_type(topic: str, settings: Settings) -> str:
@@ -326,7 +261,7 @@ def _topic_type(topic: str, settings: Settings) -> str:
 def _stop_on(exc: BaseException, what: str) -> None:
     """``what`` (a batch, the timer, a commit in flight) failed: stop without committing
     past it; anything but a state / output write failure is a bug, logged with its traceback."""
-    if not isinstance(exc, (StateWriteError, OutputRejected)):
+    if not isinstance(exc, DurabilityError):
         log.error("%s failed", what, exc_info=exc)
     stop_now(exc)
 

@@ -1,63 +1,57 @@
-"""faust's worker, made to refuse bad topic layouts, a shared data dir or a taken web
-port before it consumes anything."""
+"""What the worker checks before it consumes anything (run by the host, no framework here).
+
+* :func:`preflight` — before anything starts: CG_DATA_DIR's lock and the web port (each
+  failure one line on stderr, exit 1);
+* :func:`first_start` — once, before the first record: every topic exists and the input
+  topics are co-partitioned (DESIGN.md §2; otherwise one clear line and exit 1), the state
+  log exists (created if missing), then the runtime starts (its producer, durability).
+"""
 
 from __future__ import annotations
 
 import logging
 import sys
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any
-
-import faust
 
 from stream.errors import ConfigurationError
 from stream.kafka_clients import check_copartitioned, ensure_state_topic
-from stream.settings import get_settings
+from stream.settings import Settings
+from stream.worker.host import Host
 from stream.worker.preflight import check_web_port, lock_data_dir
 
-class GuardWorker(faust.Worker):
-    """The worker ``python -m stream worker`` runs (set as the app's ``Worker``).
+#: The data dir's lock, held for the life of the process.
+_locks: list[int] = []
 
-    Before faust starts anything it takes CG_DATA_DIR's lock and checks that the web
-    port can be bound (each failure is one line and exit 1). On first start it checks
-    that every topic exists and that the input topics are co-partitioned (DESIGN.md §2)
-    — otherwise one clear line and exit 1 —, creates the state log if missing and
-    starts the runtime's producer.
-    """
 
-    def __init__(self, app: faust.App, *services: Any, **kwargs: Any) -> None:
-        self._data_dir_lock = lock_data_dir(Path(app.conf.datadir))
-        if app.conf.web_enabled:
-            check_web_port(app.conf.web_bind, app.conf.web_port)
-        super().__init__(app, *services, **kwargs)
+def preflight(settings: Settings) -> Callable[[Host], None]:
+    """The check the host runs before it starts anything."""
 
-    async def on_first_start(self) -> None:
+    def check(host: Host) -> None:
+        _locks.append(lock_data_dir(settings.data_dir))
+        address = host.web_address()
+        if address is not None:
+            check_web_port(*address)
+
+    return check
+
+
+def first_start(settings: Settings, runtime: Any) -> Callable[[], Awaitable[None]]:
+    """The host's ``on_start``: the topic checks, then ``runtime.start()``."""
+
+    async def start() -> None:
         kafka_log = logging.getLogger("aiokafka")
         level = kafka_log.level
         kafka_log.setLevel(logging.CRITICAL)  # our one line says it; aiokafka's would precede it
         try:
-            settings = get_settings()
             await check_copartitioned(settings)
             await ensure_state_topic(settings)
         except ConfigurationError as exc:
-            # SystemExit, not the error: mode would log it with a traceback around our line.
+            # SystemExit, not the error: the framework would log it with a traceback around our line.
             print(f"checkpoint-guard: error: {exc}", file=sys.stderr, flush=True)
             raise SystemExit(1) from None
         finally:
             kafka_log.setLevel(level)
-        await self.app.runtime.start()
-        await super().on_first_start()
+        await runtime.start()
 
-    def on_setup_root_logger(self, logger: logging.Logger, level: int) -> None:
-        """Keep the root logger at the chosen level (``-l``), without faust's spinner.
-
-        At ``-l warn`` and above faust adds a terminal spinner handler and lowers the
-        root logger to DEBUG, so every debug call of faust and aiokafka builds a log
-        record that the handler then discards (8% of the worker's CPU in a profile).
-        """
-        self.spinner = None
-        super().on_setup_root_logger(logger, level)
-        if get_settings().log_format == "json":
-            from stream.logs import use_json
-
-            use_json(logger)
+    return start

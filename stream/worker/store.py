@@ -64,6 +64,18 @@ META = b"\x00"
 _META_KEYS = ("log", "gen", "offsets", "n", "snap", "snapn")
 
 
+def partition_path(state_dir: Path, number: int) -> Path:
+    """The RocksDB directory of input partition ``number`` under ``Settings.state_dir``."""
+    return state_dir / f"p{number:05d}"
+
+
+def partition_paths(state_dir: Path) -> list[Path]:
+    """Every partition's RocksDB directory under ``state_dir`` (``reset``)."""
+    if not state_dir.is_dir():
+        return []
+    return sorted(p for p in state_dir.iterdir() if p.is_dir() and re.fullmatch(r"p\d{5}", p.name))
+
+
 class PartitionStore:
     """RocksDB for one partition (raw keys/values), with its metadata."""
 

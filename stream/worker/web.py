@@ -26,13 +26,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import aiohttp
 from aiokafka.partitioner import murmur2
-from faust import web
-from yarl import URL
 
 from stream.domain.engine import node_status as engine_node_status
 from stream.settings import Settings
+from stream.worker.host import Host, Request, Response
 
 log = logging.getLogger("checkpoint_guard.web")
 
@@ -47,7 +45,7 @@ def partition_of(context_id: str, partitions: int) -> int:
 
 def node_status(runtime: Any, context_id: str, node_id: str, partition: int) -> dict[str, Any] | None:
     """A node's status from this worker's state of ``partition`` (None: unknown node)."""
-    part = runtime.durability.partitions.get(partition) if runtime.durability else None
+    part = runtime.durability.partition(partition) if runtime.durability else None
     if part is None:
         return None
     state = part.state
@@ -62,30 +60,24 @@ def node_status(runtime: Any, context_id: str, node_id: str, partition: int) -> 
             "referents": rec["referents"], "children": rec["lchildren"]}
 
 
-def install(app: Any, runtime: Any, settings: Settings) -> None:
-    """Register the views on ``app``."""
+def install(host: Host, runtime: Any, settings: Settings) -> None:
+    """Register the views with ``host``."""
 
     def owned() -> list[int]:
         return runtime.durability.owned() if runtime.durability else []
 
-    def owner_url(partition: int) -> str | None:
-        for url, topics in app.router.external_topics_metadata().items():
-            if partition in topics.get(settings.compaction_topic, ()):
-                return url
-        return None
-
     def not_ready_reasons() -> list[str]:
         reasons = []
-        if app.rebalancing:
+        if host.rebalancing:
             reasons.append("rebalancing")
         d = runtime.durability
         if d is None:
             reasons.append("starting")
             return reasons
-        restoring = sorted(p for p, part in d.partitions.items() if not part.ready.is_set())
+        restoring = d.restoring()
         if restoring:
             reasons.append(f"restoring the state of partitions {restoring}")
-        if not d.partitions:
+        if not d.assigned():
             reasons.append("no partitions assigned")
         return reasons
 
@@ -93,54 +85,47 @@ def install(app: Any, runtime: Any, settings: Settings) -> None:
         runtime.metrics.ready_source = lambda: not not_ready_reasons()
         runtime.metrics.seq_gap_limit = settings.seq_gap_limit
 
-    @app.page("/healthz")
-    class HealthView(web.View):
-        async def get(self, request: web.Request) -> web.Response:
-            return self.json({"status": "ok"})
+    async def healthz(request: Request) -> Response:
+        return Response.json({"status": "ok"})
 
-    @app.page("/readyz")
-    class ReadyView(web.View):
-        async def get(self, request: web.Request) -> web.Response:
-            reasons = not_ready_reasons()
-            if reasons:
-                return self.json({"status": "not ready", "reasons": reasons}, status=503)
-            return self.json({"status": "ready", "partitions": owned(), "url": str(app.conf.canonical_url)})
+    async def readyz(request: Request) -> Response:
+        reasons = not_ready_reasons()
+        if reasons:
+            return Response.json({"status": "not ready", "reasons": reasons}, status=503)
+        return Response.json({"status": "ready", "partitions": owned(), "url": host.url})
 
-    @app.page("/metrics")
-    class MetricsView(web.View):
-        async def get(self, request: web.Request) -> web.Response:
-            if not hasattr(runtime.metrics, "exposition"):
-                return self.json({"error": "metrics disabled (CG_METRICS_ENABLED=false)"}, status=404)
-            body, content_type = runtime.metrics.exposition()
-            return self.bytes(body, headers={"Content-Type": content_type})
+    async def metrics(request: Request) -> Response:
+        if not hasattr(runtime.metrics, "exposition"):
+            return Response.json({"error": "metrics disabled (CG_METRICS_ENABLED=false)"}, status=404)
+        body, content_type = runtime.metrics.exposition()
+        return Response(200, body, content_type)
 
-    @app.page("/nodes/{context_id}/{node_id}")
-    class NodeStatusView(web.View):
-        async def get(self, request: web.Request, context_id: str, node_id: str) -> web.Response:
-            partition = partition_of(context_id, settings.partitions)
-            me = str(app.conf.canonical_url)
-            where = {"context_id": context_id, "node_id": node_id, "partition": partition}
-            if app.rebalancing:
-                return self.json({**where, "error": "rebalancing; retry"}, status=503)
-            if partition in owned():
-                status = node_status(runtime, context_id, node_id, partition)
-                if status is None:
-                    return self.json({**where, "error": "unknown node", "served_by": me}, status=404)
-                return self.json({**status, "partition": partition, "served_by": me})
-            if request.headers.get(FORWARDED_HEADER):
-                return self.json({**where, "error": f"{me} does not own partition {partition}; retry"}, status=503)
-            owner = owner_url(partition)
-            if owner is None or owner.rstrip("/") == me.rstrip("/"):
-                return self.json({**where, "error": "no worker owns the partition yet; retry"}, status=503)
-            url = URL(owner.rstrip("/") + request.raw_path, encoded=True)
-            try:
-                async with app.http_client.get(
-                    url, headers={FORWARDED_HEADER: me},
-                    timeout=aiohttp.ClientTimeout(total=settings.web_forward_timeout),
-                ) as resp:
-                    body = await resp.read()
-                    return self.bytes(body, status=resp.status,
-                                      headers={"Content-Type": resp.headers.get("Content-Type", "application/json")})
-            except (aiohttp.ClientError, TimeoutError) as exc:
-                log.warning("forwarding %s to %s failed: %r", request.raw_path, owner, exc)
-                return self.json({**where, "error": f"owner {owner} unreachable: {type(exc).__name__}"}, status=503)
+    async def nodes(request: Request) -> Response:
+        context_id, node_id = request.params["context_id"], request.params["node_id"]
+        partition = partition_of(context_id, settings.partitions)
+        me = host.url
+        where = {"context_id": context_id, "node_id": node_id, "partition": partition}
+        if host.rebalancing:
+            return Response.json({**where, "error": "rebalancing; retry"}, status=503)
+        if partition in owned():
+            status = node_status(runtime, context_id, node_id, partition)
+            if status is None:
+                return Response.json({**where, "error": "unknown node", "served_by": me}, status=404)
+            return Response.json({**status, "partition": partition, "served_by": me})
+        if request.headers.get(FORWARDED_HEADER):
+            return Response.json({**where, "error": f"{me} does not own partition {partition}; retry"}, status=503)
+        owner = host.owner_url(settings.compaction_topic, partition)
+        if owner is None or owner.rstrip("/") == me.rstrip("/"):
+            return Response.json({**where, "error": "no worker owns the partition yet; retry"}, status=503)
+        try:
+            return await host.http_get(owner.rstrip("/") + request.raw_path, {FORWARDED_HEADER: me},
+                                       settings.web_forward_timeout)
+        except ConnectionError as exc:
+            log.warning("forwarding %s to %s failed: %s", request.raw_path, owner, exc)
+            cause = type(exc.__cause__).__name__ if exc.__cause__ is not None else type(exc).__name__
+            return Response.json({**where, "error": f"owner {owner} unreachable: {cause}"}, status=503)
+
+    host.route("/healthz", healthz)
+    host.route("/readyz", readyz)
+    host.route("/metrics", metrics)
+    host.route("/nodes/{context_id}/{node_id}", nodes)

@@ -14,17 +14,18 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from aiokafka import TopicPartition
 
-from stream.kafka_clients import admin, consumer, ensure_state_topic, producer, state_topic
+from stream.kafka_clients import admin, consumer, ensure_state_topic, producer
 from stream.settings import Settings
 from stream.worker import statelog
-from stream.worker.durability import Durability
+from stream.worker.durability import Durability, Partition
 from stream.worker.gaps import Gaps
-from stream.worker.handler import Outputs
+from stream.worker.outputs import Outputs
 
 pytestmark = pytest.mark.integration
 
@@ -37,7 +38,8 @@ def _settings(kafka_settings: Settings, tmp_path: Path, name: str) -> Settings:
 
 
 class Owner:
-    """A Durability as the runtime builds it; group commits are recorded."""
+    """A Durability as the runtime builds it; group commits are recorded. Its state is
+    written as the handler writes it: a value, then the input record it covers."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -51,32 +53,34 @@ class Owner:
         async def commit(offsets: dict) -> None:
             self.committed.update(offsets)
 
-        async def start_offset(topic: str, p: int) -> int:
-            return 0
+        class StartAtZero:
+            async def start_offset(self, topic: str, p: int) -> int:
+                return 0
 
-        self.d = Durability(s, producer=self.producer,
+        self.d = Durability(s, outputs=Outputs(s, self.producer), producer=self.producer,
                             consumer=lambda: consumer(s, group_id=None, enable_auto_commit=False,
                                                       auto_offset_reset="earliest",
                                                       max_partition_fetch_bytes=s.max_request_bytes),
-                            admin=lambda: admin(s), commit_offsets=commit,
-                            dead_letter=Outputs(s).dead_letter, start_offset=start_offset)
+                            admin=lambda: admin(s), commit_offsets=commit, gaps=StartAtZero())  # type: ignore[arg-type]
         self.d.assign([0], generation)
         await self.d.ready(0)
         return self.d
 
+    @property
+    def part(self) -> Partition:
+        part = self.d.partition(0)
+        assert part is not None
+        return part
+
     def write(self, key: str, value: Any, offset: int) -> None:
-        part = self.d.partitions[0]
-        part.state.nodes[("ctx", key)] = value
-        part.offsets[self.settings.compaction_topic] = offset
-        part.events += 1
+        self.part.state.nodes[("ctx", key)] = value
+        self.part.advance(SimpleNamespace(topic=self.settings.compaction_topic, offset=offset - 1))
 
     def read(self, key: str) -> Any:
-        return self.d.partitions[0].state.nodes.get(("ctx", key))
+        return self.part.state.nodes.get(("ctx", key))
 
     async def stop(self) -> None:
-        for part in self.d.partitions.values():
-            part.store.close()
-        self.d.partitions.clear()
+        await self.d.close()
         await self.producer.stop()
 
 
@@ -105,7 +109,7 @@ def test_a_zombie_cannot_change_what_a_later_owner_restores(kafka_settings, tmp_
         third = Owner(_settings(kafka_settings, tmp_path, "c"))
         await third.start(generation=7)
         state = (third.read("n1"), third.read("n2"), third.read("evil"))
-        offsets = dict(third.d.partitions[0].offsets)
+        offsets = third.part.covered()
         await third.stop()
         return restored, state, second.committed, offsets
 
@@ -126,14 +130,14 @@ def test_a_chunked_commit_without_its_marker_is_ignored_on_restore(kafka_setting
         await owner.d.commit()
         # a crash mid-commit: the chunks went out, the marker did not
         big = [[1, json.dumps(["ctx", f"lost-{i}"]), json.dumps({"pad": "x" * 400})] for i in range(200)]
-        records = statelog.commit_records(3, owner.d.partitions[0].n, {s.compaction_topic: 99}, big, 8192)
+        records = statelog.commit_records(3, owner.part.next_commit, {s.compaction_topic: 99}, big, 8192)
         assert len(records) > 2 and json.loads(records[-1])["k"] == "m"
         for r in records[:-1]:
-            await (await owner.producer.send(state_topic(s), r, partition=0))
+            await (await owner.producer.send(s.state_topic, r, partition=0))
         await owner.stop()
         fresh = Owner(_settings(kafka_settings, tmp_path, "b"))
         await fresh.start(generation=4)
-        got = (fresh.read("kept"), fresh.read("lost-0"), dict(fresh.d.partitions[0].offsets))
+        got = (fresh.read("kept"), fresh.read("lost-0"), fresh.part.covered())
         await fresh.stop()
         return got
 
@@ -209,11 +213,11 @@ def test_a_snapshot_replaces_the_log_before_it_and_a_fresh_node_restores_from_it
             for i in range(300):
                 owner.write(f"n{i:05d}", {"v": version}, version + 1)
             await owner.d.commit()
-        since = owner.d.partitions[0].since_snapshot
+        since = owner.part.since_snapshot
         await owner.stop()
         c = consumer(s, group_id=None, enable_auto_commit=False)
         await c.start()
-        tp = TopicPartition(state_topic(s), 0)
+        tp = TopicPartition(s.state_topic, 0)
         start = (await c.beginning_offsets([tp]))[tp]
         await c.stop()
         fresh = Owner(_settings(kafka_settings, tmp_path, "b"))
@@ -237,12 +241,14 @@ def test_writes_go_on_while_a_commit_is_in_flight_and_the_next_commit_holds_them
         await ensure_state_topic(s)
         owner = Owner(s)
         d = await owner.start(generation=2)
-        part = d.partitions[0]
+        part = owner.part
         owner.write("n1", {"v": 1}, 1)
-        got: dict = {"began": d.begin_commit(d.committable())}
+        async with d.batch():
+            got: dict = {"began": d.begin_commit()}
         owner.write("n2", {"v": 2}, 2)  # a batch handled while the commit is in flight
         got["read_taken"] = owner.read("n1")
-        got["second_begin"] = d.begin_commit(d.committable())  # one commit in flight at a time
+        async with d.batch():
+            got["second_begin"] = d.begin_commit()  # one commit in flight at a time
         await d.settled()
         got["stored_after_first"] = sorted(json.loads(k)[1] for _, k, _ in part.store.entries())
         got["meta_offsets"] = part.store.meta()["offsets"]
@@ -250,7 +256,7 @@ def test_writes_go_on_while_a_commit_is_in_flight_and_the_next_commit_holds_them
         await owner.stop()
         fresh = Owner(_settings(kafka_settings, tmp_path, "b"))
         await fresh.start(generation=3)
-        got["restored"] = (fresh.read("n1"), fresh.read("n2"), dict(fresh.d.partitions[0].offsets))
+        got["restored"] = (fresh.read("n1"), fresh.read("n2"), fresh.part.covered())
         await fresh.stop()
         return got
 

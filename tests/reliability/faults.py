@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from stream.settings import Settings
 from tests.integration.harness import context_of, per_context, run, run_cli, topic_for
 
 Record = tuple[str, bytes | None, bytes]
@@ -286,7 +287,7 @@ def state_table(env: dict[str, str], table: str) -> dict[Any, Any]:
 
     sinks: dict[int, _DictSink] = {}
     replays: dict[int, Replay] = {}
-    for m in read_topic(env, f"{env['CG_APP_ID']}-state"):
+    for m in read_topic(env, Settings(app_id=env["CG_APP_ID"]).state_topic):
         if m.partition not in replays:
             sinks[m.partition] = _DictSink()
             replays[m.partition] = Replay(sinks[m.partition])

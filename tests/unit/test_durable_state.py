@@ -1,9 +1,11 @@
 """The worker's state without Kafka: RocksDB behind caches, the batch handler, the state log.
 
 * The engine over a :class:`~stream.worker.store.PartitionState` (RocksDB, a tiny read
-  cache so values are evicted and re-read, commits at random cuts) gives exactly the
-  records and the final state of the engine over plain dicts — so caching, in-place set
-  growth, JSON round trips and commit boundaries change nothing.
+  cache so values are evicted and re-read, commits at random cuts, a commit's writes
+  stored some events after it was taken) gives exactly the records and the final state of
+  the engine over plain dicts — so caching, in-place set growth, JSON round trips and
+  commit boundaries change nothing. Commits run through the real durability object over
+  the fakes of tests/unit/fakes.py.
 * A bug in the engine rolls the partition back to its last commit and replays what came
   after: no trace of the failing event, nothing else lost.
 * The state log's records replay to the committed state; chunks without their marker,
@@ -12,6 +14,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import tempfile
 from pathlib import Path
@@ -24,23 +27,13 @@ from hypothesis import strategies as st
 from stream.domain.engine import Engine, encode_record
 from stream.domain.events import Source
 from stream.domain.state import TABLES, DictState
-from stream.settings import Settings
-from stream.wire import Limits, decode_event
+from stream.wire import decode_event
 from stream.worker import statelog
-from stream.worker.durability import Partition
-from stream.worker.handler import Outputs, plan
 from stream.worker.store import PartitionState, PartitionStore, key_json, value_json
+from tests.unit.fakes import Rig
 from tests.unit.test_engine_properties import arrivals
 
 pytestmark = pytest.mark.unit
-
-
-class Message:
-    """An input record as the handler reads it (what faust's Message carries)."""
-
-    def __init__(self, offset: int, value: bytes, topic: str = "compaction-events", partition: int = 0) -> None:
-        self.topic, self.partition, self.offset, self.value = topic, partition, offset, value
-        self.key = json.loads(value).get("context_id", "").encode()
 
 
 def _plain(events: list[dict[str, Any]], seq_gap_limit: int = 1000) -> tuple[list[bytes], dict]:
@@ -58,15 +51,27 @@ def _stored(store: PartitionStore) -> dict:
     return out
 
 
-def _partition(path: Path, cache: int = 3) -> Partition:
-    store = PartitionStore(path)
-    return Partition(0, PartitionState(store, cache_entries=cache), store, generation=1)
+def _expected(state: dict) -> dict:
+    return {name: dict(sorted(t.items())) for name, t in state.items()}
 
 
-def _commit(part: Partition) -> None:
-    part.store.write(part.state.take_dirty(), {"offsets": part.offsets})
-    part.state.stored()
-    part.applied.clear()
+def _rig(tmp_path: Path, events: list[dict], **kwargs: Any) -> tuple[Rig, list[Any]]:
+    """A restored partition over the fake broker, ``events`` on its input topic (offsets 0...)."""
+    kwargs.setdefault("cache_entries", 3)
+    rig = Rig(Path(tempfile.mkdtemp(dir=tmp_path)), **kwargs)
+    return rig, rig.produce(*events)
+
+
+def _records(result: Any) -> list[bytes]:
+    return [encode_record(r) for _, _, out in result.observed for r in out.records]
+
+
+async def _close(rig: Rig) -> dict:
+    """Commit, read the store back, close."""
+    await rig.d.commit()
+    stored = _stored(rig.d.partition(0).store)  # type: ignore[union-attr]
+    await rig.d.close()
+    return stored
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -75,20 +80,20 @@ def test_the_engine_on_rocksdb_with_caches_and_commits_equals_the_engine_on_dict
     events = data.draw(arrivals())
     cuts = set(data.draw(st.lists(st.integers(0, max(len(events), 1)), max_size=6)))
     expected_records, expected_state = _plain(events, seq_gap_limit)
-    part = _partition(Path(tempfile.mkdtemp(dir=tmp_path)) / "db")
-    try:
-        engine, outputs, limits = Engine(seq_gap_limit), Outputs(Settings()), Limits()
+
+    async def scenario() -> tuple[list[bytes], dict]:
+        rig, messages = _rig(tmp_path, events, engine=Engine(seq_gap_limit), seq_gap_limit=seq_gap_limit)
+        await rig.start()
         records: list[bytes] = []
-        for offset, e in enumerate(events):
+        for offset, message in enumerate(messages):
             if offset in cuts:
-                _commit(part)
-            result = plan(engine, part, [Message(offset, json.dumps(e).encode())], outputs, limits)
-            records += [encode_record(r) for _, _, out in result.observed for r in out.records]
-        _commit(part)
-        assert records == expected_records
-        assert _stored(part.store) == {name: dict(sorted(t.items())) for name, t in expected_state.items()}
-    finally:
-        part.store.close()
+                await rig.d.commit()
+            records += _records(await rig.apply([message]))
+        return records, await _close(rig)
+
+    records, stored = asyncio.run(scenario())
+    assert records == expected_records
+    assert stored == _expected(expected_state)
 
 
 class _FailingEngine(Engine):
@@ -110,20 +115,23 @@ def test_an_engine_bug_rolls_the_partition_back_and_dead_letters_only_that_event
         {"type": "artifact", "event_id": "bad", "context_id": "c", "artifact_id": "x", "op": "evicted"},
         {"type": "checkpoint", "event_id": "r", "context_id": "c", "node_id": "r", "level": "root", "children": ["n"]},
     ]
-    part = _partition(tmp_path / "db")
     engine = _FailingEngine()
     engine.fail_on = "bad"
-    msgs = [Message(i, json.dumps(e).encode()) for i, e in enumerate(events)]
-    _commit(part)
-    result = plan(engine, part, msgs[:1], Outputs(Settings()), Limits())
-    _commit(part)  # a1 is committed; n1, bad, r follow in one batch
-    result = plan(engine, part, msgs[1:], Outputs(Settings()), Limits())
+
+    async def scenario() -> tuple[Any, dict[str, int], dict]:
+        rig, msgs = _rig(tmp_path, events, engine=engine)
+        await rig.start()
+        await rig.apply(msgs[:1])
+        await rig.d.commit()  # a1 is committed; n1, bad, r follow in one batch
+        result = await rig.apply(msgs[1:])
+        covered = rig.d.partition(0).covered()  # type: ignore[union-attr]
+        return result, covered, await _close(rig)
+
+    result, covered, stored = asyncio.run(scenario())
     assert [(m.offset, reason) for m, reason in result.dead] == [(2, "internal error: RuntimeError")]
-    assert [e.event_id for e, _ in part.applied] == ["n1", "r"]
-    _commit(part)
-    without_bad = _plain([events[0], events[1], events[3]])[1]
-    assert _stored(part.store) == {name: dict(sorted(t.items())) for name, t in without_bad.items()}
-    assert part.offsets == {"compaction-events": 4}  # the failing record is consumed, not retried
+    assert [e.event_id for _, e, _ in result.observed] == ["n1", "r"]
+    assert stored == _expected(_plain([events[0], events[1], events[3]])[1])
+    assert covered["compaction-events"] == 4  # the failing record is consumed, not retried
 
 
 # --------------------------------------------------------------------------- the state log
@@ -228,51 +236,53 @@ def test_key_json_is_the_json_of_the_key(key):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_the_engine_reading_a_commit_in_flight_equals_the_engine_on_dicts(tmp_path, data):
-    """A commit is taken at one offset and stored some events later (Durability.begin_commit):
-    meanwhile the engine reads the taken writes, even when the tiny read cache rotates."""
+    """A commit is taken at one offset and stored some events later (its state-log record
+    acknowledged late): meanwhile the engine reads the taken writes, even when the tiny
+    read cache rotates."""
     events = data.draw(arrivals())
     n = max(len(events), 1)
     takes = sorted(set(data.draw(st.lists(st.integers(0, n), max_size=6))))
+    stores = {t: data.draw(st.integers(t, n)) for t in takes}
     expected_records, expected_state = _plain(events)
-    part = _partition(Path(tempfile.mkdtemp(dir=tmp_path)) / "db", cache=1)
-    try:
-        engine, outputs, limits = Engine(1000), Outputs(Settings()), Limits()
+
+    async def scenario() -> tuple[list[bytes], dict]:
+        rig, messages = _rig(tmp_path, events, cache_entries=1)
+        await rig.start()
         records: list[bytes] = []
-        in_flight: list | None = None
         store_at = -1
-        for offset, e in enumerate(events):
-            if in_flight is not None and offset >= store_at:
-                part.store.write(in_flight, {})
-                part.state.stored()
-                in_flight = None
-            if offset in takes and in_flight is None:
-                in_flight = part.state.take_dirty()
-                part.applied.clear()
-                store_at = data.draw(st.integers(offset, n))
-            result = plan(engine, part, [Message(offset, json.dumps(e).encode())], outputs, limits)
-            records += [encode_record(r) for _, _, out in result.observed for r in out.records]
-        if in_flight is not None:
-            part.store.write(in_flight, {})
-            part.state.stored()
-        _commit(part)
-        assert records == expected_records
-        assert _stored(part.store) == {name: dict(sorted(t.items())) for name, t in expected_state.items()}
-    finally:
-        part.store.close()
+        for offset, message in enumerate(messages):
+            if 0 <= store_at <= offset:
+                rig.broker.release()  # the state log acknowledges: the store gets the taken writes
+                await rig.d.settled()
+                store_at = -1
+            if offset in takes and store_at < 0:
+                rig.broker.hold(rig.settings.state_topic)
+                async with rig.d.batch():
+                    assert rig.d.begin_commit()
+                await asyncio.sleep(0)
+                store_at = stores[offset]
+            records += _records(await rig.apply([message]))
+        rig.broker.release()
+        return records, await _close(rig)
+
+    records, stored = asyncio.run(scenario())
+    assert records == expected_records
+    assert stored == _expected(expected_state)
 
 
 def test_a_rollback_while_a_commit_is_in_flight_keeps_the_taken_writes(tmp_path):
-    part = _partition(tmp_path / "db")
+    store = PartitionStore(tmp_path / "db")
+    state = PartitionState(store, cache_entries=3)
     try:
-        part.state.nodes[("c", "taken")] = {"v": 1}
-        taken = part.state.take_dirty()
-        part.state.nodes[("c", "later")] = {"v": 2}
-        part.state.forget()  # the engine failed after the take: back to the commit taken
-        assert part.state.nodes.get(("c", "taken")) == {"v": 1}
-        assert part.state.nodes.get(("c", "later")) is None
-        part.store.write(taken, {})
-        part.state.stored()
-        assert part.state.nodes.get(("c", "taken")) == {"v": 1}
-        assert part.state.dirty == 0
+        state.nodes[("c", "taken")] = {"v": 1}
+        taken = state.take_dirty()
+        state.nodes[("c", "later")] = {"v": 2}
+        state.forget()  # the engine failed after the take: back to the commit taken
+        assert state.nodes.get(("c", "taken")) == {"v": 1}
+        assert state.nodes.get(("c", "later")) is None
+        store.write(taken, {})
+        state.stored()
+        assert state.nodes.get(("c", "taken")) == {"v": 1}
+        assert state.dirty == 0
     finally:
-        part.store.close()
+        store.close()

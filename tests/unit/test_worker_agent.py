@@ -1,5 +1,6 @@
-"""The worker's one agent (stream.worker.app ``validate``): its loop ends only with the
-app; ended any other way the worker exits (70) instead of living on consuming nothing."""
+"""The worker's one agent (``validate``, stream.worker.compat.FaustHost.consume): its loop
+ends only with the app; ended any other way the host is told (the worker exits 70) instead
+of living on consuming nothing."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import asyncio
 import pytest
 
 from stream.settings import Settings
-from stream.worker import app as app_module
+from stream.worker.compat import FaustHost
 
 
 class _Stream:
@@ -29,23 +30,21 @@ class _Exit(Exception):
 
 
 @pytest.fixture
-def worker(monkeypatch):
-    app = app_module.create_app(Settings(broker="kafka://127.0.0.1:9"))
+def worker():
+    host = FaustHost(Settings(broker="kafka://127.0.0.1:9"))
     handled: list = []
+    stops: list[BaseException] = []
 
     async def handle(events):
         handled.append(list(events))
 
-    monkeypatch.setattr(app.runtime, "handle", handle)
-    stops: list[BaseException] = []
-
-    def stop_now(exc):
+    def on_end(exc):
         stops.append(exc)
         raise _Exit
 
-    monkeypatch.setattr(app_module, "stop_now", stop_now)
-    (agent,) = app.agents.values()
-    return app, agent.fun, handled, stops
+    host.consume(handle, on_end)
+    (agent,) = host.app.agents.values()
+    return host.app, agent.fun, handled, stops
 
 
 def test_an_agent_whose_stream_ends_while_the_app_runs_exits_the_worker(worker):

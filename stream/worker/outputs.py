@@ -1,0 +1,257 @@
+"""Output delivery: engine outputs -> records -> the broker, acknowledged before a commit.
+
+:class:`Outputs` builds the records of what the engine returned (alerts, status records,
+verdicts) and the dead letters of bad input, sends them without waiting, and
+:meth:`Outputs.settle` (step 1 of a commit, :mod:`stream.worker.durability`) waits for
+every acknowledgement; a transient failure is sent again. A record over its topic's
+``max.message.bytes`` (read at start) is refused before it is sent and replaced
+(DESIGN.md §4 *Bounded outputs*) down a ladder: a status record first without its
+``degraded_by`` list (``degraded_truncated: true``, so the compacted status topic never
+keeps a stale ``authoritative``), then the dead letter of its trigger with the input's
+bytes, then that dead letter without them. A status record sent again after a newer one
+of its node is dropped instead (compaction keeps the last). A batch the broker itself
+rejects (a limit lowered after the start) breaks the idempotent producer's sequence for
+that partition: the worker stops, and its restart reads the new limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from aiokafka.errors import MessageSizeTooLargeError, OutOfOrderSequenceNumber, TopicAuthorizationFailedError
+
+from stream.domain.engine import Output
+from stream.domain.events import Event
+from stream.errors import OutputRejected
+from stream.settings import Settings
+from stream.wire import (
+    dead_letter,
+    encode_alert,
+    encode_dead_letter,
+    encode_status,
+    encode_verdict,
+    status_key,
+)
+
+log = logging.getLogger("checkpoint_guard.outputs")
+
+#: Longest wait between two re-sends of failed records (seconds).
+SEND_RETRY_MAX_DELAY = 5.0
+#: A record batch of one record: the batch header and the record's own framing (bytes).
+BATCH_OVERHEAD = 512
+
+#: Kinds of record, and what replaces each when the broker rejects it by size.
+RECORD, STATUS, STATUS_CUT, DEAD_LETTER, BARE = "record", "status", "status_cut", "dead_letter", "bare"
+
+
+@dataclass(slots=True)
+class OutputRecord:
+    """An output to send: ``partition`` None = the key's default partitioner; ``source``:
+    the input message (topic, partition, offset, key, value) dead-lettered in its place
+    if the broker rejects the record by size; ``kind``: its rung on the ladder (module doc)."""
+
+    topic: str
+    key: bytes | None
+    value: bytes
+    partition: int | None = None
+    source: Any = None
+    kind: str = RECORD
+    seq: int = -1  # a status record's send order (newer ones supersede its re-sends)
+
+
+class Refused(MessageSizeTooLargeError):
+    """A record refused before it was sent: over its topic's limit or the request size."""
+
+
+def is_error(exc: BaseException, kinds: tuple[type[BaseException], ...]) -> bool:
+    """``exc`` or its cause is one of ``kinds`` (aiokafka wraps some errors)."""
+    return isinstance(exc, kinds) or isinstance(exc.__cause__, kinds)
+
+
+def _failed(exc: BaseException) -> asyncio.Future:
+    fut = asyncio.get_running_loop().create_future()
+    fut.set_exception(exc)
+    return fut
+
+
+def without_degraded_list(value: bytes) -> bytes:
+    """A status record's bytes with ``degraded_by: []`` and ``degraded_truncated: true``
+    (``degraded_count`` and everything else kept, in order)."""
+    status = orjson.loads(value)
+    out: dict[str, Any] = {}
+    for name, field in status.items():
+        if name == "degraded_truncated":
+            continue
+        out[name] = [] if name == "degraded_by" else field
+        if name == "degraded_by":
+            out["degraded_truncated"] = True
+    return encode_status(out)
+
+
+class Outputs:
+    """The worker's outputs: built here (:meth:`of`, :meth:`dead_letter`), sent without
+    waiting (:meth:`send`), acknowledged by :meth:`settle` (module docstring).
+
+    ``producer``: aiokafka producer (None: build records only); ``limits``: topic ->
+    its ``max.message.bytes`` (read at start): a larger record is rejected before it is
+    sent, so it never fails a batch of others and order is kept; ``on_rejected(topic)``
+    counts each record the broker rejected.
+    """
+
+    def __init__(self, settings: Settings, producer: Any = None, *, limits: dict[str, int] | None = None,
+                 on_rejected: Callable[[str], None] = lambda topic: None) -> None:
+        self.alerts = settings.alerts_topic
+        self.verdicts = settings.verdicts_topic
+        self.status = settings.status_topic
+        self.deadletter = settings.deadletter_topic
+        self.producer = producer
+        self.limits = dict(limits or {})
+        self.on_rejected = on_rejected
+        self._inflight: list[tuple[OutputRecord, Any]] = []
+        self._seq = 0
+        # status key -> seq of the newest status record sent for it, since the last two takes
+        self._latest: dict[bytes | None, int] = {}
+        self._older: dict[bytes | None, int] = {}
+
+    # ------------------------------------------------------------------ building
+    def of(self, message: Any, event: Event, out: Output) -> list[OutputRecord]:
+        """The records of one applied event, in the contract's order: alerts, status, verdicts."""
+        key = event.context_id.encode("utf-8")
+        records = [OutputRecord(self.alerts, key, encode_alert(a), source=message) for a in out.alerts]
+        records += [OutputRecord(self.status, status_key(s["context_id"], s["node_id"]), encode_status(s),
+                                 message.partition, source=message, kind=STATUS) for s in out.statuses]
+        records += [OutputRecord(self.verdicts, key, encode_verdict(v), source=message) for v in out.verdicts]
+        return records
+
+    def dead_letter(self, message: Any, reason: str, *, keep_value: bool = True) -> OutputRecord:
+        """The dead letter of an input message: its bytes (base64, unless ``keep_value`` is
+        false), where it was, and the one-line reason."""
+        record = dead_letter(message.value if keep_value else b"", reason, key=message.key,
+                             topic=message.topic, partition=message.partition, offset=message.offset)
+        return OutputRecord(self.deadletter, message.key, encode_dead_letter(record), source=message,
+                            kind=DEAD_LETTER if keep_value else BARE)
+
+    # ------------------------------------------------------------------ delivery
+    async def send(self, records: Iterable[OutputRecord]) -> None:
+        """Send ``records`` in order without waiting for their acknowledgement."""
+        await self._enqueue(records, self._inflight, track=True)
+
+    def _over_limit(self, r: OutputRecord) -> int | None:
+        limit = self.limits.get(r.topic)
+        if limit is not None and len(r.value) + len(r.key or b"") + BATCH_OVERHEAD > limit:
+            return limit
+        return None
+
+    async def _enqueue(self, records: Iterable[OutputRecord], into: list[tuple[OutputRecord, Any]], *,
+                       track: bool = False) -> None:
+        limits, send = self.limits, self.producer.send
+        for r in records:
+            if r.kind == STATUS and track:
+                self._seq += 1
+                r.seq = self._seq
+                self._latest[r.key] = r.seq
+            if limits:
+                limit = self._over_limit(r)
+                if limit is not None and r.kind == STATUS:  # the fail-safe at once: order is kept
+                    self._rejected(r, f"over the topic's max.message.bytes {limit}")
+                    r = self._cut(r)
+                    limit = self._over_limit(r)
+                if limit is not None:
+                    into.append((r, _failed(Refused(f"{len(r.value)} bytes, over the topic's max.message.bytes "
+                                                    f"{limit}"))))
+                    continue
+            try:
+                fut = await send(r.topic, r.value, key=r.key, partition=r.partition)
+            except MessageSizeTooLargeError as exc:  # over the producer's request size
+                fut = _failed(Refused(str(exc)))
+            except Exception as exc:  # could not even enqueue
+                fut = _failed(exc)
+            into.append((r, fut))
+
+    @property
+    def pending(self) -> int:
+        """Records sent since the last :meth:`take`."""
+        return len(self._inflight)
+
+    def take(self) -> list[tuple[OutputRecord, Any]]:
+        """The outputs sent so far, (record, future) each, for :meth:`settle`; later sends start a new list."""
+        batch, self._inflight = self._inflight, []
+        # a status re-sent by this batch's settle can only be superseded by one sent after
+        # the previous take: older entries are no longer needed
+        self._older, self._latest = self._latest, {}
+        return batch
+
+    def _superseded(self, record: OutputRecord) -> bool:
+        if record.kind not in (STATUS, STATUS_CUT):
+            return False
+        newest = self._latest.get(record.key, self._older.get(record.key, -1))
+        return newest > record.seq
+
+    async def settle(self, batch: list[tuple[OutputRecord, Any]]) -> None:
+        """Wait until every output of ``batch`` (from :meth:`take`) is acknowledged,
+        sending again what failed and replacing what was refused by size. Raises
+        :class:`~stream.errors.OutputRejected` on an authorization failure or a batch
+        the broker rejected (module docstring)."""
+        delay = 0.2
+        while batch:
+            results = await asyncio.gather(*(f for _, f in batch), return_exceptions=True)
+            retry: list[OutputRecord] = []
+            failure: BaseException | None = None
+            for (record, _), res in zip(batch, results):
+                if isinstance(res, asyncio.CancelledError):
+                    raise res
+                if not isinstance(res, BaseException):
+                    continue
+                if is_error(res, (TopicAuthorizationFailedError,)):
+                    raise OutputRejected(f"the broker refused a record for {record.topic!r} ({res}); "
+                                         "check the worker's ACLs") from res
+                if isinstance(res, Refused):
+                    if record.kind == STATUS and self._superseded(record):
+                        continue  # a newer status of the node was sent since: it is the current one
+                    self._rejected(record, str(res))
+                    replacement = self._replacement(record, res)
+                    if replacement is not None:
+                        retry.append(replacement)
+                    continue
+                if is_error(res, (MessageSizeTooLargeError, OutOfOrderSequenceNumber)):
+                    raise OutputRejected(
+                        f"the broker rejected a record batch for {record.topic!r} ({type(res).__name__}): its "
+                        "max.message.bytes is lower than when the worker started; restart the worker (it reads "
+                        "the limits at start and sends the outputs since its last commit again)") from res
+                if self._superseded(record):
+                    continue  # a newer status of the node was sent since: it is the current one
+                failure = failure or res
+                retry.append(record)
+            if failure is not None:
+                log.warning("sending %d record(s) failed (%r); retrying in %.1fs", len(retry), failure, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, SEND_RETRY_MAX_DELAY)
+            batch = []
+            await self._enqueue(retry, batch)
+
+    def _rejected(self, record: OutputRecord, why: str) -> None:
+        self.on_rejected(record.topic)
+        then = ("re-sending it without its degraded_by list" if record.kind == STATUS
+                else "dead-lettering its trigger")
+        log.error("a %d-byte record for %s is refused (%s); %s", len(record.value), record.topic, why, then)
+
+    def _cut(self, record: OutputRecord) -> OutputRecord:
+        return OutputRecord(record.topic, record.key, without_degraded_list(record.value), record.partition,
+                            record.source, STATUS_CUT, record.seq)
+
+    def _replacement(self, record: OutputRecord, exc: BaseException) -> OutputRecord | None:
+        """The next rung of the ladder (module docstring) for a rejected record, or None
+        when even a bare dead letter was rejected (logged critical: nothing else to send)."""
+        if record.kind == STATUS:
+            return self._cut(record)
+        if record.source is None or record.kind == BARE:
+            log.critical("dropping a record the broker rejects even as a bare dead letter (%s)", record.topic)
+            return None
+        reason = (f"output rejected: a {len(record.value)}-byte record for {record.topic} "
+                  f"({type(exc).__name__}); raise the topic's max.message.bytes or lower CG_MAX_OUTPUT_BYTES")
+        return self.dead_letter(record.source, reason, keep_value=record.kind != DEAD_LETTER)
