@@ -27,12 +27,13 @@ log = logging.getLogger("checkpoint_guard.gaps")
 
 
 class FetchedMessage:
-    """A record read back, shaped like faust's ``Message`` (what the handler reads)."""
+    """A record read back, shaped like the records the consumer delivers (``timestamp`` in
+    ms, as aiokafka's: the topic merge compares it with theirs)."""
 
     __slots__ = ("topic", "partition", "offset", "key", "value", "timestamp")
 
     def __init__(self, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None,
-                 timestamp: float | None = None) -> None:
+                 timestamp: int | None = None) -> None:
         self.topic, self.partition, self.offset = topic, partition, offset
         self.key, self.value, self.timestamp = key, value, timestamp
 
@@ -107,7 +108,7 @@ class Gaps:
             for r in batch.get(tp, ()):
                 if start <= r.offset < end:
                     out.append(FetchedMessage(r.topic, r.partition, r.offset, r.key, r.value,
-                                              r.timestamp / 1000.0 if r.timestamp else None))
+                                              r.timestamp))
         self.repaired += len(out)
         log.warning("faust skipped %s[%d] offsets %d..%d; read %d record(s) there and processing them now",
                     topic, partition, start, end - 1, len(out))
