@@ -40,7 +40,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import command_line, loadavg, machine_line, part_footer, say, software_line, write_out  # noqa: E402
-from stream.domain.engine import encode_record  # noqa: E402
+from stream.wire import encode  # noqa: E402
 from stream.replay import replay_lines  # noqa: E402
 
 CTX = "ctx-shapes"
@@ -128,7 +128,7 @@ def measure(name: str, n: int, build: Any) -> dict[str, Any]:
     finals = []
     for order, events in (("hostile", hostile + tail), ("friendly", friendly + tail)):
         secs, result = _replay(_lines(events))
-        widest = max((len(encode_record(r)) for r in result.records), default=0)
+        widest = max((len(encode(r)) for r in result.records), default=0)
         rows[order] = {"secs": secs, "events": len(events), "records": len(result.records), "widest": widest}
         finals.append(_final(result))
         del result

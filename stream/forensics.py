@@ -22,13 +22,14 @@ from typing import Any
 
 from aiokafka import TopicPartition
 
-from stream.domain.engine import MAX_OUTPUT_BYTES, Engine, encode_record, node_status
+from stream.domain.engine import MAX_OUTPUT_BYTES, Engine, node_detail
+from stream.domain.outputs import encode_record
 from stream.domain.events import ArtifactEvent, CheckpointEvent, Source
 from stream.domain.state import DictState
 from stream.errors import ConfigurationError, InvalidEvent
 from stream.kafka_clients import consumer, start_client
 from stream.settings import Settings
-from stream.wire import MAX_MESSAGE_BYTES, decode_message, encode_alert
+from stream.wire import MAX_MESSAGE_BYTES, decode_message, encode
 
 
 def parse_time(text: str) -> int:
@@ -154,9 +155,10 @@ def replay_records(records: list[Record], *, seq_gap_limit: int, since: bool = F
             continue
         result.events += 1
         out = engine.process(state, event, source)
-        result.alerts.extend(out.alerts)
-        result.statuses.extend(out.statuses)
-        result.records.extend(out.records)
+        records = [r.to_record() for r in out.records]
+        result.records.extend(records)
+        result.alerts.extend(r for r in records if r["type"] == "alert")
+        result.statuses.extend(r for r in records if r["type"] == "status")
     return result
 
 
@@ -180,7 +182,7 @@ class Verification:
 
 
 def _comparable(alert: dict[str, Any]) -> bytes:
-    return encode_alert({k: v for k, v in alert.items() if k != "emitted_at"})
+    return encode({k: v for k, v in alert.items() if k != "emitted_at"})
 
 
 def verify(replayed: list[dict[str, Any]], published: list[dict[str, Any]], rng: Range) -> Verification:
@@ -284,22 +286,22 @@ def explain(records: list[Record], context_id: str, node_id: str, *, seq_gap_lim
         for ev, src in out.applied:
             where = {"topic": src.topic, "partition": src.partition, "offset": src.offset}
             if isinstance(ev, CheckpointEvent) and ev.node_id == node_id:
-                verdict = next((v for v in out.verdicts if v["trigger"]["event_id"] == ev.event_id), None)
+                verdict = next((v for v in out.verdicts if v.trigger.event_id == ev.event_id), None)
                 referents.update(ev.referents)
                 h.versions.append({
                     "event_id": ev.event_id, **where, "occurred_at": ev.occurred_at, "level": ev.level,
                     "referents": list(ev.referents), "children": list(ev.children),
                     "negative_constraints": list(ev.negative_constraints),
                     "raw_negative_constraints": list(ev.raw_negative_constraints),
-                    "verdict": verdict["verdict"] if verdict else None,
+                    "verdict": verdict.verdict if verdict else None,
                 })
             elif isinstance(ev, ArtifactEvent) and ev.artifact_id in referents:
                 h.reachability.append({
                     "event_id": ev.event_id, **where, "occurred_at": ev.occurred_at,
                     "artifact_id": ev.artifact_id, "op": ev.op, "tier": ev.tier,
                 })
-        h.alerts.extend(a for a in out.alerts if a["node_id"] == node_id)
-        h.statuses.extend(st for st in out.statuses if st["node_id"] == node_id)
+        h.alerts.extend(a.to_record() for a in out.alerts if a.node_id == node_id)
+        h.statuses.extend(st.to_record() for st in out.statuses if st.node_id == node_id)
 
     engine = Engine(seq_gap_limit)
     state = DictState()
@@ -312,13 +314,13 @@ def explain(records: list[Record], context_id: str, node_id: str, *, seq_gap_lim
             continue
         out = engine.process(state, event, Source(rec.topic, rec.partition, rec.offset))
         on_output(out)
-    status = node_status(state, context_id, node_id)
-    if status is not None:
+    detail = node_detail(state, context_id, node_id)
+    if detail is not None:
         h.exists = True
-        h.frozen = status["frozen"]
-        h.open_rules = status["open_rules"]
-        h.degraded_by = status["degraded_by"]
-        h.degraded_count = status["degraded_count"]
+        h.frozen = detail.frozen
+        h.open_rules = list(detail.open_rules)
+        h.degraded_by = list(detail.degraded_by)
+        h.degraded_count = detail.degraded_count
     return h
 
 

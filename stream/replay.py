@@ -32,7 +32,8 @@ BOM = b"\xef\xbb\xbf"
 class ReplayResult:
     """Everything one replay produced.
 
-    ``alerts``: alert dicts in emission order. ``statuses``: node-status records.
+    ``alerts``: alert records (the JSON-ready dicts ``replay`` writes, from the engine's
+    values' ``to_record()``) in emission order. ``statuses``: node-status records.
     ``records``: both, interleaved in output order (``replay --status``).
     ``verdicts``: one per applied checkpoint.
     ``dead_letters``: ``(line number, reason)`` for bad lines (1-based, per input).
@@ -95,14 +96,15 @@ class Replayer:
         r = self.result
         r.events += 1
         out = self.engine.process(self.state, event, OFFLINE)
-        r.alerts.extend(out.alerts)
-        r.statuses.extend(out.statuses)
-        r.records.extend(out.records)
-        r.verdicts.extend(out.verdicts)
+        records = [x.to_record() for x in out.records]
+        r.records.extend(records)
+        r.alerts.extend(x for x in records if x["type"] == "alert")
+        r.statuses.extend(x for x in records if x["type"] == "status")
+        r.verdicts.extend(v.to_record() for v in out.verdicts)
         r.applied += len(out.applied)
         r.duplicates += out.duplicates
         r.dropped += out.dropped
-        return out.records
+        return records
 
     def finish(self) -> ReplayResult:
         self.result.waiting = {

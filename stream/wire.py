@@ -45,11 +45,11 @@ here, the same way for every field of the message:
   worker and replay identical (Python's own parser would stop at a depth that varies
   with the stack).
 
-Outbound, :func:`encode_alert` / :func:`encode_verdict` / :func:`encode_dead_letter`
-produce deterministic JSON bytes (fixed key order, compact, UTF-8): the same alert is
-the same bytes offline and from Kafka. The output models (:class:`Alert`,
-:class:`Verdict`, :class:`DeadLetter`) exist for their JSON Schemas
-(``python -m stream schema``) and for consumers that want typed access.
+Outbound, :func:`encode` produces the deterministic JSON bytes of every output (the
+engine's alert, status and verdict values, dead letters; fixed key order, compact,
+UTF-8): the same alert is the same bytes offline and from Kafka. The pydantic output
+models (:class:`Alert`, :class:`Status`, :class:`Verdict`, :class:`DeadLetter`) exist for
+their JSON Schemas (``python -m stream schema``) and for consumers that read the topics.
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional, Union
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
 
-from stream.domain.engine import encode_record
+from stream.domain import outputs
+from stream.domain.outputs import encode_record
 from stream.domain.events import ArtifactEvent, CheckpointEvent, Event, constraint_key
 from stream.errors import InvalidEvent
 
@@ -658,19 +659,13 @@ def _dumps(obj: Any) -> bytes:
     return encode_record(obj)  # the engine's encoding: its size bounds are in these bytes
 
 
-def encode_alert(alert: dict[str, Any]) -> bytes:
-    """Deterministic JSON bytes of one alert dict (the engine's key order, compact)."""
-    return _dumps(alert)
-
-
-def encode_verdict(verdict: dict[str, Any]) -> bytes:
-    """Deterministic JSON bytes of one verdict dict."""
-    return _dumps(verdict)
-
-
-def encode_status(status: dict[str, Any]) -> bytes:
-    """Deterministic JSON bytes of one node-status record."""
-    return _dumps(status)
+def encode(record: outputs.Alert | outputs.NodeStatus | outputs.Verdict | dict[str, Any]) -> bytes:
+    """The deterministic JSON bytes of any output: an engine value (alert, node status,
+    verdict — :meth:`to_record`, fields in wire order) or a JSON-ready record (a dead
+    letter, an alert read back from a topic), compact UTF-8. The one output encoder."""
+    if not isinstance(record, dict):
+        record = record.to_record()
+    return encode_record(record)
 
 
 def status_key(context_id: str, node_id: str) -> bytes:
@@ -698,10 +693,6 @@ def dead_letter(
         "key_b64": base64.b64encode(key).decode("ascii") if key is not None else None,
         "value_b64": base64.b64encode(value or b"").decode("ascii"),
     }
-
-
-def encode_dead_letter(record: dict[str, Any]) -> bytes:
-    return _dumps(record)
 
 
 # ----------------------------------------------------------------------------- remediation

@@ -25,7 +25,7 @@ import sys
 from stream.commands._base import argument, check_output_file, command, fail, option
 from stream.settings import get_settings
 from stream.replay import Replayer, iter_lines
-from stream.domain.engine import encode_record
+from stream.wire import encode
 
 settings = get_settings()
 
@@ -139,7 +139,7 @@ def _run(rp: Replayer, paths: tuple[str, ...], sink, status: bool, *, strict: bo
                         print(f"{path}:{lineno}: {rp.result.dead_letters[-1][1]}", file=sys.stderr)
                     for record in records or ():
                         if status or record["type"] == "alert":
-                            sink.write(encode_record(record) + b"\n")
+                            sink.write(encode(record) + b"\n")
         result = rp.finish()
     finally:
         sink.flush()

@@ -36,9 +36,8 @@ from stream.devtools.report import StreamReport
 from stream.errors import ConfigurationError
 from stream.kafka_clients import admin, consumer, create_project_topics, producer
 from stream.replay import replay_lines
-from stream.domain.engine import encode_record
 from stream.settings import USER_DATA_DIR, Settings
-from stream.wire import decode_event
+from stream.wire import decode_event, encode
 
 #: Where the demo keeps its broker, worker state and logs (a user-owned directory).
 DEMO_HOME = USER_DATA_DIR / "demo"
@@ -223,7 +222,7 @@ class Demo:
             out = defaultdict(list)
             for r in records:
                 r = {**r, "trigger": {**r["trigger"], "topic": None, "partition": None, "offset": None}}
-                out[r["context_id"]].append(encode_record(r))
+                out[r["context_id"]].append(encode(r))
             return dict(out)
 
         offline = replay_lines((encode_event(e).encode() for e in events), seq_gap_limit=self.settings.seq_gap_limit,

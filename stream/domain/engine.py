@@ -36,7 +36,7 @@ import hashlib
 import heapq
 import json
 from bisect import bisect_left, insort
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from stream.domain.events import (
@@ -46,9 +46,17 @@ from stream.domain.events import (
     Source,
     event_from_record,
 )
+from stream.domain.outputs import (
+    SCHEMA_VERSION,
+    Alert,
+    NodeDetail,
+    NodeStatus,
+    Record,
+    Trigger,
+    Verdict,
+    encode_record,
+)
 from stream.domain.state import State
-
-SCHEMA_VERSION = 1
 
 ORPHANED_REFERENT = "orphaned_referent"
 NEGATIVE_CONSTRAINT_DROPPED = "negative_constraint_dropped"
@@ -81,11 +89,6 @@ DEGRADED_LIMIT = 1000
 MAX_OUTPUT_BYTES = 16 << 20
 
 
-def encode_record(obj: Any) -> bytes:
-    """The deterministic JSON bytes of every output record (compact, UTF-8, key order kept)."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
-
-
 class NodeSummary(NamedTuple):
     """What the per-level gauges count of one node (its kept version and open sets).
 
@@ -104,48 +107,70 @@ class NodeSummary(NamedTuple):
     survival: tuple[int, int, int, int]
 
 
+def open_rules(*, frozen: bool, opaque: bool, orphans: bool, missing: bool) -> tuple[str, ...]:
+    """Rules with an open alert on a node, sorted (§4 Node status) — the one derivation
+    every status, verdict and summary uses. ``authoritative`` = none and not degraded."""
+    rules = []
+    if missing:
+        rules.append(NEGATIVE_CONSTRAINT_DROPPED)
+    if frozen:
+        rules.append(NON_IDEMPOTENT)
+    if orphans:
+        rules.append(ORPHANED_REFERENT)
+    if opaque:
+        rules.append(UNVERIFIABLE_CHECKPOINT)
+    return tuple(rules)
+
+
+def _rules_of(rec: dict[str, Any], sets: dict[str, Any] | None) -> tuple[str, ...]:
+    sets = sets or {}
+    return open_rules(frozen=rec["frozen"], opaque=rec["opaque"], orphans=bool(sets.get("o")),
+                      missing=bool(sets.get("m")))
+
+
 def summarize(rec: dict[str, Any], sets: dict[str, Any] | None, reach: Any, node_id: str) -> NodeSummary:
     """The :class:`NodeSummary` of a stored node from its three table values."""
     orphans = (sets or {}).get("o") or ()
-    missing = bool((sets or {}).get("m"))
     degraded = _degraded_count(reach, node_id) > 0
-    authoritative = not (orphans or missing or rec["frozen"] or rec["opaque"] or degraded)
+    rules = _rules_of(rec, sets)
     raw, raw_ins = set(rec["raw"]), set(rec["raw_instructions"])
     survival = (len(raw.intersection(rec["carried"])), len(raw),
                 len(raw_ins.intersection(rec["instructions"])), len(raw_ins))
-    return NodeSummary(rec["level"], authoritative, degraded, rec["opaque"], rec["frozen"], missing,
-                       len(rec["referents"]), len(orphans), survival)
+    return NodeSummary(rec["level"], not rules and not degraded, degraded, rec["opaque"], rec["frozen"],
+                       NEGATIVE_CONSTRAINT_DROPPED in rules, len(rec["referents"]), len(orphans), survival)
 
 
 @dataclass(slots=True)
 class Output:
     """What one :meth:`Engine.process` call produced, in order.
 
-    ``alerts``: alert dicts (DESIGN.md §3), emission order. ``statuses``: node-status
-    records (§4 Node status). ``records``: alerts and statuses interleaved in output
-    order (each event's alerts, then its statuses). ``node_changes``: ``(before, after)``
-    :class:`NodeSummary` of every node whose summary changed (before None: a new node)
-    — what the metrics' per-level gauges follow. ``verdicts``: one dict per applied checkpoint. ``applied``: ``(event,
-    source)`` of every event applied (drained ones included, each with its own source);
-    ``duplicates``: applied-time duplicates ignored; ``dropped``: seq below the next
-    expected or already waiting; ``buffered``: 1 if the arriving event now waits.
+    ``alerts``: :class:`~stream.domain.outputs.Alert` values, emission order.
+    ``statuses``: :class:`~stream.domain.outputs.NodeStatus` values (§4 Node status).
+    ``records``: alerts and statuses interleaved in output order (each event's alerts,
+    then its statuses). ``node_changes``: ``(before, after)`` :class:`NodeSummary` of
+    every node whose summary changed (before None: a new node) — what the metrics'
+    per-level gauges follow. ``verdicts``: one :class:`~stream.domain.outputs.Verdict`
+    per applied checkpoint. ``applied``: ``(event, source)`` of every event applied
+    (drained ones included, each with its own source); ``duplicates``: applied-time
+    duplicates ignored; ``dropped``: seq below the next expected or already waiting;
+    ``buffered``: 1 if the arriving event now waits.
     """
 
-    alerts: list[dict[str, Any]] = field(default_factory=list)
-    statuses: list[dict[str, Any]] = field(default_factory=list)
-    records: list[dict[str, Any]] = field(default_factory=list)
+    alerts: list[Alert] = field(default_factory=list)
+    statuses: list[NodeStatus] = field(default_factory=list)
+    records: list[Record] = field(default_factory=list)
     node_changes: list[tuple[NodeSummary | None, NodeSummary]] = field(default_factory=list)
-    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
     applied: list[tuple[Event, Source]] = field(default_factory=list)
     duplicates: int = 0
     dropped: int = 0
     buffered: int = 0
 
-    def alert(self, alert: dict[str, Any]) -> None:
+    def alert(self, alert: Alert) -> None:
         self.alerts.append(alert)
         self.records.append(alert)
 
-    def status(self, status: dict[str, Any]) -> None:
+    def status(self, status: NodeStatus) -> None:
         self.statuses.append(status)
         self.records.append(status)
 
@@ -165,14 +190,8 @@ def alert_id(context_id: str, node_id: str | None, rule: str, status: str, sets:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:32]
 
 
-def _trigger(event: Event, source: Source) -> dict[str, Any]:
-    return {
-        "event_id": event.event_id,
-        "type": event.type,
-        "topic": source.topic,
-        "partition": source.partition,
-        "offset": source.offset,
-    }
+def _trigger(event: Event, source: Source) -> Trigger:
+    return Trigger(event.event_id, event.type, source.topic, source.partition, source.offset)
 
 
 def make_alert(
@@ -190,8 +209,8 @@ def make_alert(
     subtree_size: int | None = None,
     gap: list[int] | None = None,
     max_bytes: int = MAX_OUTPUT_BYTES,
-) -> dict[str, Any]:
-    """Build one alert dict with every §3 field, in the wire order, within ``max_bytes``.
+) -> Alert:
+    """Build one :class:`Alert` with every §3 field within ``max_bytes``.
 
     ``subtree`` is cut to its first :data:`SUBTREE_LIMIT` ids (``subtree_size`` = the
     full count). If the alert is still over ``max_bytes`` the rule's set keeps its first
@@ -217,74 +236,71 @@ def make_alert(
         if subtree_size is None:
             subtree_size = len(subtree)
         subtree = subtree[:SUBTREE_LIMIT]
-    alert = {
-        "schema_version": SCHEMA_VERSION,
-        "type": "alert",
-        "alert_id": alert_id(event.context_id, node_id, rule, status, sets, event.event_id),
-        "status": status,
-        "rule": rule,
-        "action": action,
-        "severity": severity,
-        "context_id": event.context_id,
-        "node_id": node_id,
-        "level": level,
-        "orphans": orphans,
-        "previous_orphans": previous_orphans,
-        "missing_constraints": missing,
-        "subtree": subtree,
-        "subtree_size": subtree_size,
-        "gap": gap,
-        "trigger": _trigger(event, source),
-        "detected_at": event.occurred_at,
-    }
+    alert = Alert(
+        alert_id=alert_id(event.context_id, node_id, rule, status, sets, event.event_id),
+        status=status,
+        rule=rule,
+        action=action,
+        severity=severity,
+        context_id=event.context_id,
+        node_id=node_id,
+        level=level,
+        orphans=_tuple(orphans),
+        previous_orphans=_tuple(previous_orphans),
+        missing_constraints=_tuple(missing),
+        subtree=_tuple(subtree),
+        subtree_size=subtree_size,
+        gap=_tuple(gap),
+        trigger=_trigger(event, source),
+        detected_at=event.occurred_at,
+    )
     field_name = "missing_constraints" if rule == NEGATIVE_CONSTRAINT_DROPPED else "orphans"
     if _may_exceed(alert, max_bytes):
-        _fit(alert, field_name, max_bytes, mark=True)
+        alert = _fit(alert, field_name, max_bytes, mark=True)
         for extra in ("subtree", "previous_orphans"):
-            _fit(alert, extra, max_bytes, mark=False)
+            alert = _fit(alert, extra, max_bytes, mark=False)
     return alert
+
+
+def _tuple(items: Any) -> tuple | None:
+    return None if items is None else tuple(items)
 
 
 # --- bounded outputs (DESIGN.md §4 [v2]) -------------------------------------------------
 
 #: Fixed part of any record: ids up to 1,024 characters, field names, numbers (generous).
 _RECORD_OVERHEAD = 64 << 10
+_LISTS = {Alert: ("orphans", "previous_orphans", "missing_constraints", "subtree"), NodeStatus: ("degraded_by",)}
 
 
-def _list_bound(items: list[str] | None) -> int:
+def _list_bound(items: tuple[str, ...] | None) -> int:
     # a code point is at most 6 bytes of JSON (a \u00XX escape), plus quotes and a comma
     return 0 if not items else 6 * sum(map(len, items)) + 3 * len(items)
 
 
-def _may_exceed(record: dict[str, Any], max_bytes: int) -> bool:
+def _may_exceed(record: Record, max_bytes: int) -> bool:
     """Cheap upper bound of the record's size (exact check only when it may not fit)."""
     bound = _RECORD_OVERHEAD
-    for name in ("orphans", "previous_orphans", "missing_constraints", "subtree", "degraded_by"):
-        bound += _list_bound(record.get(name))
-    for name in ("context_id", "node_id"):
-        bound += 6 * len(record.get(name) or "")
-    trig = record.get("trigger")
-    if trig:
-        bound += 6 * (len(trig["event_id"]) + len(trig.get("topic") or ""))
+    for name in _LISTS[type(record)]:
+        bound += _list_bound(getattr(record, name))
+    bound += 6 * (len(record.context_id) + len(record.node_id or ""))
+    trig = record.trigger
+    bound += 6 * (len(trig.event_id) + len(trig.topic or ""))
     return bound > max_bytes
 
 
-def _fit(record: dict[str, Any], name: str, max_bytes: int, *, mark: bool) -> None:
-    """Cut list field ``name`` to its first entries that keep the record within ``max_bytes``.
-
-    ``mark``: also add ``truncated: true`` and ``set_size`` (the full count) when cut.
-    """
-    items = record.get(name)
+def _fit(record: Any, name: str, max_bytes: int, *, mark: bool) -> Any:
+    """``record`` with list field ``name`` cut to its first entries that keep it within
+    ``max_bytes``. ``mark``: also set ``truncated: true`` and ``set_size`` (the full count)."""
+    items = getattr(record, name)
     if not items:
-        return
-    size = len(encode_record(record))
-    if size <= max_bytes:
-        return
-    record[name] = []
+        return record
+    if len(encode_record(record.to_record())) <= max_bytes:
+        return record
+    cut = replace(record, **{name: ()})
     if mark:
-        record["truncated"] = True
-        record["set_size"] = len(items)
-    budget = max_bytes - len(encode_record(record))
+        cut = replace(cut, truncated=True, set_size=len(items))
+    budget = max_bytes - len(encode_record(cut.to_record()))
     kept = 0
     for item in items:
         cost = len(encode_record(item)) + (1 if kept else 0)
@@ -292,24 +308,10 @@ def _fit(record: dict[str, Any], name: str, max_bytes: int, *, mark: bool) -> No
             break
         budget -= cost
         kept += 1
-    record[name] = items[:kept]
+    return replace(cut, **{name: items[:kept]})
 
 
 # --- node status ---------------------------------------------------------------------------
-
-
-def _open_rules(rec: dict[str, Any], sets: dict[str, Any] | None) -> tuple[str, ...]:
-    """Rules with an open alert on a node, sorted (§4 Node status)."""
-    rules = []
-    if sets and sets.get("m"):
-        rules.append(NEGATIVE_CONSTRAINT_DROPPED)
-    if rec["frozen"]:
-        rules.append(NON_IDEMPOTENT)
-    if sets and sets.get("o"):
-        rules.append(ORPHANED_REFERENT)
-    if rec["opaque"]:
-        rules.append(UNVERIFIABLE_CHECKPOINT)
-    return tuple(rules)
 
 
 def _degraded_count(reach: Any, node_id: str) -> int:
@@ -317,35 +319,36 @@ def _degraded_count(reach: Any, node_id: str) -> int:
     return len(reach) - (1 if node_id in reach else 0) if reach else 0
 
 
-def _degraded(reach: Any, node_id: str) -> tuple[list[str], int]:
+def _degraded(reach: Any, node_id: str) -> tuple[tuple[str, ...], int]:
     """``degraded_by`` (first :data:`DEGRADED_LIMIT`, sorted) and ``degraded_count``."""
     count = _degraded_count(reach, node_id)
     if count <= 0:
-        return [], 0
+        return (), 0
     if len(reach) <= DEGRADED_LIMIT + 1:
         first = sorted(reach)
     else:
         first = heapq.nsmallest(DEGRADED_LIMIT + 1, reach)
-    return [x for x in first if x != node_id][:DEGRADED_LIMIT], count
+    return tuple(x for x in first if x != node_id)[:DEGRADED_LIMIT], count
 
 
-def node_status(state: State, context_id: str, node_id: str) -> dict[str, Any] | None:
-    """The current status of a stored node (the fields of a status record without
-    trigger), or None for a node never stored. For views (web, explain)."""
+def node_detail(state: State, context_id: str, node_id: str) -> NodeDetail | None:
+    """A stored node's current status and declarations, or None for a node never stored
+    (the web view, ``explain``)."""
     key = (context_id, node_id)
     rec = state.nodes.get(key)
     if rec is None:
         return None
-    rules = _open_rules(rec, state.alert_sets.get(key))
+    sets = state.alert_sets.get(key) or {}
+    rules = _rules_of(rec, sets)
     degraded_by, count = _degraded(state.reach.get(key), node_id)
-    return {
-        "level": rec["level"],
-        "authoritative": not rules and not count,
-        "frozen": rec["frozen"],
-        "open_rules": list(rules),
-        "degraded_by": degraded_by,
-        "degraded_count": count,
-    }
+    return NodeDetail(
+        context_id=context_id, node_id=node_id, level=rec["level"],
+        authoritative=not rules and not count, frozen=rec["frozen"], open_rules=rules,
+        degraded_by=degraded_by, degraded_count=count, versions=rec["versions"], opaque=rec["opaque"],
+        orphans=tuple(sets.get("o") or ()), missing_constraints=tuple(sets.get("m") or ()),
+        referents=tuple(rec["referents"]), children=tuple(rec["lchildren"]),
+    )
+
 
 
 def _as_set(value: Any) -> set:
@@ -787,7 +790,7 @@ class Engine:
             summary = summarize(rec, sets, reach, nid)
             if before != summary:
                 out.node_changes.append((before, summary))
-            rules = _open_rules(rec, sets)
+            rules = _rules_of(rec, sets)
             deg = step.deg.get(nid)
             deg_changed = bool(deg) and any(deg.values())
             if (before is not None and before.frozen == summary.frozen and not deg_changed
@@ -795,53 +798,25 @@ class Engine:
                     == (summary.missing, summary.unreachable > 0, summary.opaque)):
                 continue  # open rules, frozen and degraded_by unchanged: no status record
             degraded_by, count = _degraded(reach, nid)
-            authoritative = not rules and not count
-            status = {
-                "schema_version": SCHEMA_VERSION,
-                "type": "status",
-                "context_id": ctx,
-                "node_id": nid,
-                "level": rec["level"],
-                "authoritative": authoritative,
-                "frozen": rec["frozen"],
-                "open_rules": list(rules),
-                "degraded_by": degraded_by,
-                "degraded_count": count,
-                "trigger": trigger,
-                "detected_at": ev.occurred_at,
-            }
+            status = NodeStatus(
+                context_id=ctx, node_id=nid, level=rec["level"], authoritative=not rules and not count,
+                frozen=rec["frozen"], open_rules=rules, degraded_by=degraded_by, degraded_count=count,
+                trigger=trigger, detected_at=ev.occurred_at,
+            )
             if _may_exceed(status, max_bytes):
-                _fit(status, "degraded_by", max_bytes, mark=False)
+                status = _fit(status, "degraded_by", max_bytes, mark=False)
             out.status(status)
 
     # ------------------------------------------------------------------ verdicts
-    def _verdict(self, state: State, ev: CheckpointEvent, source: Source, rec: dict, verdict: str) -> dict[str, Any]:
+    def _verdict(self, state: State, ev: CheckpointEvent, source: Source, rec: dict, verdict: str) -> Verdict:
         key = (ev.context_id, ev.node_id)
-        sets = state.alert_sets.get(key) or {}
-        open_rules = []
-        if rec["frozen"]:
-            open_rules.append(NON_IDEMPOTENT)
-        if sets.get("o"):
-            open_rules.append(ORPHANED_REFERENT)
-        if sets.get("m"):
-            open_rules.append(NEGATIVE_CONSTRAINT_DROPPED)
-        if rec["opaque"]:
-            open_rules.append(UNVERIFIABLE_CHECKPOINT)
+        rules = _rules_of(rec, state.alert_sets.get(key))
         degraded = _degraded_count(state.reach.get(key), ev.node_id)
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "type": "verdict",
-            "context_id": ev.context_id,
-            "node_id": ev.node_id,
-            "level": rec["level"],
-            "verdict": verdict,
-            "authoritative": not open_rules and not degraded,
-            "frozen": rec["frozen"],
-            "open_rules": open_rules,
-            "versions": rec["versions"],
-            "trigger": _trigger(ev, source),
-            "detected_at": ev.occurred_at,
-        }
+        return Verdict(
+            context_id=ev.context_id, node_id=ev.node_id, level=rec["level"], verdict=verdict,
+            authoritative=not rules and not degraded, frozen=rec["frozen"], open_rules=rules,
+            versions=rec["versions"], trigger=_trigger(ev, source), detected_at=ev.occurred_at,
+        )
 
 
 # ---------------------------------------------------------------------- helpers

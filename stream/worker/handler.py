@@ -24,16 +24,7 @@ from stream.domain.engine import Engine, Output
 from stream.domain.events import Event, Source
 from stream.errors import InvalidEvent
 from stream.settings import Settings
-from stream.wire import (
-    Limits,
-    dead_letter,
-    decode_message,
-    encode_alert,
-    encode_dead_letter,
-    encode_status,
-    encode_verdict,
-    status_key,
-)
+from stream.wire import Limits, dead_letter, decode_message, encode, status_key
 from stream.worker.durability import OutputRecord, Partition
 
 log = logging.getLogger("checkpoint_guard.agent")
@@ -60,16 +51,16 @@ class Outputs:
 
     def of(self, message: Any, event: Event, out: Output) -> list[OutputRecord]:
         key = event.context_id.encode("utf-8")
-        records = [OutputRecord(self.alerts, key, encode_alert(a), source=message) for a in out.alerts]
-        records += [OutputRecord(self.status, status_key(s["context_id"], s["node_id"]), encode_status(s),
+        records = [OutputRecord(self.alerts, key, encode(a), source=message) for a in out.alerts]
+        records += [OutputRecord(self.status, status_key(s.context_id, s.node_id), encode(s),
                                  message.partition, source=message) for s in out.statuses]
-        records += [OutputRecord(self.verdicts, key, encode_verdict(v), source=message) for v in out.verdicts]
+        records += [OutputRecord(self.verdicts, key, encode(v), source=message) for v in out.verdicts]
         return records
 
     def dead_letter(self, message: Any, reason: str, *, keep_value: bool = True) -> OutputRecord:
         record = dead_letter(message.value if keep_value else b"", reason, key=message.key,
                              topic=message.topic, partition=message.partition, offset=message.offset)
-        return OutputRecord(self.deadletter, message.key, encode_dead_letter(record), source=message,
+        return OutputRecord(self.deadletter, message.key, encode(record), source=message,
                             dead_letter=True, bare=not keep_value)
 
 

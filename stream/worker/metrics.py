@@ -343,16 +343,16 @@ class Metrics:
         if out.alerts:
             alerts = self.alerts
             for a in out.alerts:
-                key = (a["rule"], a["status"])
+                key = (a.rule, a.status)
                 alerts[key] = alerts.get(key, 0) + 1
-                if a["rule"] == ORPHANED_REFERENT and a["status"] == OPEN:
-                    self.orphan_set_size.observe(len(a["orphans"]))
-                elif a["rule"] == SEQUENCE_GAP:
-                    self.state.gap_contexts.add(a["context_id"])
+                if a.rule == ORPHANED_REFERENT and a.status == OPEN:
+                    self.orphan_set_size.observe(len(a.orphans))
+                elif a.rule == SEQUENCE_GAP:
+                    self.state.gap_contexts.add(a.context_id)
             if received is not None and sent is not None:
                 self.alert_latency.observe(sent - received)
         for v in out.verdicts:
-            key = (v["level"], v["verdict"])
+            key = (v.level, v.verdict)
             self.checkpoints[key] = self.checkpoints.get(key, 0) + 1
         for was, now in out.node_changes:
             self.state.add(was, -1)

@@ -31,7 +31,7 @@ from aiokafka.partitioner import murmur2
 from faust import web
 from yarl import URL
 
-from stream.domain.engine import node_status as engine_node_status
+from stream.domain.engine import node_detail
 from stream.settings import Settings
 
 log = logging.getLogger("checkpoint_guard.web")
@@ -50,16 +50,8 @@ def node_status(runtime: Any, context_id: str, node_id: str, partition: int) -> 
     part = runtime.durability.partitions.get(partition) if runtime.durability else None
     if part is None:
         return None
-    state = part.state
-    status = engine_node_status(state, context_id, node_id)
-    if status is None:
-        return None
-    key = (context_id, node_id)
-    rec = state.nodes.get(key)
-    sets = state.alert_sets.get(key) or {}
-    return {"context_id": context_id, "node_id": node_id, **status, "versions": rec["versions"],
-            "opaque": rec["opaque"], "orphans": sets.get("o") or [], "missing_constraints": sets.get("m") or [],
-            "referents": rec["referents"], "children": rec["lchildren"]}
+    detail = node_detail(part.state, context_id, node_id)
+    return None if detail is None else detail.to_record()
 
 
 def install(app: Any, runtime: Any, settings: Settings) -> None:

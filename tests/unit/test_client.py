@@ -29,7 +29,7 @@ from stream.client import (
 )
 from stream.replay import replay_lines
 from stream.settings import Settings
-from stream.wire import Limits, decode_event, encode_status
+from stream.wire import Limits, decode_event, encode
 
 REPO = Path(__file__).resolve().parents[2]
 SETTINGS = Settings()
@@ -364,11 +364,11 @@ def status_record(**overrides: Any) -> dict[str, Any]:
 
 
 def test_a_status_record_parses_into_the_node_status_it_describes():
-    s = parse_status(b'["ctx","root"]', encode_status(status_record()))
+    s = parse_status(b'["ctx","root"]', encode(status_record()))
     assert (s.authoritative, s.degraded_by, s.trigger) == (False, ("leaf-1",), ("e9", "artifact", "artifact-events", 2, 40))
     assert str(s) == "node 'root' of context 'ctx' is not authoritative: degraded by leaf-1"
     with pytest.raises(ValueError):
-        parse_status(b"k", encode_status(status_record(authoritative="no")))
+        parse_status(b"k", encode(status_record(authoritative="no")))
 
 
 def test_not_authoritative_names_orphans_dropped_prohibitions_and_degrading_nodes():

@@ -21,11 +21,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stream.domain.engine import Engine, encode_record
+from stream.domain.engine import Engine
 from stream.domain.events import Source
 from stream.domain.state import TABLES, DictState
 from stream.settings import Settings
-from stream.wire import Limits, decode_event
+from stream.wire import Limits, decode_event, encode
 from stream.worker import statelog
 from stream.worker.durability import Partition
 from stream.worker.handler import Outputs, plan
@@ -47,7 +47,7 @@ def _plain(events: list[dict[str, Any]], seq_gap_limit: int = 1000) -> tuple[lis
     state, engine, out = DictState(), Engine(seq_gap_limit), []
     for offset, e in enumerate(events):
         res = engine.process(state, decode_event(json.dumps(e).encode()), Source("compaction-events", 0, offset))
-        out += [encode_record(r) for r in res.records]
+        out += [encode(r) for r in res.records]
     return out, {name: {key_json(k): value_json(v) for k, v in getattr(state, name).items()} for name in TABLES}
 
 
@@ -83,7 +83,7 @@ def test_the_engine_on_rocksdb_with_caches_and_commits_equals_the_engine_on_dict
             if offset in cuts:
                 _commit(part)
             result = plan(engine, part, [Message(offset, json.dumps(e).encode())], outputs, limits)
-            records += [encode_record(r) for _, _, out in result.observed for r in out.records]
+            records += [encode(r) for _, _, out in result.observed for r in out.records]
         _commit(part)
         assert records == expected_records
         assert _stored(part.store) == {name: dict(sorted(t.items())) for name, t in expected_state.items()}
@@ -250,7 +250,7 @@ def test_the_engine_reading_a_commit_in_flight_equals_the_engine_on_dicts(tmp_pa
                 part.applied.clear()
                 store_at = data.draw(st.integers(offset, n))
             result = plan(engine, part, [Message(offset, json.dumps(e).encode())], outputs, limits)
-            records += [encode_record(r) for _, _, out in result.observed for r in out.records]
+            records += [encode(r) for _, _, out in result.observed for r in out.records]
         if in_flight is not None:
             part.store.write(in_flight, {})
             part.state.stored()

@@ -32,7 +32,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stream.replay import replay_lines
-from stream.wire import encode_alert
+from stream.wire import encode
 from tests.reference import NaiveResult, naive_run, project
 from tests.unit import builders
 from tests.unit.builders import (
@@ -514,7 +514,7 @@ def test_same_input_twice_gives_byte_identical_alerts(
 ) -> None:
     first = _replay(events, seq_gap_limit=seq_gap_limit)
     second = _replay(events, seq_gap_limit=seq_gap_limit)
-    assert [encode_alert(a) for a in first.alerts] == [encode_alert(a) for a in second.alerts]
+    assert [encode(a) for a in first.alerts] == [encode(a) for a in second.alerts]
     assert first.dead_letters == second.dead_letters == []
     assert _waiting(first.waiting) == _waiting(second.waiting)
 
@@ -624,9 +624,9 @@ def test_engine_agrees_with_the_naive_reference_on_wider_seeded_traces(seed: int
 _REPLAY_TO_STDOUT = (
     "import sys\n"
     "from stream.replay import replay_lines\n"
-    "from stream.wire import encode_alert\n"
+    "from stream.wire import encode\n"
     "result = replay_lines(open(sys.argv[1], 'rb').read().split(b'\\n'))\n"
-    "sys.stdout.buffer.write(b''.join(encode_alert(a) + b'\\n' for a in result.alerts))\n"
+    "sys.stdout.buffer.write(b''.join(encode(a) + b'\\n' for a in result.alerts))\n"
 )
 
 
