@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from stream.domain.engine import Engine  # noqa: E402
 from stream.domain.events import Source  # noqa: E402
-from stream.domain.state import TABLES  # noqa: E402
+from stream.domain.state import TABLES, plain  # noqa: E402
 from stream.errors import InvalidEvent  # noqa: E402
 from stream.wire import Limits, dead_letter, decode_message, encode, status_key  # noqa: E402
 
@@ -78,9 +78,7 @@ class _Table:
         return self.state.exists(self._key(key))
 
     def __setitem__(self, key: tuple, value: Any) -> None:
-        if isinstance(value, (set, frozenset)):
-            value = sorted(value)
-        self.state.set(self._key(key), value)
+        self.state.set(self._key(key), plain(value))  # sets and sorted containers as sorted lists
 
     def __delitem__(self, key: tuple) -> None:
         k = self._key(key)

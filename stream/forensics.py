@@ -22,7 +22,7 @@ from typing import Any
 
 from aiokafka import TopicPartition
 
-from stream.domain.engine import MAX_OUTPUT_BYTES, Engine, node_detail
+from stream.domain.engine import MAX_LEDGER, MAX_OUTPUT_BYTES, Engine, node_detail
 from stream.domain.outputs import encode_record
 from stream.domain.events import ArtifactEvent, CheckpointEvent, Source
 from stream.domain.state import DictState
@@ -141,9 +141,12 @@ class KafkaReplay:
 
 
 def replay_records(records: list[Record], *, seq_gap_limit: int, since: bool = False,
-                   max_bytes: int = MAX_MESSAGE_BYTES, max_output_bytes: int = MAX_OUTPUT_BYTES) -> KafkaReplay:
-    """Run records through a fresh in-memory engine, exactly as the worker would."""
-    engine = Engine(seq_gap_limit, start_at_first_seq=since, max_output_bytes=max_output_bytes)
+                   max_bytes: int = MAX_MESSAGE_BYTES, max_output_bytes: int = MAX_OUTPUT_BYTES,
+                   max_ledger: int = MAX_LEDGER) -> KafkaReplay:
+    """Run records through a fresh in-memory engine, exactly as the worker would (an
+    event the engine rejects at apply time is a dead letter of its own record)."""
+    engine = Engine(seq_gap_limit, start_at_first_seq=since, max_output_bytes=max_output_bytes,
+                    max_ledger=max_ledger)
     state = DictState()
     result = KafkaReplay()
     for rec in records:
@@ -155,6 +158,10 @@ def replay_records(records: list[Record], *, seq_gap_limit: int, since: bool = F
             continue
         result.events += 1
         out = engine.process(state, event, source)
+        for rejected in out.rejected:  # DESIGN.md §4 Ledger bound
+            src = rejected.source
+            where = rec if rejected.event is event else Record(src.topic, src.partition, src.offset, -1, None, None)
+            result.dead_letters.append((where, rejected.reason))
         records = [r.to_record() for r in out.records]
         result.records.extend(records)
         result.alerts.extend(r for r in records if r["type"] == "alert")
@@ -277,7 +284,8 @@ class NodeHistory:
         }
 
 
-def explain(records: list[Record], context_id: str, node_id: str, *, seq_gap_limit: int) -> NodeHistory:
+def explain(records: list[Record], context_id: str, node_id: str, *, seq_gap_limit: int,
+            max_ledger: int = MAX_LEDGER) -> NodeHistory:
     """Replay one context's records and collect the history of ``node_id``."""
     h = NodeHistory(context_id, node_id)
     referents: set[str] = set()
@@ -303,7 +311,7 @@ def explain(records: list[Record], context_id: str, node_id: str, *, seq_gap_lim
         h.alerts.extend(a.to_record() for a in out.alerts if a.node_id == node_id)
         h.statuses.extend(st.to_record() for st in out.statuses if st.node_id == node_id)
 
-    engine = Engine(seq_gap_limit)
+    engine = Engine(seq_gap_limit, max_ledger=max_ledger)
     state = DictState()
     for rec in records:
         try:

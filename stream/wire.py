@@ -247,8 +247,12 @@ class Trigger(BaseModel):
     offset: Optional[int] = None
 
 
+_DIGEST = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+
+
 class Alert(BaseModel):
-    """An alert on ``checkpoint-alerts`` (DESIGN.md §3). ``alert_id`` is deterministic."""
+    """An alert on ``checkpoint-alerts`` (DESIGN.md §3, §4 *Bounded outputs* [v2.1]).
+    ``alert_id`` is deterministic; every listed set holds at most 1,000 entries."""
 
     schema_version: Literal[1] = 1
     type: Literal["alert"] = "alert"
@@ -263,20 +267,31 @@ class Alert(BaseModel):
     context_id: str
     node_id: Optional[str]
     level: Optional[str]
-    orphans: Optional[list[str]] = Field(description="Null for unverifiable_checkpoint.")
-    previous_orphans: Optional[list[str]]
-    missing_constraints: Optional[list[str]] = Field(description="Null for unverifiable_checkpoint.")
-    subtree: Optional[list[str]] = Field(description="negative_constraint_dropped: the first 1,000 node ids "
-                                         "under the node, sorted.")
-    subtree_size: Optional[int] = Field(description="How many node ids are under the node (subtree may be cut).")
+    orphans: Optional[list[str]] = Field(description="The first 1,000 orphans, sorted (non_idempotent: the orphan "
+                                         "set the discarded version would have had). Null for "
+                                         "unverifiable_checkpoint.")
+    previous_orphans: Optional[list[str]] = Field(description="non_idempotent: the first 1,000 orphans of the kept "
+                                                  "version, sorted.")
+    missing_constraints: Optional[list[str]] = Field(description="The first 1,000 missing constraint keys, sorted. "
+                                                     "Null for unverifiable_checkpoint.")
+    set_size: Optional[int] = Field(None, description="The full size of the rule's set (orphans; missing_constraints "
+                                    "for negative_constraint_dropped). Null for sequence_gap and "
+                                    "unverifiable_checkpoint.")
+    truncated: Optional[bool] = Field(None, description="The set lists fewer than set_size entries (1,000 at most, "
+                                      "fewer to fit CG_MAX_OUTPUT_BYTES); non_idempotent: also when "
+                                      "previous_orphans was cut.")
+    set_digest: Optional[_DIGEST] = Field(None, description="Order-independent digest of the full set: 64 hex digits "
+                                          "of (sum of sha256(UTF-8 key) as big-endian integers) mod 2^256; it enters "
+                                          "alert_id, so two truncated alerts differ by it.")
+    subtree: Optional[list[str]] = Field(description="negative_constraint_dropped: the nearest 1,000 node ids under "
+                                         "the node (breadth-first, each node's children sorted).")
+    subtree_size: Optional[int] = Field(description="How many ids subtree lists when it lists them all; null when "
+                                        "subtree_truncated.")
+    subtree_truncated: Optional[bool] = Field(None, description="negative_constraint_dropped: stored nodes under the "
+                                              "node were left unlisted.")
     gap: Optional[tuple[int, int]]
     trigger: Trigger
     detected_at: Optional[str]
-    truncated: Optional[bool] = Field(
-        None, description="Present (true) only when orphans / missing_constraints were cut to fit "
-        "CG_MAX_OUTPUT_BYTES; the alert_id is still that of the full set.",
-    )
-    set_size: Optional[int] = Field(None, description="With truncated: the full size of the set.")
     emitted_at: Optional[str] = Field(None, description="Wall clock; ignored by forensic comparison.")
 
 
@@ -300,6 +315,10 @@ class Status(BaseModel):
         "unverifiable_checkpoint alert."
     )
     degraded_count: int = Field(description="How many nodes degrade this one (degraded_by may be cut).")
+    degraded_truncated: Optional[bool] = Field(
+        None, description="Present (true) only on a record re-sent without its degraded_by list, or cut to fit "
+        "CG_MAX_OUTPUT_BYTES: degraded_count still counts them all.",
+    )
     trigger: Trigger
     detected_at: Optional[str]
 

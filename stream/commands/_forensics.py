@@ -61,7 +61,8 @@ def replay_from_kafka(*, since: str | None, until: str | None, context: str | No
     """
     records, rng = read(settings.input_topics, since=since, until=until, context=context)
     result = replay_records(records, seq_gap_limit=seq_gap_limit, since=since is not None,
-                            max_bytes=settings.max_message_bytes, max_output_bytes=settings.max_output_bytes)
+                            max_bytes=settings.max_message_bytes, max_output_bytes=settings.max_output_bytes,
+                            max_ledger=settings.max_ledger)
     if out or not verify:  # --verify prints the differences, not every alert, unless --out asks
         sink = open(out, "wb") if out else sys.stdout.buffer
         try:

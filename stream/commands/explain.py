@@ -28,7 +28,8 @@ def explain(context_id: str, node_id: str, as_json: bool) -> int:
     Exit code 3 when the node never appeared.
     """
     records, _ = read(settings.input_topics, context=context_id)
-    h = explain_node(records, context_id, node_id, seq_gap_limit=settings.seq_gap_limit)
+    h = explain_node(records, context_id, node_id, seq_gap_limit=settings.seq_gap_limit,
+                     max_ledger=settings.max_ledger)
     if as_json:
         print(json.dumps(h.to_json(), indent=2, ensure_ascii=False))
         return 0 if h.exists else 3

@@ -226,7 +226,7 @@ class Demo:
             return dict(out)
 
         offline = replay_lines((encode_event(e).encode() for e in events), seq_gap_limit=self.settings.seq_gap_limit,
-                               max_output_bytes=self.settings.max_output_bytes)
+                               max_output_bytes=self.settings.max_output_bytes, max_ledger=self.settings.max_ledger)
         same_alerts = by_ctx(live) == by_ctx(offline.alerts)
         same_status = by_ctx(statuses) == by_ctx(offline.statuses)
         for what, same, n_live, n_off in (("alerts", same_alerts, len(live), len(offline.alerts)),

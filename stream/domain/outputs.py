@@ -41,8 +41,18 @@ class Trigger:
 
 @dataclass(frozen=True, slots=True)
 class Alert:
-    """One alert (DESIGN.md §3). ``truncated``/``set_size`` are left out of the record when
-    None (the set was not cut)."""
+    """One alert (DESIGN.md §3, §4 *Bounded outputs* [v2.1]).
+
+    ``orphans`` / ``missing_constraints`` (and ``previous_orphans``) list at most 1,000
+    entries, the first in sorted order. ``set_size`` (the full count), ``truncated``
+    (fewer listed than the set holds) and ``set_digest`` (64 hex digits, the set's
+    order-independent digest) describe the rule's set: ``orphans`` for
+    ``orphaned_referent`` and ``non_idempotent`` (whose ``truncated`` also covers
+    ``previous_orphans``), ``missing_constraints`` for ``negative_constraint_dropped``;
+    None for the other rules. ``subtree`` (nearest first), ``subtree_size`` (None when
+    ``subtree_truncated``) and ``subtree_truncated``: ``negative_constraint_dropped``
+    only.
+    """
 
     alert_id: str
     status: str
@@ -55,19 +65,21 @@ class Alert:
     orphans: tuple[str, ...] | None
     previous_orphans: tuple[str, ...] | None
     missing_constraints: tuple[str, ...] | None
+    set_size: int | None
+    truncated: bool | None
+    set_digest: str | None
     subtree: tuple[str, ...] | None
     subtree_size: int | None
+    subtree_truncated: bool | None
     gap: tuple[int, int] | None
     trigger: Trigger
     detected_at: str | None
-    truncated: bool | None = None
-    set_size: int | None = None
 
     schema_version: ClassVar[int] = SCHEMA_VERSION
     type: ClassVar[str] = "alert"
 
     def to_record(self) -> dict[str, Any]:
-        rec = {
+        return {
             "schema_version": SCHEMA_VERSION,
             "type": "alert",
             "alert_id": self.alert_id,
@@ -81,16 +93,16 @@ class Alert:
             "orphans": _listed(self.orphans),
             "previous_orphans": _listed(self.previous_orphans),
             "missing_constraints": _listed(self.missing_constraints),
+            "set_size": self.set_size,
+            "truncated": self.truncated,
+            "set_digest": self.set_digest,
             "subtree": _listed(self.subtree),
             "subtree_size": self.subtree_size,
+            "subtree_truncated": self.subtree_truncated,
             "gap": _listed(self.gap),
             "trigger": self.trigger.to_record(),
             "detected_at": self.detected_at,
         }
-        if self.truncated is not None:
-            rec["truncated"] = self.truncated
-            rec["set_size"] = self.set_size
-        return rec
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +221,17 @@ class NodeDetail:
             "referents": list(self.referents),
             "children": list(self.children),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """An event dead-lettered at apply time (DESIGN.md §4 *Ledger bound*): it used up its
+    ``seq`` and changed nothing else. ``source`` is the event's own (a drained event's
+    differs from the arriving one's)."""
+
+    event: Any  # stream.domain.events.Event
+    source: Any  # stream.domain.events.Source
+    reason: str
 
 
 Record = Alert | NodeStatus

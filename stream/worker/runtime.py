@@ -53,7 +53,8 @@ class Runtime:
     def __init__(self, app: Any, settings: Settings) -> None:
         self.app = app
         self.settings = settings
-        self.engine = Engine(settings.seq_gap_limit, max_output_bytes=settings.max_output_bytes)
+        self.engine = Engine(settings.seq_gap_limit, max_output_bytes=settings.max_output_bytes,
+                             max_ledger=settings.max_ledger)
         self.limits = Limits.from_settings(settings)
         self.outputs = Outputs(settings)
         self.metrics: Any = Metrics(output_topics=settings.output_topics) if settings.metrics_enabled else NO_METRICS

@@ -43,8 +43,8 @@ class Message:
         self.key = json.loads(value).get("context_id", "").encode()
 
 
-def _plain(events: list[dict[str, Any]], seq_gap_limit: int = 1000) -> tuple[list[bytes], dict]:
-    state, engine, out = DictState(), Engine(seq_gap_limit), []
+def _plain(events: list[dict[str, Any]], seq_gap_limit: int = 1000, max_ledger: int = 10_000) -> tuple[list[bytes], dict]:
+    state, engine, out = DictState(), Engine(seq_gap_limit, max_ledger=max_ledger), []
     for offset, e in enumerate(events):
         res = engine.process(state, decode_event(json.dumps(e).encode()), Source("compaction-events", 0, offset))
         out += [encode(r) for r in res.records]
@@ -87,6 +87,79 @@ def test_the_engine_on_rocksdb_with_caches_and_commits_equals_the_engine_on_dict
         _commit(part)
         assert records == expected_records
         assert _stored(part.store) == {name: dict(sorted(t.items())) for name, t in expected_state.items()}
+    finally:
+        part.store.close()
+
+
+def _restored(log: list[bytes], path: Path) -> Partition:
+    """A partition restored into an empty RocksDB from the state log alone (a restart on a
+    new machine): what ``Durability`` does on assignment, without Kafka."""
+    sink = _replay(log)
+    part = _partition(path)
+    part.store.write([[t, k, v] for (t, k), v in sink.entries.items()], {"offsets": sink.offsets})
+    part.offsets = dict(sink.offsets or {})
+    return part
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), max_ledger=st.sampled_from([2, 10_000]))
+def test_the_engine_restarted_from_its_state_log_equals_the_engine_on_dicts(tmp_path, data, max_ledger):
+    """Every incremental structure (sorted sets, set digests, stored children, ledgers) goes
+    through the state interface: committed to the state log as JSON, restored into a fresh
+    RocksDB at random restarts, it gives the records and the state of the engine on dicts.
+    ``max_ledger`` 2 makes versions be rejected (dead letters) along the way."""
+    events = data.draw(arrivals())
+    n = max(len(events), 1)
+    cuts = set(data.draw(st.lists(st.integers(0, n), max_size=6)))
+    restarts = set(data.draw(st.lists(st.sampled_from(sorted(cuts)), max_size=3))) if cuts else set()
+    expected_records, expected_state = _plain(events, max_ledger=max_ledger)
+    root = Path(tempfile.mkdtemp(dir=tmp_path))
+    part = _partition(root / "db0")
+    log: list[bytes] = []
+    engine, outputs, limits = Engine(1000, max_ledger=max_ledger), Outputs(Settings()), Limits()
+    records: list[bytes] = []
+    dead: list[str] = []
+    try:
+        for offset, e in enumerate(events):
+            if offset in cuts:
+                entries = part.state.take_dirty()
+                log += statelog.commit_records(1, len(log), dict(part.offsets), entries, 1 << 16)
+                part.store.write(entries, {"offsets": part.offsets})
+                part.state.stored()
+                part.applied.clear()
+                if offset in restarts:
+                    part.store.close()
+                    part = _restored(log, root / f"db{offset + 1}")
+            result = plan(engine, part, [Message(offset, json.dumps(e).encode())], outputs, limits)
+            records += [encode(r) for _, _, out in result.observed for r in out.records]
+            dead += [reason for _, reason in result.dead]
+        _commit(part)
+        assert records == expected_records
+        assert _stored(part.store) == {name: dict(sorted(t.items())) for name, t in expected_state.items()}
+        assert all(reason.startswith("ledger full: ") for reason in dead)
+        if max_ledger == 10_000:
+            assert dead == []
+    finally:
+        part.store.close()
+
+
+def test_a_rejected_version_is_a_dead_letter_of_its_own_message_and_a_drained_one_of_its_source(tmp_path):
+    def ck(event_id: str, node: str, seq: int, children: list[str]) -> bytes:
+        return json.dumps({"type": "checkpoint", "event_id": event_id, "context_id": "c", "node_id": node,
+                           "level": "leaf", "children": children, "seq": seq}).encode()
+
+    part = _partition(tmp_path / "db")
+    try:
+        msgs = [Message(0, ck("late", "A", 1, ["x", "y", "z"])),  # waits for seq 0
+                Message(1, ck("first", "B", 0, ["p", "q", "r"]))]  # applied: over the bound, then drains "late"
+        result = plan(Engine(max_ledger=2), part, msgs, Outputs(Settings()), Limits())
+        first, late = [json.loads(r.value) for r in result.outputs if r.dead_letter]
+        assert (first["offset"], late["offset"]) == (1, 0)
+        assert first["reason"].startswith("ledger full: the ledger of node 'B' would hold 3 children")
+        assert json.loads(__import__("base64").b64decode(late["value_b64"]))["event_id"] == "late"
+        assert [m.offset for m, _ in result.dead] == [1, 0]
+        assert part.state.seq.get(("c",)) == {"next": 2, "waiting": []}  # both seqs used up
+        assert part.state.seen.get(("c", "first")) is None and part.state.nodes.get(("c", "A")) is None
     finally:
         part.store.close()
 

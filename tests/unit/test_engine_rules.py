@@ -329,7 +329,7 @@ def test_constraint_decays_through_section_to_root():
     section, root = result.alerts
     assert (section["action"], section["severity"], section["level"]) == ("reject_subtree", "critical", "section")
     assert section["subtree"] == ["leaf"]
-    assert root["subtree"] == ["leaf", "section"]
+    assert root["subtree"] == ["section", "leaf"]  # nearest first
     assert root["level"] == "root"
 
 
@@ -811,8 +811,8 @@ def test_alert_fields_come_in_the_wire_order():
     result = run(make_checkpoint(event_id="e1", node_id="n1", referents=["gone"]))
     assert list(result.alerts[0]) == [
         "schema_version", "type", "alert_id", "status", "rule", "action", "severity", "context_id", "node_id",
-        "level", "orphans", "previous_orphans", "missing_constraints", "subtree", "subtree_size", "gap", "trigger",
-        "detected_at",
+        "level", "orphans", "previous_orphans", "missing_constraints", "set_size", "truncated", "set_digest",
+        "subtree", "subtree_size", "subtree_truncated", "gap", "trigger", "detected_at",
     ]
 
 
@@ -956,8 +956,8 @@ def test_the_engine_returns_frozen_values_and_wire_encodes_each_kind_in_one_plac
         assert encode(value) == encode(value.to_record())
     assert list(json.loads(encode(alert))) == [
         "schema_version", "type", "alert_id", "status", "rule", "action", "severity", "context_id", "node_id",
-        "level", "orphans", "previous_orphans", "missing_constraints", "subtree", "subtree_size", "gap", "trigger",
-        "detected_at",
+        "level", "orphans", "previous_orphans", "missing_constraints", "set_size", "truncated", "set_digest",
+        "subtree", "subtree_size", "subtree_truncated", "gap", "trigger", "detected_at",
     ]
     assert json.loads(encode(status))["open_rules"] == ["orphaned_referent"] == list(verdict.open_rules)
     assert json.loads(encode(status.without_list()))["degraded_truncated"] is True

@@ -223,13 +223,15 @@ def test_status_records_come_after_the_alerts_of_their_event():
 # --------------------------------------------------------------------------- bounded outputs
 
 
-def test_a_subtree_lists_its_first_thousand_ids_and_counts_them_all():
+def test_a_subtree_lists_its_nearest_thousand_ids_and_counts_no_further():
     leaves = [make_checkpoint(event_id=f"l{i}", node_id=f"l{i:04d}") for i in range(1500)]
     root = make_checkpoint(event_id="r", node_id="r", level="root",
                            children=[f"l{i:04d}" for i in range(1500)], raw_negative_constraints=["k"])
     (alert,) = run(*leaves, root).alerts
-    assert len(alert["subtree"]) == SUBTREE_LIMIT and alert["subtree_size"] == 1500
-    assert alert["subtree"] == sorted(alert["subtree"]) and alert["subtree"][-1] == "l0999"
+    assert len(alert["subtree"]) == SUBTREE_LIMIT and alert["subtree"][-1] == "l0999"
+    assert (alert["subtree_size"], alert["subtree_truncated"]) == (None, True)
+    (alert,) = run(*leaves[:SUBTREE_LIMIT], root).alerts  # exactly 1,000: all listed, counted
+    assert (alert["subtree_size"], alert["subtree_truncated"]) == (SUBTREE_LIMIT, False)
 
 
 def test_degraded_by_lists_its_first_thousand_ids_and_counts_them_all():
@@ -244,11 +246,11 @@ def test_degraded_by_lists_its_first_thousand_ids_and_counts_them_all():
 def test_an_alert_over_the_output_limit_is_cut_deterministically_and_keeps_its_id():
     limit = 1 << 20
     leaves = []
-    for j in range(6):  # six leaves of ~0.3 MB of prohibitions each, carried where they arise
-        keys = [f"do not touch file {j}-{i:05d} " + "x" * 300 for i in range(1000)]
+    for j in range(3):  # three leaves of ~0.5 MB of prohibitions each, carried where they arise
+        keys = [f"do not touch file {j}-{i:05d} " + "x" * 1400 for i in range(340)]
         leaves.append(make_checkpoint(event_id=f"l{j}", node_id=f"l{j}", raw_negative_constraints=keys,
                                       negative_constraints=keys))
-    root = make_checkpoint(event_id="big", node_id="root", level="root", children=[f"l{j}" for j in range(6)])
+    root = make_checkpoint(event_id="big", node_id="root", level="root", children=[f"l{j}" for j in range(3)])
     events = as_lines(*leaves, root)
     full = replay_lines(events).alerts[0]
     cut = replay_lines(events, max_output_bytes=limit).alerts[0]
@@ -256,10 +258,13 @@ def test_an_alert_over_the_output_limit_is_cut_deterministically_and_keeps_its_i
     data = encode_record(cut)
     assert len(encode_record(full)) > limit
     assert len(data) <= limit and json.loads(data) == cut and cut == again
-    assert cut["truncated"] is True and cut["set_size"] == 6000 == len(full["missing_constraints"])
+    # every record lists at most 1,000; this one is also cut to fit the byte limit
+    assert (full["set_size"], full["truncated"], len(full["missing_constraints"])) == (1020, True, 1000)
+    assert cut["truncated"] is True and cut["set_size"] == 1020
     assert cut["missing_constraints"] == full["missing_constraints"][: len(cut["missing_constraints"])]
-    assert 0 < len(cut["missing_constraints"]) < 6000
-    assert cut["alert_id"] == full["alert_id"] and "truncated" not in full
+    assert 0 < len(cut["missing_constraints"]) < 1000
+    assert (cut["alert_id"], cut["set_digest"]) == (full["alert_id"], full["set_digest"])
+    assert cut["subtree"] == full["subtree"] == ["l0", "l1", "l2"]
 
 
 # --------------------------------------------------------------------------- adversarial shapes

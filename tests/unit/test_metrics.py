@@ -178,6 +178,8 @@ def samples(m: Metrics) -> dict[tuple, float]:
     ("message is 2000000 bytes, over the 1048576-byte limit", "too_large"),
     ("internal error: KeyError", "internal_error"),
     ("output rejected: a 9-byte record for alerts (MessageSizeTooLargeError)", "output_rejected"),
+    ("ledger full: the ledger of node 'n' would hold 10001 children, limit is 10000 (CG_MAX_LEDGER)",
+     "ledger_full"),
     ("whatever.the.field: went wrong", "other"),
     ("no colon at all", "other"),
 ])
