@@ -31,13 +31,17 @@ here, the same way for every field of the message:
   a string holding one is not valid Unicode, so an informational field holding one is
   treated as absent, while a rule field holding one is a dead letter (``node_id: not
   valid Unicode (lone surrogate escape)``): it could never be written to a table or an
-  alert (UTF-8).
+  alert (UTF-8). A constraint object's members other than ``id`` are informational: one
+  holding a lone surrogate (in its name or value) is dropped, the constraint kept.
 * *integers over 4,300 digits*: grammatical JSON — re-read as above, with such an
   integer standing in as "beyond 64 bits": an informational ``cycle`` is treated as
   absent, a ``seq`` or ``schema_version`` is out of range (dead letter), as it already
   is from 2**63 on.
-* *nesting deeper than* :data:`MAX_JSON_DEPTH` *levels*: a dead letter, ``not JSON:
-  nested deeper than 201 levels``, whatever the field. RFC 8259 §9 lets a parser limit
+* *nesting deeper than* :data:`MAX_JSON_DEPTH` *levels* (containers, the message itself
+  included): a dead letter, ``not JSON: nested deeper than 201 levels``, whatever the
+  field. jiter also stops at 201 arrays around a scalar (it counts the scalar as a level):
+  that message is re-read, so the verdict depends neither on what the innermost array
+  holds nor on where a lone surrogate sits. RFC 8259 §9 lets a parser limit
   nesting depth exactly as it limits text size; a fixed, documented depth is a size limit
   like ``CG_MAX_MESSAGE_BYTES`` (which dead-letters a message whose ``text`` is 2 MiB),
   and no rule field is ever deeper than 3. Accepting deeper informational data would take
@@ -476,7 +480,7 @@ def _informational_constraints(v: Any, field: str, models: SimpleNamespace, limi
 # --- JSON the fast parser refuses (module docstring) --------------------------------------
 
 #: jiter error texts that may be grammatical JSON (re-read with Python's json).
-_FALLBACK_ERRORS = ("surrogate", "hex escape", "number out of range")
+_FALLBACK_ERRORS = ("surrogate", "hex escape", "number out of range", "recursion limit exceeded")
 #: Stands in for an integer of more than 4,300 digits: beyond 64 bits, sign kept.
 _HUGE = MAX_INT64 + 1
 
@@ -546,15 +550,42 @@ def _check_unicode(obj: dict[str, Any]) -> None:
                 obj[k] = None
         elif isinstance(v, list) and k in ("children", "referents", *_CONSTRAINT_FIELDS):
             for i, item in enumerate(v):
+                if isinstance(item, dict):
+                    _drop_informational_surrogates(item)
                 s = item.get("id") if isinstance(item, dict) else item
                 if isinstance(s, str) and not _is_unicode(s):
                     raise _not_unicode(f"{k}.{i}" + (".id" if isinstance(item, dict) else ""))
         elif k in ("instructions", "raw_instructions") and isinstance(v, list):
             for item in v:
+                if isinstance(item, dict):
+                    _drop_informational_surrogates(item)
                 s = item.get("id") if isinstance(item, dict) else item
                 if isinstance(s, str) and not _is_unicode(s):
                     obj[k] = None
                     break
+
+
+def _drop_informational_surrogates(constraint: dict[str, Any]) -> None:
+    """A constraint object's members other than ``id`` are informational: one whose name,
+    or any string in whose value, holds a lone surrogate is dropped (treated as absent)."""
+    for name in [n for n in constraint if n != "id"]:
+        if not _is_unicode(name) or not _all_unicode(constraint[name]):
+            del constraint[name]
+
+
+def _all_unicode(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if not _is_unicode(v):
+                return False
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return True
 
 
 def parse_json(data: bytes | str, *, max_bytes: int | None = None) -> Any:
@@ -579,9 +610,9 @@ def _parse(data: bytes | str, max_bytes: int, max_depth: int = MAX_JSON_DEPTH) -
         if max_depth < MAX_JSON_DEPTH and _too_deep(obj, max_depth):  # jiter itself stops at 201
             raise InvalidEvent(_too_deep_reason(max_depth))
         return obj, False
-    if text.startswith("recursion limit exceeded"):
-        raise InvalidEvent(f"{_too_deep_reason(max_depth)} ({text})"[:300])
     if any(marker in text for marker in _FALLBACK_ERRORS):
+        # also "recursion limit exceeded": jiter counts a value inside the innermost array as
+        # one more level, so 201 arrays around a number stop it; the container depth decides
         return _parse_grammatical(data, text, max_depth), True
     raise InvalidEvent(f"not JSON: {text}"[:300])
 

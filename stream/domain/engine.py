@@ -26,9 +26,9 @@ from __future__ import annotations
 import hashlib
 import json
 from bisect import bisect_left, insort
-from collections import deque
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from itertools import islice
 from typing import Any, NamedTuple
 
 from sortedcontainers import SortedList
@@ -665,19 +665,26 @@ class Engine:
     def _link(state: State, ctx: str, nid: str, stored: list[str], *, new: bool) -> None:
         """Keep ``stored_children`` (the subtree walk's adjacency) current: the node's new
         stored children, and — when it is new — the node under every stored parent that
-        listed it before it arrived."""
+        listed it before it arrived. Plain sorted lists (the walk iterates them at C speed);
+        an insertion moves at most ``max_ledger`` pointers."""
         table = state.stored_children
         nkey = (ctx, nid)
         if stored:
-            kids = _sorted(table.get(nkey))
-            kids.update(stored)
+            kids = table.get(nkey)
+            if kids is None:
+                kids = list(stored)  # already sorted
+            else:
+                for c in stored:
+                    insort(kids, c)
             table[nkey] = kids
         if new:
             for p in state.parents.get(nkey) or ():
                 if p != nid:
                     pkey = (ctx, p)
-                    kids = _sorted(table.get(pkey))
-                    kids.add(nid)
+                    kids = table.get(pkey)
+                    if kids is None:
+                        kids = []
+                    insort(kids, nid)
                     table[pkey] = kids
 
     def _required(self, state: State, step: _Step, ev: CheckpointEvent, old: dict | None,
@@ -849,21 +856,29 @@ class Engine:
     def _subtree(self, state: State, ctx: str, nid: str) -> tuple[tuple[str, ...], bool]:
         """The nearest :data:`SUBTREE_LIMIT` stored nodes under ``nid`` (breadth-first over
         ``stored_children``, each node's in sorted order, each node once, ``nid`` itself
-        left out) and whether stored nodes were left unvisited. Visits at most
-        ``SUBTREE_LIMIT + 1`` nodes (plus their child lists)."""
-        kids_t = state.stored_children
-        seen = {nid}
-        listed: list[str] = []
-        queue = deque((nid,))
-        while queue:
-            for c in kids_t.get((ctx, queue.popleft())) or ():
-                if c in seen:
-                    continue
-                if len(listed) == SUBTREE_LIMIT:
-                    return tuple(listed), True
-                seen.add(c)
-                listed.append(c)
-                queue.append(c)
+        left out) and whether stored nodes were left unvisited. Expands at most
+        ``SUBTREE_LIMIT + 1`` nodes, reading each child list no further than it needs."""
+        get = state.stored_children.get
+        limit = SUBTREE_LIMIT
+        kids = get((ctx, nid))
+        if not kids:
+            return (), False
+        # the node's own children: none is the node, none seen yet
+        listed = list(kids[:limit + 1])
+        if len(listed) > limit:
+            return tuple(listed[:limit]), True
+        seen = {nid, *listed}
+        for current in listed:  # ``listed`` is the queue; it grows while it is walked
+            kids = get((ctx, current))
+            if not kids:
+                continue
+            room = limit - len(listed)
+            new = list(islice((c for c in kids if c not in seen), room + 1))
+            if len(new) > room:
+                listed.extend(new[:room])
+                return tuple(listed), True
+            listed.extend(new)
+            seen.update(new)
         return tuple(listed), False
 
     def _set_alert(self, state: State, rule: str, ev: Event, source: Source, nid: str, level: str,
