@@ -383,6 +383,25 @@ def test_not_authoritative_names_orphans_dropped_prohibitions_and_degrading_node
     )
 
 
+def test_a_status_re_sent_without_its_list_still_says_how_many_nodes_degrade_it():
+    s = parse_status(b'["ctx","root"]', encode(status_record(degraded_by=[], degraded_count=4200,
+                                                             degraded_truncated=True)))
+    assert (s.authoritative, s.degraded_by, s.degraded_count, s.degraded_truncated) == (False, (), 4200, True)
+    assert str(s) == ("node 'root' of context 'ctx' is not authoritative: degraded by 4200 node(s) under it "
+                      "(not listed: the record was too large)")
+    assert parse_status(b"k", encode(status_record())).degraded_truncated is False
+
+
+def test_not_authoritative_counts_what_an_alert_left_unlisted():
+    orphans = tuple(f"a{i:04d}" for i in range(1000))  # an alert lists at most 1,000
+    s = NodeStatus("ctx", "n", "leaf", False, False, ("negative_constraint_dropped", "orphaned_referent"), (), 0,
+                   None, None)
+    err = NotAuthoritative(s, {"n": orphans}, ("k1", "k2"), set_sizes={("n", "orphaned_referent"): 2500,
+                                                                       ("n", "negative_constraint_dropped"): 2})
+    assert "it dropped the prohibition(s) 'k1', 'k2';" in str(err)
+    assert f"its referents {', '.join(orphans[:10])} (+2490 more) are unreachable" in str(err)
+
+
 def test_the_client_producer_is_idempotent_with_acks_all_and_the_sasl_settings():
     from stream import kafka_clients
     from stream.client.transport import KafkaTransport
