@@ -7,7 +7,8 @@
                                 in progress); else 503 ``{"status": "not ready", "reasons": [...]}``
 ``GET /metrics``                Prometheus text exposition of the worker's registry
 ``GET /nodes/{ctx}/{node}``     a node's status (DESIGN.md §4: authoritative, frozen, open rules,
-                                degraded_by) plus level, versions, orphans, missing constraints;
+                                degraded_by: the first 1,000, degraded_count) plus level,
+                                versions, its whole orphan and missing sets (alerts list 1,000);
                                 404 for an unknown node. Ids are path segments: percent-encode
                                 them (``a/b`` -> ``a%2Fb``)
 ==============================  ===============================================================
