@@ -23,7 +23,7 @@ per event (validation through ``wire.decode_event``, event id hash, JSON) is als
 process, without sending.
 
 **B. StatusView at scale** — ``--status-records`` distinct nodes (100 per context) as
-``checkpoint-status`` records (``wire.encode_status``; one in ten not authoritative),
+``checkpoint-status`` records (``wire.encode``; one in ten not authoritative),
 produced beforehand. Catch-up: ``AsyncStatusView.start()`` (assign, read from the beginning
 to the end offsets, parse every record into the table) vs a raw group-less aiokafka
 consumer reading the same partitions to the same end offsets without parsing; RSS growth
@@ -59,7 +59,7 @@ from bench.common import (  # noqa: E402
 from stream import kafka_clients  # noqa: E402
 from stream.client import AsyncGuard, EventBuilder, Guard, MemoryTransport, StatusView  # noqa: E402
 from stream.settings import Settings  # noqa: E402
-from stream.wire import encode_status, status_key  # noqa: E402
+from stream.wire import encode, status_key  # noqa: E402
 
 TEXT = ("Fixed the failing API test; the traceback pointed at api/views.py line 40. "
         "Ran the suite with pytest -q; two unrelated tests are flaky and were left alone. ") * 2
@@ -198,7 +198,7 @@ async def fill_status(s: Settings, n: int) -> float:
                    "open_rules": ["orphaned_referent"] if bad else [], "degraded_by": [], "degraded_count": 0,
                    "trigger": {"event_id": f"{i}-ev", "type": "artifact", "topic": "artifact-events",
                                "partition": i % PARTITIONS, "offset": i}, "detected_at": None}
-            futures.append(await p.send(s.status_topic, encode_status(rec), key=status_key(ctx, node)))
+            futures.append(await p.send(s.status_topic, encode(rec), key=status_key(ctx, node)))
             if len(futures) >= 20_000:
                 await asyncio.gather(*futures)
                 futures.clear()

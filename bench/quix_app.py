@@ -42,12 +42,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from stream.domain.engine import Engine  # noqa: E402
 from stream.domain.events import Source  # noqa: E402
-from stream.domain.state import TABLES  # noqa: E402
+from stream.domain.state import TABLES, plain  # noqa: E402
 from stream.errors import InvalidEvent  # noqa: E402
-from stream.wire import (  # noqa: E402
-    Limits, dead_letter, decode_message, encode_alert, encode_dead_letter, encode_status, encode_verdict,
-    status_key,
-)
+from stream.wire import Limits, dead_letter, decode_message, encode, status_key  # noqa: E402
 
 ALERT, VERDICT, DEAD, STATUS = range(4)
 _MISSING = object()
@@ -81,9 +78,7 @@ class _Table:
         return self.state.exists(self._key(key))
 
     def __setitem__(self, key: tuple, value: Any) -> None:
-        if isinstance(value, (set, frozenset)):
-            value = sorted(value)
-        self.state.set(self._key(key), value)
+        self.state.set(self._key(key), plain(value))  # sets and sorted containers as sorted lists
 
     def __delitem__(self, key: tuple) -> None:
         k = self._key(key)
@@ -124,11 +119,11 @@ def make_processor(engine: Engine, limits: Limits, context: Any):
             event = decode_message(key, value, limits=limits)
         except InvalidEvent as exc:
             record = dead_letter(value, str(exc), key=key, topic=topic, partition=partition, offset=offset)
-            return [(DEAD, key, encode_dead_letter(record))]
+            return [(DEAD, key, encode(record))]
         out = engine.process(QuixEngineState(state, event.context_id), event, Source(topic, partition, offset))
-        rows = [(ALERT, key, encode_alert(a)) for a in out.alerts]
-        rows += [(STATUS, status_key(s["context_id"], s["node_id"]), encode_status(s)) for s in out.statuses]
-        rows += [(VERDICT, key, encode_verdict(v)) for v in out.verdicts]
+        rows = [(ALERT, key, encode(a)) for a in out.alerts]
+        rows += [(STATUS, status_key(s.context_id, s.node_id), encode(s)) for s in out.statuses]
+        rows += [(VERDICT, key, encode(v)) for v in out.verdicts]
         return rows
 
     return process

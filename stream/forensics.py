@@ -22,13 +22,14 @@ from typing import Any
 
 from aiokafka import TopicPartition
 
-from stream.domain.engine import MAX_OUTPUT_BYTES, Engine, encode_record, node_status
+from stream.domain.engine import MAX_LEDGER, MAX_OUTPUT_BYTES, Engine, node_detail
+from stream.domain.outputs import encode_record
 from stream.domain.events import ArtifactEvent, CheckpointEvent, Source
 from stream.domain.state import DictState
 from stream.errors import ConfigurationError, InvalidEvent
 from stream.kafka_clients import consumer, partitions_for, start_client
 from stream.settings import Settings
-from stream.wire import MAX_MESSAGE_BYTES, decode_message, encode_alert
+from stream.wire import MAX_MESSAGE_BYTES, decode_message, encode
 
 
 def parse_time(text: str) -> int:
@@ -137,9 +138,12 @@ class KafkaReplay:
 
 
 def replay_records(records: list[Record], *, seq_gap_limit: int, since: bool = False,
-                   max_bytes: int = MAX_MESSAGE_BYTES, max_output_bytes: int = MAX_OUTPUT_BYTES) -> KafkaReplay:
-    """Run records through a fresh in-memory engine, exactly as the worker would."""
-    engine = Engine(seq_gap_limit, start_at_first_seq=since, max_output_bytes=max_output_bytes)
+                   max_bytes: int = MAX_MESSAGE_BYTES, max_output_bytes: int = MAX_OUTPUT_BYTES,
+                   max_ledger: int = MAX_LEDGER) -> KafkaReplay:
+    """Run records through a fresh in-memory engine, exactly as the worker would (an
+    event the engine rejects at apply time is a dead letter of its own record)."""
+    engine = Engine(seq_gap_limit, start_at_first_seq=since, max_output_bytes=max_output_bytes,
+                    max_ledger=max_ledger)
     state = DictState()
     result = KafkaReplay()
     for rec in records:
@@ -151,9 +155,14 @@ def replay_records(records: list[Record], *, seq_gap_limit: int, since: bool = F
             continue
         result.events += 1
         out = engine.process(state, event, source)
-        result.alerts.extend(out.alerts)
-        result.statuses.extend(out.statuses)
-        result.records.extend(out.records)
+        for rejected in out.rejected:  # DESIGN.md §4 Ledger bound
+            src = rejected.source
+            where = rec if rejected.event is event else Record(src.topic, src.partition, src.offset, -1, None, None)
+            result.dead_letters.append((where, rejected.reason))
+        records = [r.to_record() for r in out.records]
+        result.records.extend(records)
+        result.alerts.extend(r for r in records if r["type"] == "alert")
+        result.statuses.extend(r for r in records if r["type"] == "status")
     return result
 
 
@@ -177,7 +186,7 @@ class Verification:
 
 
 def _comparable(alert: dict[str, Any]) -> bytes:
-    return encode_alert({k: v for k, v in alert.items() if k != "emitted_at"})
+    return encode({k: v for k, v in alert.items() if k != "emitted_at"})
 
 
 def verify(replayed: list[dict[str, Any]], published: list[dict[str, Any]], rng: Range) -> Verification:
@@ -272,7 +281,8 @@ class NodeHistory:
         }
 
 
-def explain(records: list[Record], context_id: str, node_id: str, *, seq_gap_limit: int) -> NodeHistory:
+def explain(records: list[Record], context_id: str, node_id: str, *, seq_gap_limit: int,
+            max_ledger: int = MAX_LEDGER) -> NodeHistory:
     """Replay one context's records and collect the history of ``node_id``."""
     h = NodeHistory(context_id, node_id)
     referents: set[str] = set()
@@ -281,24 +291,24 @@ def explain(records: list[Record], context_id: str, node_id: str, *, seq_gap_lim
         for ev, src in out.applied:
             where = {"topic": src.topic, "partition": src.partition, "offset": src.offset}
             if isinstance(ev, CheckpointEvent) and ev.node_id == node_id:
-                verdict = next((v for v in out.verdicts if v["trigger"]["event_id"] == ev.event_id), None)
+                verdict = next((v for v in out.verdicts if v.trigger.event_id == ev.event_id), None)
                 referents.update(ev.referents)
                 h.versions.append({
                     "event_id": ev.event_id, **where, "occurred_at": ev.occurred_at, "level": ev.level,
                     "referents": list(ev.referents), "children": list(ev.children),
                     "negative_constraints": list(ev.negative_constraints),
                     "raw_negative_constraints": list(ev.raw_negative_constraints),
-                    "verdict": verdict["verdict"] if verdict else None,
+                    "verdict": verdict.verdict if verdict else None,
                 })
             elif isinstance(ev, ArtifactEvent) and ev.artifact_id in referents:
                 h.reachability.append({
                     "event_id": ev.event_id, **where, "occurred_at": ev.occurred_at,
                     "artifact_id": ev.artifact_id, "op": ev.op, "tier": ev.tier,
                 })
-        h.alerts.extend(a for a in out.alerts if a["node_id"] == node_id)
-        h.statuses.extend(st for st in out.statuses if st["node_id"] == node_id)
+        h.alerts.extend(a.to_record() for a in out.alerts if a.node_id == node_id)
+        h.statuses.extend(st.to_record() for st in out.statuses if st.node_id == node_id)
 
-    engine = Engine(seq_gap_limit)
+    engine = Engine(seq_gap_limit, max_ledger=max_ledger)
     state = DictState()
     for rec in records:
         try:
@@ -309,13 +319,13 @@ def explain(records: list[Record], context_id: str, node_id: str, *, seq_gap_lim
             continue
         out = engine.process(state, event, Source(rec.topic, rec.partition, rec.offset))
         on_output(out)
-    status = node_status(state, context_id, node_id)
-    if status is not None:
+    detail = node_detail(state, context_id, node_id)
+    if detail is not None:
         h.exists = True
-        h.frozen = status["frozen"]
-        h.open_rules = status["open_rules"]
-        h.degraded_by = status["degraded_by"]
-        h.degraded_count = status["degraded_count"]
+        h.frozen = detail.frozen
+        h.open_rules = list(detail.open_rules)
+        h.degraded_by = list(detail.degraded_by)
+        h.degraded_count = detail.degraded_count
     return h
 
 

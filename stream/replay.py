@@ -6,7 +6,9 @@ output is byte-identical to what the worker publishes (``emitted_at`` aside).
 
 Input format: files read one after another in the order given; lines split on ``\\n``
 only, each decoded as strict UTF-8 (a UTF-8 BOM at a file's start is stripped); blank
-lines skipped; a bad line is a dead letter ``(line number, reason)`` and is skipped.
+lines skipped; a bad line is a dead letter ``(line number, reason)`` and is skipped, and
+so is an event the engine rejects at apply time (``ledger full``, DESIGN.md §4), with
+its own line number (a drained event's is the line it was read from).
 Waiting events (a seq gap not yet closed) are *not* flushed at the end: they are
 reported in :attr:`ReplayResult.waiting`.
 """
@@ -19,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from stream.domain.engine import MAX_OUTPUT_BYTES, Engine
-from stream.domain.events import OFFLINE
+from stream.domain.engine import MAX_LEDGER, MAX_OUTPUT_BYTES, Engine, Output
+from stream.domain.events import OFFLINE, Event
 from stream.domain.state import DictState
 from stream.errors import InvalidEvent
 from stream.wire import MAX_MESSAGE_BYTES, decode_event
@@ -32,7 +34,8 @@ BOM = b"\xef\xbb\xbf"
 class ReplayResult:
     """Everything one replay produced.
 
-    ``alerts``: alert dicts in emission order. ``statuses``: node-status records.
+    ``alerts``: alert records (the JSON-ready dicts ``replay`` writes, from the engine's
+    values' ``to_record()``) in emission order. ``statuses``: node-status records.
     ``records``: both, interleaved in output order (``replay --status``).
     ``verdicts``: one per applied checkpoint.
     ``dead_letters``: ``(line number, reason)`` for bad lines (1-based, per input).
@@ -69,12 +72,15 @@ class Replayer:
 
     def __init__(
         self, *, seq_gap_limit: int = 1000, since: bool = False, max_bytes: int = MAX_MESSAGE_BYTES,
-        max_output_bytes: int = MAX_OUTPUT_BYTES,
+        max_output_bytes: int = MAX_OUTPUT_BYTES, max_ledger: int = MAX_LEDGER,
     ):
-        self.engine = Engine(seq_gap_limit, start_at_first_seq=since, max_output_bytes=max_output_bytes)
+        self.engine = Engine(seq_gap_limit, start_at_first_seq=since, max_output_bytes=max_output_bytes,
+                             max_ledger=max_ledger)
         self.state = DictState()
         self.result = ReplayResult()
         self.max_bytes = max_bytes
+        #: (context, seq) -> line number of each waiting event (its dead letter, if rejected)
+        self._waiting_lines: dict[tuple[str, int], int] = {}
 
     def feed(self, line: bytes, lineno: int) -> list[dict[str, Any]] | None:
         """Decode and apply one line; returns its output records (alerts and statuses in
@@ -95,14 +101,30 @@ class Replayer:
         r = self.result
         r.events += 1
         out = self.engine.process(self.state, event, OFFLINE)
-        r.alerts.extend(out.alerts)
-        r.statuses.extend(out.statuses)
-        r.records.extend(out.records)
-        r.verdicts.extend(out.verdicts)
+        records = [x.to_record() for x in out.records]
+        r.records.extend(records)
+        r.alerts.extend(x for x in records if x["type"] == "alert")
+        r.statuses.extend(x for x in records if x["type"] == "status")
+        r.verdicts.extend(v.to_record() for v in out.verdicts)
         r.applied += len(out.applied)
         r.duplicates += out.duplicates
         r.dropped += out.dropped
-        return out.records
+        if out.buffered or out.rejected or self._waiting_lines:
+            self._dead_letter_rejected(event, lineno, out)
+        return records
+
+    def _dead_letter_rejected(self, event: Event, lineno: int, out: Output) -> None:
+        """Events rejected at apply time (``ledger full``) are dead letters of their own line."""
+        lines = self._waiting_lines
+        if out.buffered:
+            lines[(event.context_id, event.seq)] = lineno
+        for ev, _ in out.applied:
+            if ev.seq is not None:
+                lines.pop((ev.context_id, ev.seq), None)
+        for rejected in out.rejected:
+            ev = rejected.event
+            where = lineno if ev is event else lines.pop((ev.context_id, ev.seq), lineno)
+            self.result.dead_letters.append((where, rejected.reason))
 
     def finish(self) -> ReplayResult:
         self.result.waiting = {
@@ -132,10 +154,11 @@ def iter_lines(stream: BinaryIO) -> Iterator[bytes]:
 
 def replay_lines(
     lines: Iterable[bytes], *, seq_gap_limit: int = 1000, since: bool = False,
-    max_output_bytes: int = MAX_OUTPUT_BYTES,
+    max_output_bytes: int = MAX_OUTPUT_BYTES, max_ledger: int = MAX_LEDGER,
 ) -> ReplayResult:
     """Replay JSONL lines (bytes, without their ``\\n``) through a fresh engine."""
-    rp = Replayer(seq_gap_limit=seq_gap_limit, since=since, max_output_bytes=max_output_bytes)
+    rp = Replayer(seq_gap_limit=seq_gap_limit, since=since, max_output_bytes=max_output_bytes,
+                  max_ledger=max_ledger)
     for i, line in enumerate(lines, 1):
         if isinstance(line, str):
             line = line.encode("utf-8")

@@ -196,6 +196,12 @@ class Settings(BaseSettings):
         (1 << 63) - 1, ge=0, le=(1 << 63) - 1,
         description="Largest seq accepted (the int64 range every Kafka client can carry); larger: dead letter.",
     )
+    max_ledger: int = Field(
+        10_000, ge=0,
+        description="Most raw constraint keys, and most children, one node's ledger holds (every version of "
+        "the node ever applied, DESIGN.md §4); a version that would take it past either is dead-lettered at "
+        "apply time with the reason 'ledger full: ...'.",
+    )
     max_output_bytes: int = Field(
         16 << 20, ge=1 << 20,
         description="Largest record the worker writes (alerts, dead letters, state-log fragments); the topics "

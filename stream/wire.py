@@ -31,13 +31,17 @@ here, the same way for every field of the message:
   a string holding one is not valid Unicode, so an informational field holding one is
   treated as absent, while a rule field holding one is a dead letter (``node_id: not
   valid Unicode (lone surrogate escape)``): it could never be written to a table or an
-  alert (UTF-8).
+  alert (UTF-8). A constraint object's members other than ``id`` are informational: one
+  holding a lone surrogate (in its name or value) is dropped, the constraint kept.
 * *integers over 4,300 digits*: grammatical JSON — re-read as above, with such an
   integer standing in as "beyond 64 bits": an informational ``cycle`` is treated as
   absent, a ``seq`` or ``schema_version`` is out of range (dead letter), as it already
   is from 2**63 on.
-* *nesting deeper than* :data:`MAX_JSON_DEPTH` *levels*: a dead letter, ``not JSON:
-  nested deeper than 201 levels``, whatever the field. RFC 8259 §9 lets a parser limit
+* *nesting deeper than* :data:`MAX_JSON_DEPTH` *levels* (containers, the message itself
+  included): a dead letter, ``not JSON: nested deeper than 201 levels``, whatever the
+  field. jiter also stops at 201 arrays around a scalar (it counts the scalar as a level):
+  that message is re-read, so the verdict depends neither on what the innermost array
+  holds nor on where a lone surrogate sits. RFC 8259 §9 lets a parser limit
   nesting depth exactly as it limits text size; a fixed, documented depth is a size limit
   like ``CG_MAX_MESSAGE_BYTES`` (which dead-letters a message whose ``text`` is 2 MiB),
   and no rule field is ever deeper than 3. Accepting deeper informational data would take
@@ -45,11 +49,11 @@ here, the same way for every field of the message:
   worker and replay identical (Python's own parser would stop at a depth that varies
   with the stack).
 
-Outbound, :func:`encode_alert` / :func:`encode_verdict` / :func:`encode_dead_letter`
-produce deterministic JSON bytes (fixed key order, compact, UTF-8): the same alert is
-the same bytes offline and from Kafka. The output models (:class:`Alert`,
-:class:`Verdict`, :class:`DeadLetter`) exist for their JSON Schemas
-(``python -m stream schema``) and for consumers that want typed access.
+Outbound, :func:`encode` produces the deterministic JSON bytes of every output (the
+engine's alert, status and verdict values, dead letters; fixed key order, compact,
+UTF-8): the same alert is the same bytes offline and from Kafka. The pydantic output
+models (:class:`Alert`, :class:`Status`, :class:`Verdict`, :class:`DeadLetter`) exist for
+their JSON Schemas (``python -m stream schema``) and for consumers that read the topics.
 """
 
 from __future__ import annotations
@@ -65,7 +69,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional, Union
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
 
-from stream.domain.engine import encode_record
+from stream.domain import outputs
+from stream.domain.outputs import encode_record
 from stream.domain.events import ArtifactEvent, CheckpointEvent, Event, constraint_key
 from stream.errors import InvalidEvent
 
@@ -246,8 +251,12 @@ class Trigger(BaseModel):
     offset: Optional[int] = None
 
 
+_DIGEST = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+
+
 class Alert(BaseModel):
-    """An alert on ``checkpoint-alerts`` (DESIGN.md §3). ``alert_id`` is deterministic."""
+    """An alert on ``checkpoint-alerts`` (DESIGN.md §3, §4 *Bounded outputs* [v2.1]).
+    ``alert_id`` is deterministic; every listed set holds at most 1,000 entries."""
 
     schema_version: Literal[1] = 1
     type: Literal["alert"] = "alert"
@@ -262,20 +271,31 @@ class Alert(BaseModel):
     context_id: str
     node_id: Optional[str]
     level: Optional[str]
-    orphans: Optional[list[str]] = Field(description="Null for unverifiable_checkpoint.")
-    previous_orphans: Optional[list[str]]
-    missing_constraints: Optional[list[str]] = Field(description="Null for unverifiable_checkpoint.")
-    subtree: Optional[list[str]] = Field(description="negative_constraint_dropped: the first 1,000 node ids "
-                                         "under the node, sorted.")
-    subtree_size: Optional[int] = Field(description="How many node ids are under the node (subtree may be cut).")
+    orphans: Optional[list[str]] = Field(description="The first 1,000 orphans, sorted (non_idempotent: the orphan "
+                                         "set the discarded version would have had). Null for "
+                                         "unverifiable_checkpoint.")
+    previous_orphans: Optional[list[str]] = Field(description="non_idempotent: the first 1,000 orphans of the kept "
+                                                  "version, sorted.")
+    missing_constraints: Optional[list[str]] = Field(description="The first 1,000 missing constraint keys, sorted. "
+                                                     "Null for unverifiable_checkpoint.")
+    set_size: Optional[int] = Field(None, description="The full size of the rule's set (orphans; missing_constraints "
+                                    "for negative_constraint_dropped). Null for sequence_gap and "
+                                    "unverifiable_checkpoint.")
+    truncated: Optional[bool] = Field(None, description="The set lists fewer than set_size entries (1,000 at most, "
+                                      "fewer to fit CG_MAX_OUTPUT_BYTES); non_idempotent: also when "
+                                      "previous_orphans was cut.")
+    set_digest: Optional[_DIGEST] = Field(None, description="Order-independent digest of the full set: 64 hex digits "
+                                          "of (sum of sha256(UTF-8 key) as big-endian integers) mod 2^256; it enters "
+                                          "alert_id, so two truncated alerts differ by it.")
+    subtree: Optional[list[str]] = Field(description="negative_constraint_dropped: the nearest 1,000 node ids under "
+                                         "the node (breadth-first, each node's children sorted).")
+    subtree_size: Optional[int] = Field(description="How many ids subtree lists when it lists them all; null when "
+                                        "subtree_truncated.")
+    subtree_truncated: Optional[bool] = Field(None, description="negative_constraint_dropped: stored nodes under the "
+                                              "node were left unlisted.")
     gap: Optional[tuple[int, int]]
     trigger: Trigger
     detected_at: Optional[str]
-    truncated: Optional[bool] = Field(
-        None, description="Present (true) only when orphans / missing_constraints were cut to fit "
-        "CG_MAX_OUTPUT_BYTES; the alert_id is still that of the full set.",
-    )
-    set_size: Optional[int] = Field(None, description="With truncated: the full size of the set.")
     emitted_at: Optional[str] = Field(None, description="Wall clock; ignored by forensic comparison.")
 
 
@@ -298,11 +318,11 @@ class Status(BaseModel):
         description="The first 1,000 (sorted) nodes under this one with an open orphaned_referent or "
         "unverifiable_checkpoint alert."
     )
-    degraded_truncated: Optional[bool] = Field(
-        None, description="true on a record the broker rejected by size, sent again without its degraded_by list "
-        "(degraded_count kept); absent otherwise."
-    )
     degraded_count: int = Field(description="How many nodes degrade this one (degraded_by may be cut).")
+    degraded_truncated: Optional[bool] = Field(
+        None, description="Present (true) only on a record re-sent without its degraded_by list, or cut to fit "
+        "CG_MAX_OUTPUT_BYTES: degraded_count still counts them all.",
+    )
     trigger: Trigger
     detected_at: Optional[str]
 
@@ -460,7 +480,7 @@ def _informational_constraints(v: Any, field: str, models: SimpleNamespace, limi
 # --- JSON the fast parser refuses (module docstring) --------------------------------------
 
 #: jiter error texts that may be grammatical JSON (re-read with Python's json).
-_FALLBACK_ERRORS = ("surrogate", "hex escape", "number out of range")
+_FALLBACK_ERRORS = ("surrogate", "hex escape", "number out of range", "recursion limit exceeded")
 #: Stands in for an integer of more than 4,300 digits: beyond 64 bits, sign kept.
 _HUGE = MAX_INT64 + 1
 
@@ -530,15 +550,42 @@ def _check_unicode(obj: dict[str, Any]) -> None:
                 obj[k] = None
         elif isinstance(v, list) and k in ("children", "referents", *_CONSTRAINT_FIELDS):
             for i, item in enumerate(v):
+                if isinstance(item, dict):
+                    _drop_informational_surrogates(item)
                 s = item.get("id") if isinstance(item, dict) else item
                 if isinstance(s, str) and not _is_unicode(s):
                     raise _not_unicode(f"{k}.{i}" + (".id" if isinstance(item, dict) else ""))
         elif k in ("instructions", "raw_instructions") and isinstance(v, list):
             for item in v:
+                if isinstance(item, dict):
+                    _drop_informational_surrogates(item)
                 s = item.get("id") if isinstance(item, dict) else item
                 if isinstance(s, str) and not _is_unicode(s):
                     obj[k] = None
                     break
+
+
+def _drop_informational_surrogates(constraint: dict[str, Any]) -> None:
+    """A constraint object's members other than ``id`` are informational: one whose name,
+    or any string in whose value, holds a lone surrogate is dropped (treated as absent)."""
+    for name in [n for n in constraint if n != "id"]:
+        if not _is_unicode(name) or not _all_unicode(constraint[name]):
+            del constraint[name]
+
+
+def _all_unicode(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if not _is_unicode(v):
+                return False
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return True
 
 
 def parse_json(data: bytes | str, *, max_bytes: int | None = None) -> Any:
@@ -563,9 +610,9 @@ def _parse(data: bytes | str, max_bytes: int, max_depth: int = MAX_JSON_DEPTH) -
         if max_depth < MAX_JSON_DEPTH and _too_deep(obj, max_depth):  # jiter itself stops at 201
             raise InvalidEvent(_too_deep_reason(max_depth))
         return obj, False
-    if text.startswith("recursion limit exceeded"):
-        raise InvalidEvent(f"{_too_deep_reason(max_depth)} ({text})"[:300])
     if any(marker in text for marker in _FALLBACK_ERRORS):
+        # also "recursion limit exceeded": jiter counts a value inside the innermost array as
+        # one more level, so 201 arrays around a number stop it; the container depth decides
         return _parse_grammatical(data, text, max_depth), True
     raise InvalidEvent(f"not JSON: {text}"[:300])
 
@@ -662,19 +709,13 @@ def _dumps(obj: Any) -> bytes:
     return encode_record(obj)  # the engine's encoding: its size bounds are in these bytes
 
 
-def encode_alert(alert: dict[str, Any]) -> bytes:
-    """Deterministic JSON bytes of one alert dict (the engine's key order, compact)."""
-    return _dumps(alert)
-
-
-def encode_verdict(verdict: dict[str, Any]) -> bytes:
-    """Deterministic JSON bytes of one verdict dict."""
-    return _dumps(verdict)
-
-
-def encode_status(status: dict[str, Any]) -> bytes:
-    """Deterministic JSON bytes of one node-status record."""
-    return _dumps(status)
+def encode(record: outputs.Alert | outputs.NodeStatus | outputs.Verdict | dict[str, Any]) -> bytes:
+    """The deterministic JSON bytes of any output: an engine value (alert, node status,
+    verdict — :meth:`to_record`, fields in wire order) or a JSON-ready record (a dead
+    letter, an alert read back from a topic), compact UTF-8. The one output encoder."""
+    if not isinstance(record, dict):
+        record = record.to_record()
+    return encode_record(record)
 
 
 def status_key(context_id: str, node_id: str) -> bytes:
@@ -702,10 +743,6 @@ def dead_letter(
         "key_b64": base64.b64encode(key).decode("ascii") if key is not None else None,
         "value_b64": base64.b64encode(value or b"").decode("ascii"),
     }
-
-
-def encode_dead_letter(record: dict[str, Any]) -> bytes:
-    return _dumps(record)
 
 
 # ----------------------------------------------------------------------------- remediation

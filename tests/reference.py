@@ -1,4 +1,4 @@
-"""A second, deliberately naive reading of DESIGN.md (contract v2) §3–§4, to check the engine.
+"""A second, deliberately naive reading of DESIGN.md (contract 2.1) §3–§4, to check the engine.
 
 Why it exists: the engine is incremental (indexes, evaluation of *affected* nodes only).
 Incremental code is where bugs hide, so this module implements the same contract the
@@ -34,8 +34,11 @@ Readings of ambiguous clauses (the most literal one, chosen here):
    node is included (it is "n included" for ``required``), cycles are walked once.
 3. ``subtree`` = the stored nodes reachable from the node through ledger children, minus
    the node itself even when a cycle reaches it back; child ids never seen are not listed.
-   It is given on ``open`` and ``resolved`` negative_constraint_dropped alerts alike
-   (``None``, with ``subtree_size`` ``None``, on every other rule).
+   **[2.1]** In breadth-first order (a node's ledger children in sorted order, each stored
+   node once), the first 1,000 listed; ``subtree_truncated`` = more were reachable;
+   ``subtree_size`` = the number listed, ``None`` when truncated. It is given on ``open``
+   and ``resolved`` negative_constraint_dropped alerts alike (``None`` for all three on
+   every other rule).
 4. ``degraded_by(n)`` = stored nodes ≠ n reachable from n through ledger children whose
    *current* ``orphaned_referent`` set is non-empty or whose kept version is opaque (i.e.
    an open alert of those rules, after this event's alerts). A frozen descendant counts
@@ -73,10 +76,24 @@ Readings of ambiguous clauses (the most literal one, chosen here):
     or equal to a waiting one) was never applied: a later event with its id is applied.
 14. ``level`` of every alert and status record is the kept version's level after the
     event; ``sequence_gap`` has ``level`` ``None``.
+15. **[2.1]** A rule's set lists its first 1,000 keys in sorted order; ``set_size`` is the
+    full count, ``truncated`` whether fewer are listed, ``set_digest`` the sum of the
+    keys' sha256 values mod 2^256 in 64 hex digits (computed here from the whole set,
+    every time). They describe ``orphans`` on orphaned_referent and non_idempotent,
+    ``missing_constraints`` on negative_constraint_dropped, and are ``None`` on
+    sequence_gap and unverifiable_checkpoint. non_idempotent's ``previous_orphans`` is
+    listed the same way; its ``truncated`` is true when either list was cut.
+16. **[2.1] Ledger bound.** A checkpoint whose version would make its node's ledger hold
+    more than ``max_ledger`` raw keys, or more than ``max_ledger`` children, is rejected
+    (dead-lettered, reason starting ``ledger full``) — only a version that would enter the
+    ledger: a new node's, or a replacement's. A version reaching a frozen node, or one that
+    freezes its node (discarded), enters no ledger and is never rejected. A rejected event
+    is not recorded as applied (a later event with its id is applied) but used up its seq.
 """
 
 from __future__ import annotations
 
+import hashlib
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -110,7 +127,14 @@ SEVERITIES = {
     "sequence_gap": "warning",
     "unverifiable_checkpoint": "warning",
 }
-MAX_LISTED = 1000  # DESIGN.md §4 Bounded outputs: subtree, degraded_by
+MAX_LISTED = 1000  # DESIGN.md §4 Bounded outputs: every listed set, subtree, degraded_by
+MAX_LEDGER = 10_000  # DESIGN.md §4 Ledger bound (CG_MAX_LEDGER)
+
+
+def digest_of(keys: Iterable[str]) -> str:
+    """DESIGN.md §4 [v2.1] ``set_digest``, from the whole set."""
+    total = sum(int(hashlib.sha256(k.encode("utf-8")).hexdigest(), 16) for k in set(keys))
+    return "%064x" % (total % 2**256)
 
 
 def constraint_key(constraint: str | Mapping[str, Any]) -> str:
@@ -201,6 +225,32 @@ class _Context:
             stack.extend(self.ledger_children(node_id))
         return seen
 
+    def breadth_first(self, start: str) -> list[str]:
+        """Stored nodes reachable from ``start``, nearest first (each node's ledger children
+        in sorted order, each node once), ``start`` itself left out."""
+        order: list[str] = []
+        seen = {start}
+        frontier = [start]
+        while frontier:
+            following: list[str] = []
+            for node_id in frontier:
+                for child in sorted(self.ledger_children(node_id)):
+                    if child in seen or child not in self.nodes:
+                        continue
+                    seen.add(child)
+                    order.append(child)
+                    following.append(child)
+            frontier = following
+        return order
+
+    def ledger_size(self, node_id: str, version: _Version) -> tuple[int, int]:
+        """(raw keys, children) the node's ledger would hold with ``version`` in it."""
+        raw, children = set(version.raw), set(version.children)
+        if node_id in self.ledger:
+            raw |= self.ledger_raw(node_id)
+            children |= self.ledger_children(node_id)
+        return len(raw), len(children)
+
     def required(self, node_id: str) -> frozenset[str]:
         keys: set[str] = set()
         for reached in self.reachable_nodes(node_id):
@@ -240,6 +290,7 @@ class _Context:
 class NaiveResult:
     records: list[dict[str, Any]]  # alerts and statuses, in output order
     waiting: dict[str, list[int]]
+    rejected: list[str] = field(default_factory=list)  # event ids rejected by the ledger bound
 
     @property
     def alerts(self) -> list[dict[str, Any]]:
@@ -268,11 +319,13 @@ def _detected_at(event: Mapping[str, Any]) -> str | None:
 class NaiveReference:
     """Feed valid event dicts one by one in arrival order; collects alert and status dicts."""
 
-    def __init__(self, seq_gap_limit: int = 1000, *, since: bool = False) -> None:
+    def __init__(self, seq_gap_limit: int = 1000, *, since: bool = False, max_ledger: int = MAX_LEDGER) -> None:
         self.seq_gap_limit = seq_gap_limit
         self.since = since  # replay --since: expected seq starts at the first one read
+        self.max_ledger = max_ledger
         self.contexts: dict[str, _Context] = {}
         self.records: list[dict[str, Any]] = []
+        self.rejected: list[str] = []
 
     @property
     def alerts(self) -> list[dict[str, Any]]:
@@ -315,9 +368,25 @@ class NaiveReference:
             self._apply(ctx_id, ctx, event)
 
     # -- applying (§4 Applying) -----------------------------------------------------
+    def _rejected(self, ctx: _Context, event: Mapping[str, Any]) -> bool:
+        """Reading 16: the version would take its node's ledger past the bound."""
+        if event["type"] != "checkpoint":
+            return False
+        node_id = event["node_id"]
+        new = _Version.of(event)
+        old = ctx.nodes.get(node_id)
+        if old is not None and (node_id in ctx.frozen
+                                or ctx.orphans_of(old.referents) != ctx.orphans_of(new.referents)):
+            return False  # enters no ledger
+        raw, children = ctx.ledger_size(node_id, new)
+        return raw > self.max_ledger or children > self.max_ledger
+
     def _apply(self, ctx_id: str, ctx: _Context, event: Mapping[str, Any]) -> None:
         if event["event_id"] in ctx.applied:
             return  # 1. duplicate: ignored entirely
+        if self._rejected(ctx, event):
+            self.rejected.append(event["event_id"])
+            return
         ctx.applied.add(event["event_id"])
         first: list[dict[str, Any]] = []
         if event["type"] == "artifact":  # 2.
@@ -393,7 +462,7 @@ class NaiveReference:
                         node_id=node_id,
                         level=version.level,
                         missing=missing,
-                        subtree=ctx.reachable_nodes(node_id) - {node_id},
+                        subtree=ctx.breadth_first(node_id),
                         trigger=event,
                     )
                 )
@@ -457,10 +526,18 @@ class NaiveReference:
         orphans: Iterable[str] | None = (),
         previous_orphans: Iterable[str] | None = None,
         missing: Iterable[str] | None = (),
-        subtree: Iterable[str] | None = None,
+        subtree: list[str] | None = None,
         gap: tuple[int, int] | None = None,
     ) -> dict[str, Any]:
-        listed = None if subtree is None else sorted(subtree)
+        orphans = None if orphans is None else sorted(orphans)
+        previous = None if previous_orphans is None else sorted(previous_orphans)
+        missing = None if missing is None else sorted(missing)
+        # reading 15: the rule's set (None on sequence_gap and unverifiable_checkpoint)
+        the_set = {"orphaned_referent": orphans, "non_idempotent": orphans,
+                   "negative_constraint_dropped": missing}.get(rule)
+        truncated = None
+        if the_set is not None:
+            truncated = len(the_set) > MAX_LISTED or len(previous or ()) > MAX_LISTED
         return {
             "schema_version": 1,
             "type": "alert",
@@ -471,11 +548,15 @@ class NaiveReference:
             "context_id": ctx_id,
             "node_id": node_id,
             "level": level,
-            "orphans": None if orphans is None else sorted(orphans),
-            "previous_orphans": None if previous_orphans is None else sorted(previous_orphans),
-            "missing_constraints": None if missing is None else sorted(missing),
-            "subtree": None if listed is None else listed[:MAX_LISTED],
-            "subtree_size": None if listed is None else len(listed),
+            "orphans": None if orphans is None else orphans[:MAX_LISTED],
+            "previous_orphans": None if previous is None else previous[:MAX_LISTED],
+            "missing_constraints": None if missing is None else missing[:MAX_LISTED],
+            "set_size": None if the_set is None else len(the_set),
+            "truncated": truncated,
+            "set_digest": None if the_set is None else digest_of(the_set),
+            "subtree": None if subtree is None else subtree[:MAX_LISTED],
+            "subtree_size": None if subtree is None or len(subtree) > MAX_LISTED else len(subtree),
+            "subtree_truncated": None if subtree is None else len(subtree) > MAX_LISTED,
             "gap": None if gap is None else list(gap),
             "trigger": _trigger(trigger),
             "detected_at": _detected_at(trigger),
@@ -488,12 +569,13 @@ class NaiveReference:
 
 
 def naive_run(
-    events: Iterable[Mapping[str, Any]], seq_gap_limit: int = 1000, *, since: bool = False
+    events: Iterable[Mapping[str, Any]], seq_gap_limit: int = 1000, *, since: bool = False,
+    max_ledger: int = MAX_LEDGER,
 ) -> NaiveResult:
-    reference = NaiveReference(seq_gap_limit, since=since)
+    reference = NaiveReference(seq_gap_limit, since=since, max_ledger=max_ledger)
     for event in events:
         reference.arrive(event)
-    return NaiveResult(records=reference.records, waiting=reference.waiting())
+    return NaiveResult(records=reference.records, waiting=reference.waiting(), rejected=reference.rejected)
 
 
 def _tuple(value: Iterable[Any] | None) -> tuple[Any, ...] | None:

@@ -29,7 +29,7 @@ from typing import Any, Literal, NamedTuple, Optional, Protocol
 
 import pydantic_core
 from pydantic import ConfigDict, TypeAdapter, ValidationError
-from typing_extensions import TypedDict
+from typing_extensions import NotRequired, TypedDict
 
 from stream.client._loop import LoopThread
 from stream.errors import ConfigurationError, GuardError
@@ -62,6 +62,9 @@ class NodeStatus(NamedTuple):
     degraded_count: int
     trigger: tuple[Any, ...] | None
     detected_at: str | None
+    #: the record was re-sent without its list (too large for the topic): ``degraded_by``
+    #: is empty, ``degraded_count`` still counts every degrading node (DESIGN.md §4)
+    degraded_truncated: bool = False
     known: bool = True
 
     def __str__(self) -> str:
@@ -77,9 +80,17 @@ class NodeStatus(NamedTuple):
         if self.frozen:
             parts.append("frozen (a re-summarization changed what it depends on)")
         if self.degraded_count:
-            more = f" (+{self.degraded_count - len(self.degraded_by)} more)" if self.degraded_count > len(self.degraded_by) else ""
-            parts.append(f"degraded by {', '.join(self.degraded_by)}{more}")
+            parts.append(f"degraded by {_degrading(self)}")
         return f"{where} is not authoritative: " + "; ".join(parts)
+
+
+def _degrading(status: NodeStatus, named: Iterable[str] | None = None) -> str:
+    """The degrading nodes as listed (at most 1,000 in a record) and how many more there are."""
+    listed = list(status.degraded_by if named is None else named)
+    if not listed:  # the record came without its list
+        return f"{status.degraded_count} node(s) under it (not listed: the record was too large)"
+    more = status.degraded_count - len(listed)
+    return ", ".join(listed) + (f" (+{more} more)" if more > 0 else "")
 
 
 class NotAuthoritative(GuardError):
@@ -87,43 +98,48 @@ class NotAuthoritative(GuardError):
 
     Re-fetch the referents (``orphans``), re-compact with the ``missing_constraints``,
     or refuse the task. ``orphans`` maps the node and each degrading descendant to its
-    unreachable referents (when the view follows the alerts).
+    unreachable referents (when the view follows the alerts). An alert lists at most
+    1,000 of a set: ``set_sizes`` maps ``(node, rule)`` to the full size (``set_size``).
     """
 
     def __init__(self, status: NodeStatus, orphans: dict[str, tuple[str, ...]],
-                 missing_constraints: tuple[str, ...], constraint_texts: Mapping[str, str] | None = None) -> None:
+                 missing_constraints: tuple[str, ...], constraint_texts: Mapping[str, str] | None = None,
+                 *, set_sizes: Mapping[tuple[str, str], int] | None = None) -> None:
         self.status = status
         self.context_id, self.node_id = status.context_id, status.node_id
         self.orphans = orphans
         self.missing_constraints = missing_constraints
         self.degraded_by = status.degraded_by
         texts = constraint_texts or {}
-        parts = [f"cannot recover from node {status.node_id!r} of context {status.context_id!r}"]
+        sizes = set_sizes or {}
+        node = status.node_id
+        parts = [f"cannot recover from node {node!r} of context {status.context_id!r}"]
         if not status.known:
             parts.append("the worker has published no status for it (not processed yet, or never emitted)")
         for rule in status.open_rules:
-            if rule == "orphaned_referent" and status.node_id in orphans:
-                parts.append(f"its referents {_names(orphans[status.node_id])} are unreachable")
+            if rule == "orphaned_referent" and node in orphans:
+                parts.append(f"its referents {_names(orphans[node], sizes.get((node, rule)))} are unreachable")
             elif rule == "negative_constraint_dropped" and missing_constraints:
                 named = [repr(texts.get(k, k)) for k in missing_constraints]
-                parts.append(f"it dropped the prohibition(s) {', '.join(named)}")
+                parts.append(f"it dropped the prohibition(s) {_names(named, sizes.get((node, rule)))}")
             elif not (rule == "non_idempotent" and status.frozen):
                 parts.append(f"open {rule}")
         if status.frozen:
             parts.append("it is frozen (a re-summarization changed what it depends on)")
         if status.degraded_count:
-            under = [f"{n} (orphans {_names(orphans[n])})" if n in orphans else n for n in status.degraded_by]
-            more = status.degraded_count - len(status.degraded_by)
-            parts.append(f"it is degraded by {status.degraded_count} node(s) under it: {', '.join(under)}"
-                         + (f" (+{more} more)" if more > 0 else ""))
+            under = [f"{n} (orphans {_names(orphans[n], sizes.get((n, 'orphaned_referent')))})" if n in orphans
+                     else n for n in status.degraded_by]
+            parts.append(f"it is degraded by {status.degraded_count} node(s) under it: {_degrading(status, under)}")
         parts.append("re-fetch the referents, re-compact the subtree, or refuse the task")
         super().__init__(f"{parts[0]}: " + "; ".join(parts[1:]))
 
 
-def _names(ids: Iterable[str], limit: int = 10) -> str:
+def _names(ids: Iterable[str], total: int | None = None, limit: int = 10) -> str:
+    """The first ``limit`` of ``ids``, and how many more the set holds (``total``: its full
+    size when the alert listed only part of it)."""
     ids = list(ids)
-    shown = ", ".join(ids[:limit])
-    return shown + (f" (+{len(ids) - limit} more)" if len(ids) > limit else "")
+    more = max(total or 0, len(ids)) - min(len(ids), limit)
+    return ", ".join(ids[:limit]) + (f" (+{more} more)" if more > 0 else "")
 
 
 class _HasPositions(Protocol):
@@ -156,6 +172,7 @@ class _StatusRecord(TypedDict):
     open_rules: tuple[str, ...]
     degraded_by: tuple[str, ...]
     degraded_count: int
+    degraded_truncated: NotRequired[bool]
     trigger: Optional[_TriggerRecord]
     detected_at: Optional[str]
 
@@ -180,7 +197,8 @@ def parse_status(key: bytes | None, value: bytes) -> NodeStatus:
                t.get("offset")) if t is not None else None
     rules = tuple(sys.intern(x) for x in r["open_rules"]) if r["open_rules"] else _EMPTY
     return NodeStatus(sys.intern(r["context_id"]), r["node_id"], _intern(r["level"]), r["authoritative"],
-                      r["frozen"], rules, r["degraded_by"] or _EMPTY, r["degraded_count"], trigger, r["detected_at"])
+                      r["frozen"], rules, r["degraded_by"] or _EMPTY, r["degraded_count"], trigger, r["detected_at"],
+                      r.get("degraded_truncated", False))
 
 
 def _intern(v: Any) -> str | None:
@@ -201,8 +219,9 @@ class AsyncStatusView:
         self.poll_interval = poll_interval
         self.skipped = 0
         self._table: dict[tuple[str, str], NodeStatus] = {}
-        #: (context, node) -> {rule: orphans or missing constraint keys} of its open alerts
-        self._alerts: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {}
+        #: (context, node) -> {rule: (orphans or missing constraint keys as listed, set_size)}
+        #: of its open alerts (an alert lists at most 1,000 of a set)
+        self._alerts: dict[tuple[str, str], dict[str, tuple[tuple[str, ...], int]]] = {}
         self._consumer: Any = None
         self._admin: Any = None
         self._task: asyncio.Task | None = None
@@ -232,8 +251,13 @@ class AsyncStatusView:
         return s
 
     def open_sets(self, context_id: str, node_id: str) -> dict[str, tuple[str, ...]]:
-        """rule -> the node's current orphans / missing constraint keys (``details`` only)."""
-        return dict(self._alerts.get((context_id, node_id), {}))
+        """rule -> the node's current orphans / missing constraint keys as its last alert
+        lists them (the first 1,000 in sorted order; ``details`` only)."""
+        return {rule: listed for rule, (listed, _) in self._alerts.get((context_id, node_id), {}).items()}
+
+    def open_set_sizes(self, context_id: str, node_id: str) -> dict[str, int]:
+        """rule -> the full size of the node's open set (``set_size``: it may list fewer)."""
+        return {rule: size for rule, (_, size) in self._alerts.get((context_id, node_id), {}).items()}
 
     def recover_from(self, context_id: str, node_id: str, *,
                      constraint_texts: Mapping[str, str] | None = None) -> NodeStatus:
@@ -244,12 +268,14 @@ class AsyncStatusView:
         if s.authoritative:
             return s
         orphans: dict[str, tuple[str, ...]] = {}
+        sizes: dict[tuple[str, str], int] = {}
         for n in (node_id, *s.degraded_by):
             found = self._alerts.get((context_id, n), {}).get("orphaned_referent")
             if found:
-                orphans[n] = found
-        missing = self._alerts.get((context_id, node_id), {}).get("negative_constraint_dropped", _EMPTY)
-        raise NotAuthoritative(s, orphans, missing, constraint_texts)
+                orphans[n], sizes[(n, "orphaned_referent")] = found
+        missing, size = self._alerts.get((context_id, node_id), {}).get("negative_constraint_dropped", (_EMPTY, 0))
+        sizes[(node_id, "negative_constraint_dropped")] = size
+        raise NotAuthoritative(s, orphans, missing, constraint_texts, set_sizes=sizes)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -374,7 +400,9 @@ class AsyncStatusView:
             if status == "open":
                 if sets is None:
                     sets = alerts[key] = {}
-                sets[rule] = tuple(a.get(field) or ())
+                listed = tuple(a.get(field) or ())
+                size = a.get("set_size")
+                sets[rule] = (listed, size if isinstance(size, int) else len(listed))
             elif sets is not None:
                 sets.pop(rule, None)
                 if not sets:
@@ -519,6 +547,9 @@ class StatusView:
 
     def open_sets(self, context_id: str, node_id: str) -> dict[str, tuple[str, ...]]:
         return self._view.open_sets(context_id, node_id)
+
+    def open_set_sizes(self, context_id: str, node_id: str) -> dict[str, int]:
+        return self._view.open_set_sizes(context_id, node_id)
 
     def recover_from(self, context_id: str, node_id: str, *,
                      constraint_texts: Mapping[str, str] | None = None) -> NodeStatus:

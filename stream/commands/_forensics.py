@@ -11,7 +11,7 @@ from typing import Any
 from stream.commands._base import fail
 from stream.settings import get_settings
 from stream.errors import ConfigurationError
-from stream.domain.engine import encode_record
+from stream.wire import encode
 from stream.forensics import Record, parse_time, read_topics, replay_records, verify, verify_statuses
 from stream.kafka_clients import kafka_error
 
@@ -61,12 +61,13 @@ def replay_from_kafka(*, since: str | None, until: str | None, context: str | No
     """
     records, rng = read(settings.input_topics, since=since, until=until, context=context)
     result = replay_records(records, seq_gap_limit=seq_gap_limit, since=since is not None,
-                            max_bytes=settings.max_message_bytes, max_output_bytes=settings.max_output_bytes)
+                            max_bytes=settings.max_message_bytes, max_output_bytes=settings.max_output_bytes,
+                            max_ledger=settings.max_ledger)
     if out or not verify:  # --verify prints the differences, not every alert, unless --out asks
         sink = open(out, "wb") if out else sys.stdout.buffer
         try:
             for record in result.records if status else result.alerts:
-                sink.write(encode_record(record) + b"\n")
+                sink.write(encode(record) + b"\n")
         finally:
             sink.flush()
             if out:

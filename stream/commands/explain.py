@@ -24,11 +24,14 @@ def explain(context_id: str, node_id: str, as_json: bool) -> int:
     every version of the node with its referents and constraints, each reachability
     change of its referents (event id, topic/partition/offset), every alert raised or
     resolved and what triggered it, every status change, and whether the node is
-    authoritative now (and which nodes below it degrade it).
+    authoritative now (and which nodes below it degrade it). Long sets show their first
+    ten and how many more there are; --json has each record as published (sets cut to
+    1,000, with set_size / degraded_count).
     Exit code 3 when the node never appeared.
     """
     records, _ = read(settings.input_topics, context=context_id)
-    h = explain_node(records, context_id, node_id, seq_gap_limit=settings.seq_gap_limit)
+    h = explain_node(records, context_id, node_id, seq_gap_limit=settings.seq_gap_limit,
+                     max_ledger=settings.max_ledger)
     if as_json:
         print(json.dumps(h.to_json(), indent=2, ensure_ascii=False))
         return 0 if h.exists else 3
@@ -43,8 +46,7 @@ def explain(context_id: str, node_id: str, as_json: bool) -> int:
     state = "[green]authoritative[/]" if h.authoritative else "[red]NOT authoritative[/]"
     extra = (" — frozen" if h.frozen else "") + (f" — open: {', '.join(h.open_rules)}" if h.open_rules else "")
     if h.degraded_count:
-        more = f" (+{h.degraded_count - len(h.degraded_by)})" if h.degraded_count > len(h.degraded_by) else ""
-        extra += f" — degraded by {', '.join(h.degraded_by)}{more}"
+        extra += f" — degraded by {_few(h.degraded_by, h.degraded_count)}"
     con.rule(f"{context_id} / {node_id}: {state}{extra}")
     t = Table(title="versions")
     for col in ("#", "event", "at", "verdict", "referents", "carried", "raw prohibitions"):
@@ -66,7 +68,7 @@ def explain(context_id: str, node_id: str, as_json: bool) -> int:
     for al in h.alerts:
         tr = al["trigger"]
         items = al["orphans"] or al["missing_constraints"] or ()
-        a.add_row(al["rule"], al["status"], ", ".join(items) or "-", tr["event_id"],
+        a.add_row(al["rule"], al["status"], _few(items, al.get("set_size")) or "-", tr["event_id"],
                   f"{tr['topic']}[{tr['partition']}]@{tr['offset']}")
     con.print(a)
     st = Table(title="status changes (what checkpoint-status recorded)")
@@ -75,6 +77,14 @@ def explain(context_id: str, node_id: str, as_json: bool) -> int:
     for s in h.statuses:
         tr = s["trigger"]
         st.add_row("yes" if s["authoritative"] else "no", ", ".join(s["open_rules"]) or "-",
-                   ", ".join(s["degraded_by"]) or "-", tr["event_id"], f"{tr['topic']}[{tr['partition']}]@{tr['offset']}")
+                   _few(s["degraded_by"], s["degraded_count"]) or "-", tr["event_id"],
+                   f"{tr['topic']}[{tr['partition']}]@{tr['offset']}")
     con.print(st)
     return 0
+
+
+def _few(ids: list[str] | tuple[str, ...], total: int | None, shown: int = 10) -> str:
+    """The first ``shown`` ids and how many more the set holds (a record lists at most
+    1,000 of it; ``total``: its ``set_size`` / ``degraded_count``)."""
+    more = max(total or 0, len(ids)) - min(len(ids), shown)
+    return ", ".join(ids[:shown]) + (f" (+{more} more)" if more > 0 else "")

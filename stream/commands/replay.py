@@ -25,7 +25,7 @@ import sys
 from stream.commands._base import argument, check_output_file, command, fail, option
 from stream.settings import get_settings
 from stream.replay import Replayer, iter_lines
-from stream.domain.engine import encode_record
+from stream.wire import encode
 
 settings = get_settings()
 
@@ -106,7 +106,7 @@ def replay(
         if os.path.isdir(out) or not os.path.isdir(os.path.dirname(os.path.abspath(out))):
             fail(f"cannot write --out {out}: not a file in an existing directory")
     rp = Replayer(seq_gap_limit=limit, since=since_flag, max_bytes=settings.max_message_bytes,
-                  max_output_bytes=settings.max_output_bytes)
+                  max_output_bytes=settings.max_output_bytes, max_ledger=settings.max_ledger)
     try:
         sink = open(out, "wb") if out else sys.stdout.buffer
     except OSError as exc:
@@ -134,12 +134,13 @@ def _run(rp: Replayer, paths: tuple[str, ...], sink, status: bool, *, strict: bo
                 n_dead = len(rp.result.dead_letters)
                 for lineno, line in enumerate(iter_lines(fh), 1):
                     records = rp.feed(line, lineno)
-                    if len(rp.result.dead_letters) != n_dead:
+                    if len(rp.result.dead_letters) != n_dead:  # a bad line, or events rejected at apply time
+                        for where, reason in rp.result.dead_letters[n_dead:]:
+                            print(f"{path}:{where}: {reason}", file=sys.stderr)
                         n_dead = len(rp.result.dead_letters)
-                        print(f"{path}:{lineno}: {rp.result.dead_letters[-1][1]}", file=sys.stderr)
                     for record in records or ():
                         if status or record["type"] == "alert":
-                            sink.write(encode_record(record) + b"\n")
+                            sink.write(encode(record) + b"\n")
         result = rp.finish()
     finally:
         sink.flush()

@@ -36,9 +36,8 @@ from stream.devtools.report import StreamReport
 from stream.errors import ConfigurationError
 from stream.kafka_clients import admin, consumer, create_project_topics, producer
 from stream.replay import replay_lines
-from stream.domain.engine import encode_record
 from stream.settings import USER_DATA_DIR, Settings
-from stream.wire import decode_event
+from stream.wire import decode_event, encode
 
 #: Where the demo keeps its broker, worker state and logs (a user-owned directory).
 DEMO_HOME = USER_DATA_DIR / "demo"
@@ -223,11 +222,11 @@ class Demo:
             out = defaultdict(list)
             for r in records:
                 r = {**r, "trigger": {**r["trigger"], "topic": None, "partition": None, "offset": None}}
-                out[r["context_id"]].append(encode_record(r))
+                out[r["context_id"]].append(encode(r))
             return dict(out)
 
         offline = replay_lines((encode_event(e).encode() for e in events), seq_gap_limit=self.settings.seq_gap_limit,
-                               max_output_bytes=self.settings.max_output_bytes)
+                               max_output_bytes=self.settings.max_output_bytes, max_ledger=self.settings.max_ledger)
         same_alerts = by_ctx(live) == by_ctx(offline.alerts)
         same_status = by_ctx(statuses) == by_ctx(offline.statuses)
         for what, same, n_live, n_off in (("alerts", same_alerts, len(live), len(offline.alerts)),

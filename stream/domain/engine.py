@@ -1,43 +1,37 @@
-"""The decision engine: DESIGN.md §4 (contract v2) as a fold ``(state, event) -> Output``.
+"""The decision engine: DESIGN.md §4 (contract 2.1) as a fold ``(state, event) -> Output``.
 
-Why it is incremental: a context can track 10^5 artifacts and 10^4 summary nodes, and
-DESIGN.md §4 "Cost per event" bounds an event's work by its output and by the nodes
-whose state really changes. Nothing here scans "all nodes", a subtree or a parent's
-children list on the way in:
+Why it is incremental: §4 "Cost per event" bounds an event's work by its (bounded)
+output and by the nodes whose state really changes — never by the size of a context,
+subtree, set, ledger or list of children. So nothing here scans all nodes, walks a whole
+subtree or re-reads a whole set:
 
-* the **ledger** (union of every applied version's raw constraint keys and children)
-  only grows, so ``required(n)`` and ``reach(n)`` only grow along new links: a change is
-  pushed up the child -> parents index as a *delta* and stops at the first node that
-  already has it (cycles terminate the same way);
-* ``reach(n)`` is the set of *bad* nodes (open ``orphaned_referent`` or
-  ``unverifiable_checkpoint``) reachable from ``n``, ``n`` included; a node that stops
-  being bad is removed from exactly the ancestors that hold it. ``degraded_by(n)`` is
-  ``reach(n) - {n}``;
-* an artifact event touches only its dependents (the nodes whose kept version lists it).
-
-Only an alert's ``subtree`` is computed by walking (the alert is the output it is
-proportional to). Invariants: ``alert_sets`` holds each stored node's current orphan
-set ``O(n)`` and missing set ``M(n)``; ``required``/``reach`` are exact for stored nodes.
-
-Node record (``state.nodes[(ctx, node_id)]``)::
-
-    {"level", "referents", "carried", "raw", "opaque", "frozen", "versions",
-     "instructions", "raw_instructions",   # the kept version
-     "lraw", "lchildren"}                   # the ledger (sorted lists)
+* the **ledger** only grows, so ``required(n)`` and ``reach(n)`` (the *bad* nodes — open
+  ``orphaned_referent`` or ``unverifiable_checkpoint`` — reachable from ``n``, itself
+  included) only grow along new links: a change is pushed up the child -> parents index as
+  a delta and stops where it is known (cycles too); a node that stops being bad is removed
+  from exactly the ancestors that hold it; an artifact event touches only its dependents;
+* every listed set (orphans, missing keys, ``reach``, the ledger) is a sorted container
+  changed per key, with its ``set_digest`` updated per key; records list its first 1,000;
+* ``subtree`` is a breadth-first walk over ``stored_children`` (each node's *stored*
+  ledger children) that stops at the 1,001st node.
 
 Order within one applied event (§4): ``non_idempotent`` first, then by node id
 ``orphaned_referent``, ``negative_constraint_dropped``, ``unverifiable_checkpoint``;
-then the status records of the nodes whose status changed, by node id.
+then the status records of the nodes whose status changed, by node id. The tables and
+their values: :mod:`stream.domain.state`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import heapq
 import json
 from bisect import bisect_left, insort
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from itertools import islice
 from typing import Any, NamedTuple
+
+from sortedcontainers import SortedList
 
 from stream.domain.events import (
     ArtifactEvent,
@@ -46,9 +40,20 @@ from stream.domain.events import (
     Source,
     event_from_record,
 )
+from stream.domain.outputs import (
+    SCHEMA_VERSION,
+    Alert,
+    NodeDetail,
+    NodeStatus,
+    Record,
+    Rejection,
+    Trigger,
+    Verdict,
+    encode_record,
+)
 from stream.domain.state import State
 
-SCHEMA_VERSION = 1
+__all__ = ["SCHEMA_VERSION", "Engine", "Output", "encode_record", "node_detail", "open_rules", "set_digest"]
 
 ORPHANED_REFERENT = "orphaned_referent"
 NEGATIVE_CONSTRAINT_DROPPED = "negative_constraint_dropped"
@@ -74,16 +79,67 @@ REPLACED = "replaced"
 IGNORED_FROZEN = "ignored-frozen"
 FROZEN = "frozen"
 
-#: Most ids an alert's ``subtree`` / a status record's ``degraded_by`` lists (§4 Bounded outputs).
-SUBTREE_LIMIT = 1000
-DEGRADED_LIMIT = 1000
+#: Most entries a record lists of a set, of ``subtree`` and of ``degraded_by`` (§4 Bounded outputs).
+LISTED_LIMIT = 1000
+SUBTREE_LIMIT = DEGRADED_LIMIT = SET_LIMIT = LISTED_LIMIT
 #: Largest output record (``CG_MAX_OUTPUT_BYTES``), in bytes of :func:`encode_record`.
 MAX_OUTPUT_BYTES = 16 << 20
+#: Most raw keys, and most children, a node's ledger holds (``CG_MAX_LEDGER``, §4 Ledger bound).
+MAX_LEDGER = 10_000
+#: Reason prefix of a version dead-lettered by the ledger bound.
+LEDGER_FULL = "ledger full"
 
 
-def encode_record(obj: Any) -> bytes:
-    """The deterministic JSON bytes of every output record (compact, UTF-8, key order kept)."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+# --- set digests (DESIGN.md §4 Bounded outputs [v2.1]) -------------------------------------
+
+_MOD = 1 << 256
+EMPTY_DIGEST = "0" * 64
+
+
+@lru_cache(maxsize=1 << 16)
+def _key_hash(key: str) -> int:
+    return int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest(), "big")
+
+
+def set_digest(keys: Any) -> str:
+    """The order-independent digest of a set of strings, from scratch: 64 hex digits of
+    (Σ sha256(UTF-8 key) as a big-endian integer) mod 2^256. The engine keeps it per key."""
+    return format(sum(map(_key_hash, keys)) % _MOD, "064x")
+
+
+def _moved(digest: str, keys: Any, sign: int) -> str:
+    """``digest`` with ``keys`` added (sign +1) or removed (-1): O(1) per key."""
+    delta = sum(map(_key_hash, keys))
+    return format((int(digest, 16) + sign * delta) % _MOD, "064x")
+
+
+# --- sorted containers as stored ---------------------------------------------------------
+
+
+def _has(items: Any, x: Any) -> bool:
+    """Membership in a sorted container or a sorted list read back from a table."""
+    if not items:
+        return False
+    if isinstance(items, SortedList):
+        return x in items
+    i = bisect_left(items, x)
+    return i < len(items) and items[i] == x
+
+
+def _sorted(items: Any) -> SortedList:
+    """A stored sorted list as a :class:`SortedList` to change (converted once per read
+    from storage; the changed value is re-assigned)."""
+    return items if isinstance(items, SortedList) else SortedList(items or ())
+
+
+def _as_set(value: Any) -> set:
+    """A set-valued table entry as a set (tables hand back sorted lists)."""
+    if value is None:
+        return set()
+    return value if isinstance(value, set) else set(value)
+
+
+# --- summaries, open rules, authority ------------------------------------------------------
 
 
 class NodeSummary(NamedTuple):
@@ -104,48 +160,115 @@ class NodeSummary(NamedTuple):
     survival: tuple[int, int, int, int]
 
 
+def open_rules(*, frozen: bool, opaque: bool, orphans: bool, missing: bool) -> tuple[str, ...]:
+    """Rules with an open alert on a node, sorted (§4 Node status) — the one derivation
+    every status, verdict, summary and view uses. Authoritative: none, and not degraded."""
+    rules = []
+    if missing:
+        rules.append(NEGATIVE_CONSTRAINT_DROPPED)
+    if frozen:
+        rules.append(NON_IDEMPOTENT)
+    if orphans:
+        rules.append(ORPHANED_REFERENT)
+    if opaque:
+        rules.append(UNVERIFIABLE_CHECKPOINT)
+    return tuple(rules)
+
+
+def _rules_of(rec: dict[str, Any], sets: dict[str, Any] | None) -> tuple[str, ...]:
+    sets = sets or {}
+    return open_rules(frozen=rec["frozen"], opaque=rec["opaque"], orphans=bool(sets.get("o")),
+                      missing=bool(sets.get("m")))
+
+
+def _survival(ev: CheckpointEvent) -> list[int]:
+    raw, raw_ins = set(ev.raw_negative_constraints), set(ev.raw_instructions)
+    return [len(raw.intersection(ev.negative_constraints)), len(raw),
+            len(raw_ins.intersection(ev.instructions)), len(raw_ins)]
+
+
 def summarize(rec: dict[str, Any], sets: dict[str, Any] | None, reach: Any, node_id: str) -> NodeSummary:
-    """The :class:`NodeSummary` of a stored node from its three table values."""
+    """The :class:`NodeSummary` of a stored node from its table values (``nodes``,
+    ``alert_sets``, ``reach``): O(1) in the size of its sets."""
     orphans = (sets or {}).get("o") or ()
-    missing = bool((sets or {}).get("m"))
     degraded = _degraded_count(reach, node_id) > 0
-    authoritative = not (orphans or missing or rec["frozen"] or rec["opaque"] or degraded)
-    raw, raw_ins = set(rec["raw"]), set(rec["raw_instructions"])
-    survival = (len(raw.intersection(rec["carried"])), len(raw),
-                len(raw_ins.intersection(rec["instructions"])), len(raw_ins))
-    return NodeSummary(rec["level"], authoritative, degraded, rec["opaque"], rec["frozen"], missing,
-                       len(rec["referents"]), len(orphans), survival)
+    rules = _rules_of(rec, sets)
+    return NodeSummary(rec["level"], not rules and not degraded, degraded, rec["opaque"], rec["frozen"],
+                       NEGATIVE_CONSTRAINT_DROPPED in rules, len(rec["referents"]), len(orphans),
+                       tuple(rec["surv"]))
+
+
+def _degraded_count(reach: Any, node_id: str) -> int:
+    """``degraded_count``: the bad nodes under ``node_id`` (its reach minus itself)."""
+    return len(reach) - (1 if _has(reach, node_id) else 0) if reach else 0
+
+
+def _degraded(reach: Any, node_id: str) -> tuple[tuple[str, ...], int]:
+    """``degraded_by`` (the first :data:`DEGRADED_LIMIT` of the sorted reach, the node
+    itself left out) and ``degraded_count``: O(limit), never a pass over the set."""
+    count = _degraded_count(reach, node_id)
+    if count <= 0:
+        return (), 0
+    first = reach[:DEGRADED_LIMIT + 1]
+    return tuple(x for x in first if x != node_id)[:DEGRADED_LIMIT], count
+
+
+def node_detail(state: State, context_id: str, node_id: str) -> NodeDetail | None:
+    """A stored node's current status and declarations, or None for a node never stored
+    (the web view, ``explain``)."""
+    key = (context_id, node_id)
+    rec = state.nodes.get(key)
+    if rec is None:
+        return None
+    sets = state.alert_sets.get(key) or {}
+    rules = _rules_of(rec, sets)
+    degraded_by, count = _degraded(state.reach.get(key), node_id)
+    return NodeDetail(
+        context_id=context_id, node_id=node_id, level=rec["level"],
+        authoritative=not rules and not count, frozen=rec["frozen"], open_rules=rules,
+        degraded_by=degraded_by, degraded_count=count, versions=rec["versions"], opaque=rec["opaque"],
+        orphans=tuple(sets.get("o") or ()), missing_constraints=tuple(sets.get("m") or ()),
+        referents=tuple(rec["referents"]), children=tuple(rec["lchildren"]),
+    )
+
+
+# --- output ------------------------------------------------------------------------------
 
 
 @dataclass(slots=True)
 class Output:
     """What one :meth:`Engine.process` call produced, in order.
 
-    ``alerts``: alert dicts (DESIGN.md §3), emission order. ``statuses``: node-status
-    records (§4 Node status). ``records``: alerts and statuses interleaved in output
-    order (each event's alerts, then its statuses). ``node_changes``: ``(before, after)``
-    :class:`NodeSummary` of every node whose summary changed (before None: a new node)
-    — what the metrics' per-level gauges follow. ``verdicts``: one dict per applied checkpoint. ``applied``: ``(event,
-    source)`` of every event applied (drained ones included, each with its own source);
-    ``duplicates``: applied-time duplicates ignored; ``dropped``: seq below the next
-    expected or already waiting; ``buffered``: 1 if the arriving event now waits.
+    ``alerts``: :class:`~stream.domain.outputs.Alert` values, emission order.
+    ``statuses``: :class:`~stream.domain.outputs.NodeStatus` values (§4 Node status).
+    ``records``: alerts and statuses interleaved in output order (each event's alerts,
+    then its statuses). ``node_changes``: ``(before, after)`` :class:`NodeSummary` of
+    every node whose summary changed (before None: a new node) — what the metrics'
+    per-level gauges follow. ``verdicts``: one :class:`~stream.domain.outputs.Verdict`
+    per applied checkpoint. ``applied``: ``(event, source)`` of every event applied
+    (drained ones included, each with its own source). ``rejected``:
+    :class:`~stream.domain.outputs.Rejection` of every event dead-lettered at apply
+    time (``ledger full``); the caller dead-letters it. ``duplicates``: applied-time
+    duplicates ignored; ``dropped``: seq below the next expected or already waiting;
+    ``buffered``: 1 if the arriving event now waits.
     """
 
-    alerts: list[dict[str, Any]] = field(default_factory=list)
-    statuses: list[dict[str, Any]] = field(default_factory=list)
-    records: list[dict[str, Any]] = field(default_factory=list)
+    alerts: list[Alert] = field(default_factory=list)
+    statuses: list[NodeStatus] = field(default_factory=list)
+    records: list[Record] = field(default_factory=list)
     node_changes: list[tuple[NodeSummary | None, NodeSummary]] = field(default_factory=list)
-    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
     applied: list[tuple[Event, Source]] = field(default_factory=list)
+    rejected: list[Rejection] = field(default_factory=list)
     duplicates: int = 0
     dropped: int = 0
     buffered: int = 0
 
-    def alert(self, alert: dict[str, Any]) -> None:
+    def alert(self, alert: Alert) -> None:
         self.alerts.append(alert)
         self.records.append(alert)
 
-    def status(self, status: dict[str, Any]) -> None:
+    def status(self, status: NodeStatus) -> None:
         self.statuses.append(status)
         self.records.append(status)
 
@@ -153,9 +276,10 @@ class Output:
 def alert_id(context_id: str, node_id: str | None, rule: str, status: str, sets: Any, trigger_event_id: str) -> str:
     """Deterministic alert id: sha256 over (context, node, rule, status, set, trigger).
 
-    Returns 32 hex chars. Never depends on a clock or a random number (DESIGN.md §3),
-    so a crash-replayed alert carries the same id as the original. ``sets`` is always
-    the *full* set, also when the alert carries a truncated one.
+    Returns 32 hex chars. Never depends on a clock or a random number (DESIGN.md §3), so
+    a crash-replayed alert carries the same id as the original. ``sets``: the rule set's
+    ``set_digest`` (``[after, before]`` digests for ``non_idempotent``; the gap for
+    ``sequence_gap``; None for ``unverifiable_checkpoint``) — never the listed set.
     """
     blob = json.dumps(
         [context_id, node_id, rule, status, sets, trigger_event_id],
@@ -165,126 +289,75 @@ def alert_id(context_id: str, node_id: str | None, rule: str, status: str, sets:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:32]
 
 
-def _trigger(event: Event, source: Source) -> dict[str, Any]:
-    return {
-        "event_id": event.event_id,
-        "type": event.type,
-        "topic": source.topic,
-        "partition": source.partition,
-        "offset": source.offset,
-    }
+def _trigger(event: Event, source: Source) -> Trigger:
+    return Trigger(event.event_id, event.type, source.topic, source.partition, source.offset)
 
 
-def make_alert(
-    rule: str,
-    status: str,
-    event: Event,
-    source: Source,
-    *,
-    node_id: str | None = None,
-    level: str | None = None,
-    orphans: list[str] | None = None,
-    previous_orphans: list[str] | None = None,
-    missing: list[str] | None = None,
-    subtree: list[str] | None = None,
-    subtree_size: int | None = None,
-    gap: list[int] | None = None,
-    max_bytes: int = MAX_OUTPUT_BYTES,
-) -> dict[str, Any]:
-    """Build one alert dict with every §3 field, in the wire order, within ``max_bytes``.
+def _listed(items: Any) -> tuple[str, ...]:
+    return tuple(items[:SET_LIMIT]) if items else ()
 
-    ``subtree`` is cut to its first :data:`SUBTREE_LIMIT` ids (``subtree_size`` = the
-    full count). If the alert is still over ``max_bytes`` the rule's set keeps its first
-    entries that fit (``truncated: true``, ``set_size``); ``alert_id`` is computed first,
-    from the full set.
-    """
+
+def _alert(
+    rule: str, status: str, event: Event, source: Source, *, node_id: str | None, level: str | None,
+    id_sets: Any, max_bytes: int, orphans: tuple | None = (), previous: tuple | None = None,
+    missing: tuple | None = (), set_size: int | None = None, truncated: bool | None = None,
+    digest: str | None = None, subtree: tuple | None = None, subtree_truncated: bool | None = None,
+    gap: tuple[int, int] | None = None,
+) -> Alert:
+    """One :class:`Alert` in the wire field order, cut to ``max_bytes`` if it would exceed it."""
     action, severity = RULES[rule]
-    if rule == UNVERIFIABLE_CHECKPOINT:
-        orphans = missing = None
-        sets: Any = None
-    else:
-        orphans = orphans or []
-        missing = missing or []
-        if rule == NON_IDEMPOTENT:
-            sets = [orphans, previous_orphans]
-        elif rule == NEGATIVE_CONSTRAINT_DROPPED:
-            sets = missing
-        elif rule == SEQUENCE_GAP:
-            sets = gap
-        else:
-            sets = orphans
-    if subtree is not None:
-        if subtree_size is None:
-            subtree_size = len(subtree)
-        subtree = subtree[:SUBTREE_LIMIT]
-    alert = {
-        "schema_version": SCHEMA_VERSION,
-        "type": "alert",
-        "alert_id": alert_id(event.context_id, node_id, rule, status, sets, event.event_id),
-        "status": status,
-        "rule": rule,
-        "action": action,
-        "severity": severity,
-        "context_id": event.context_id,
-        "node_id": node_id,
-        "level": level,
-        "orphans": orphans,
-        "previous_orphans": previous_orphans,
-        "missing_constraints": missing,
-        "subtree": subtree,
-        "subtree_size": subtree_size,
-        "gap": gap,
-        "trigger": _trigger(event, source),
-        "detected_at": event.occurred_at,
-    }
-    field_name = "missing_constraints" if rule == NEGATIVE_CONSTRAINT_DROPPED else "orphans"
+    alert = Alert(
+        alert_id=alert_id(event.context_id, node_id, rule, status, id_sets, event.event_id),
+        status=status, rule=rule, action=action, severity=severity, context_id=event.context_id,
+        node_id=node_id, level=level, orphans=orphans, previous_orphans=previous, missing_constraints=missing,
+        set_size=set_size, truncated=truncated, set_digest=digest, subtree=subtree,
+        subtree_size=None if subtree is None or subtree_truncated else len(subtree),
+        subtree_truncated=subtree_truncated, gap=gap, trigger=_trigger(event, source),
+        detected_at=event.occurred_at,
+    )
     if _may_exceed(alert, max_bytes):
-        _fit(alert, field_name, max_bytes, mark=True)
-        for extra in ("subtree", "previous_orphans"):
-            _fit(alert, extra, max_bytes, mark=False)
+        main = "missing_constraints" if rule == NEGATIVE_CONSTRAINT_DROPPED else "orphans"
+        for name in (main, "subtree", "previous_orphans"):
+            alert = _fit(alert, name, max_bytes)
     return alert
 
 
-# --- bounded outputs (DESIGN.md §4 [v2]) -------------------------------------------------
+# --- bounded outputs: the byte limit (DESIGN.md §4) ---------------------------------------
 
 #: Fixed part of any record: ids up to 1,024 characters, field names, numbers (generous).
 _RECORD_OVERHEAD = 64 << 10
+_LISTS = {Alert: ("orphans", "previous_orphans", "missing_constraints", "subtree"), NodeStatus: ("degraded_by",)}
+#: list field -> the fields that say it was cut
+_CUT_MARK = {"orphans": {"truncated": True}, "missing_constraints": {"truncated": True},
+             "previous_orphans": {"truncated": True},
+             "subtree": {"subtree_truncated": True, "subtree_size": None},
+             "degraded_by": {"degraded_truncated": True}}
 
 
-def _list_bound(items: list[str] | None) -> int:
+def _list_bound(items: tuple[str, ...] | None) -> int:
     # a code point is at most 6 bytes of JSON (a \u00XX escape), plus quotes and a comma
     return 0 if not items else 6 * sum(map(len, items)) + 3 * len(items)
 
 
-def _may_exceed(record: dict[str, Any], max_bytes: int) -> bool:
+def _may_exceed(record: Record, max_bytes: int) -> bool:
     """Cheap upper bound of the record's size (exact check only when it may not fit)."""
     bound = _RECORD_OVERHEAD
-    for name in ("orphans", "previous_orphans", "missing_constraints", "subtree", "degraded_by"):
-        bound += _list_bound(record.get(name))
-    for name in ("context_id", "node_id"):
-        bound += 6 * len(record.get(name) or "")
-    trig = record.get("trigger")
-    if trig:
-        bound += 6 * (len(trig["event_id"]) + len(trig.get("topic") or ""))
+    for name in _LISTS[type(record)]:
+        bound += _list_bound(getattr(record, name))
+    bound += 6 * (len(record.context_id) + len(record.node_id or ""))
+    trig = record.trigger
+    bound += 6 * (len(trig.event_id) + len(trig.topic or ""))
     return bound > max_bytes
 
 
-def _fit(record: dict[str, Any], name: str, max_bytes: int, *, mark: bool) -> None:
-    """Cut list field ``name`` to its first entries that keep the record within ``max_bytes``.
-
-    ``mark``: also add ``truncated: true`` and ``set_size`` (the full count) when cut.
-    """
-    items = record.get(name)
-    if not items:
-        return
-    size = len(encode_record(record))
-    if size <= max_bytes:
-        return
-    record[name] = []
-    if mark:
-        record["truncated"] = True
-        record["set_size"] = len(items)
-    budget = max_bytes - len(encode_record(record))
+def _fit(record: Any, name: str, max_bytes: int) -> Any:
+    """``record`` with list field ``name`` cut to its first entries that keep it within
+    ``max_bytes``, marked as cut (``truncated``, ``subtree_truncated``, ``degraded_truncated``)."""
+    items = getattr(record, name)
+    if not items or len(encode_record(record.to_record())) <= max_bytes:
+        return record
+    cut = replace(record, **{name: ()}, **_CUT_MARK[name])
+    budget = max_bytes - len(encode_record(cut.to_record()))
     kept = 0
     for item in items:
         cost = len(encode_record(item)) + (1 if kept else 0)
@@ -292,86 +365,31 @@ def _fit(record: dict[str, Any], name: str, max_bytes: int, *, mark: bool) -> No
             break
         budget -= cost
         kept += 1
-    record[name] = items[:kept]
+    return replace(cut, **{name: items[:kept]})
 
 
-# --- node status ---------------------------------------------------------------------------
-
-
-def _open_rules(rec: dict[str, Any], sets: dict[str, Any] | None) -> tuple[str, ...]:
-    """Rules with an open alert on a node, sorted (§4 Node status)."""
-    rules = []
-    if sets and sets.get("m"):
-        rules.append(NEGATIVE_CONSTRAINT_DROPPED)
-    if rec["frozen"]:
-        rules.append(NON_IDEMPOTENT)
-    if sets and sets.get("o"):
-        rules.append(ORPHANED_REFERENT)
-    if rec["opaque"]:
-        rules.append(UNVERIFIABLE_CHECKPOINT)
-    return tuple(rules)
-
-
-def _degraded_count(reach: Any, node_id: str) -> int:
-    """``degraded_count``: the bad nodes under ``node_id`` (its reach minus itself)."""
-    return len(reach) - (1 if node_id in reach else 0) if reach else 0
-
-
-def _degraded(reach: Any, node_id: str) -> tuple[list[str], int]:
-    """``degraded_by`` (first :data:`DEGRADED_LIMIT`, sorted) and ``degraded_count``."""
-    count = _degraded_count(reach, node_id)
-    if count <= 0:
-        return [], 0
-    if len(reach) <= DEGRADED_LIMIT + 1:
-        first = sorted(reach)
-    else:
-        first = heapq.nsmallest(DEGRADED_LIMIT + 1, reach)
-    return [x for x in first if x != node_id][:DEGRADED_LIMIT], count
-
-
-def node_status(state: State, context_id: str, node_id: str) -> dict[str, Any] | None:
-    """The current status of a stored node (the fields of a status record without
-    trigger), or None for a node never stored. For views (web, explain)."""
-    key = (context_id, node_id)
-    rec = state.nodes.get(key)
-    if rec is None:
-        return None
-    rules = _open_rules(rec, state.alert_sets.get(key))
-    degraded_by, count = _degraded(state.reach.get(key), node_id)
-    return {
-        "level": rec["level"],
-        "authoritative": not rules and not count,
-        "frozen": rec["frozen"],
-        "open_rules": list(rules),
-        "degraded_by": degraded_by,
-        "degraded_count": count,
-    }
-
-
-def _as_set(value: Any) -> set:
-    """A set-valued table entry as a set (tables hand back sorted lists)."""
-    if value is None:
-        return set()
-    return value if isinstance(value, set) else set(value)
+# --- the engine ----------------------------------------------------------------------------
 
 
 class _Step:
-    """Scratch of one applied event: what may have changed, and the statuses before.
+    """Scratch of one applied event: what changed, and the statuses before.
 
-    ``o`` / ``m``: node -> its new orphan / missing set, for nodes whose set may have
-    changed (compared with ``alert_sets`` at emission). ``u``: node -> whether its kept
-    version is now opaque, for nodes where that flipped. ``before``: node -> its
-    :class:`NodeSummary` before the event changed it (None: the node is new). ``deg``: node -> net change of ``degraded_by`` (element -> +1/-1).
+    ``o`` / ``m``: nodes whose orphan / missing set changed. ``u``: node -> whether its
+    kept version is now opaque, where that flipped. ``sets``: nodes whose ``alert_sets``
+    entry was changed (re-assigned, or deleted when empty, after the alerts).
+    ``before``: node -> its :class:`NodeSummary` before the event changed it (None: new).
+    ``deg``: node -> net change of ``degraded_by`` (element -> +1/-1).
     """
 
-    __slots__ = ("ctx", "o", "m", "u", "before", "deg")
+    __slots__ = ("ctx", "o", "m", "u", "sets", "before", "deg")
 
     def __init__(self, ctx: str) -> None:
         self.ctx = ctx
-        self.o: dict[str, list[str]] = {}
-        self.m: dict[str, set[str]] = {}
+        self.o: set[str] = set()
+        self.m: set[str] = set()
         self.u: dict[str, bool] = {}
-        self.before: dict[str, tuple | None] = {}
+        self.sets: dict[str, dict[str, Any]] = {}
+        self.before: dict[str, NodeSummary | None] = {}
         self.deg: dict[str, dict[str, int]] = {}
 
 
@@ -383,23 +401,28 @@ class Engine:
             declared (DESIGN.md §4 Arrival.4). Default 1000.
         start_at_first_seq: ``replay --since``: a context's expected seq starts at the
             first seq read for it instead of 0.
-        max_output_bytes: largest output record (``CG_MAX_OUTPUT_BYTES``); sets are cut
+        max_output_bytes: largest output record (``CG_MAX_OUTPUT_BYTES``); lists are cut
             to fit (§4 Bounded outputs).
+        max_ledger: most raw keys, and most children, of a node's ledger
+            (``CG_MAX_LEDGER``); a version that would pass either is rejected (§4 Ledger bound).
 
     Thread-unsafe, stateless itself: all state lives in the ``State`` passed in.
     """
 
-    __slots__ = ("seq_gap_limit", "start_at_first_seq", "max_output_bytes")
+    __slots__ = ("seq_gap_limit", "start_at_first_seq", "max_output_bytes", "max_ledger")
 
     def __init__(
         self, seq_gap_limit: int = 1000, *, start_at_first_seq: bool = False,
-        max_output_bytes: int = MAX_OUTPUT_BYTES,
+        max_output_bytes: int = MAX_OUTPUT_BYTES, max_ledger: int = MAX_LEDGER,
     ) -> None:
         if seq_gap_limit < 0:
             raise ValueError("seq_gap_limit must be >= 0")
+        if max_ledger < 0:
+            raise ValueError("max_ledger must be >= 0")
         self.seq_gap_limit = seq_gap_limit
         self.start_at_first_seq = start_at_first_seq
         self.max_output_bytes = max_output_bytes
+        self.max_ledger = max_ledger
 
     # ------------------------------------------------------------------ arrival
     def process(self, state: State, event: Event, source: Source) -> Output:
@@ -423,7 +446,7 @@ class Engine:
             nxt = seqst["next"]
             waiting = list(seqst["waiting"])
         s = event.seq
-        if s < nxt or (waiting and _contains(waiting, s)):
+        if s < nxt or _has(waiting, s):
             out.dropped += 1
             return out
 
@@ -437,7 +460,9 @@ class Engine:
         nxt = self._drain(state, ctx, nxt, waiting, out)
         while len(waiting) > self.seq_gap_limit:
             lowest = waiting[0]
-            out.alert(make_alert(SEQUENCE_GAP, OPEN, event, source, gap=[nxt, lowest - 1]))
+            gap = (nxt, lowest - 1)
+            out.alert(_alert(SEQUENCE_GAP, OPEN, event, source, node_id=None, level=None, id_sets=list(gap),
+                             max_bytes=self.max_output_bytes, gap=gap))
             nxt = self._drain(state, ctx, lowest, waiting, out)
         if seqst is None or nxt != seqst["next"] or waiting != seqst["waiting"]:
             state.seq[skey] = {"next": nxt, "waiting": waiting}
@@ -458,6 +483,11 @@ class Engine:
         if seen_key in state.seen:
             out.duplicates += 1
             return
+        if isinstance(event, CheckpointEvent):
+            reason = self._over_ledger(state, event)
+            if reason is not None:  # dead letter: its seq is used up, nothing else changes
+                out.rejected.append(Rejection(event, source, reason))
+                return
         state.seen[seen_key] = 1
         out.applied.append((event, source))
         step = _Step(event.context_id)
@@ -470,6 +500,37 @@ class Engine:
             self._emit(state, event, source, step, out)
             rec = state.nodes[(event.context_id, event.node_id)]
             out.verdicts.append(self._verdict(state, event, source, rec, verdict))
+
+    def _over_ledger(self, state: State, ev: CheckpointEvent) -> str | None:
+        """Why the version would take its node's ledger past ``max_ledger`` (None: it
+        would not, or it enters no ledger: a frozen node, a freezing re-summarization)."""
+        limit = self.max_ledger
+        old = state.nodes.get((ev.context_id, ev.node_id))
+        if old is None:
+            raw, children = len(ev.raw_negative_constraints), len(ev.children)
+        else:
+            if old["frozen"]:
+                return None
+            lraw, lchildren = old["lraw"], old["lchildren"]
+            raw = len(lraw) + sum(1 for k in ev.raw_negative_constraints if not _has(lraw, k))
+            children = len(lchildren) + sum(1 for c in ev.children if not _has(lchildren, c))
+        if raw <= limit and children <= limit:
+            return None
+        if old is not None and self._orphans_change(state, ev):
+            return None
+        what, n = ("raw constraint keys", raw) if raw > limit else ("children", children)
+        return (f"{LEDGER_FULL}: the ledger of node {ev.node_id[:80]!r} would hold {n} {what}, "
+                f"limit is {limit} (CG_MAX_LEDGER)")
+
+    @staticmethod
+    def _orphans(state: State, ev: CheckpointEvent) -> list[str]:
+        artifacts, ctx = state.artifacts, ev.context_id
+        return [r for r in ev.referents if not artifacts.get((ctx, r))]
+
+    def _orphans_change(self, state: State, ev: CheckpointEvent) -> bool:
+        before = (state.alert_sets.get((ev.context_id, ev.node_id)) or {}).get("o") or ()
+        after = self._orphans(state, ev)
+        return len(before) != len(after) or any(a != b for a, b in zip(before, after))
 
     def _apply_artifact(self, state: State, ev: ArtifactEvent, step: _Step) -> None:
         ctx, aid = ev.context_id, ev.artifact_id
@@ -492,25 +553,23 @@ class Engine:
         now = bool(tiers)
         if was == now:
             return
-        # Reachability of ``aid`` flipped: only its dependents' orphan sets change,
-        # by exactly ``aid``; a node whose set becomes (non-)empty changes its badness.
+        # Reachability of ``aid`` flipped: only its dependents' orphan sets change, by
+        # exactly ``aid``; a node whose set becomes (non-)empty changes its badness.
         for node_id in sorted(state.dependents.get(akey) or ()):
-            sets = state.alert_sets.get((ctx, node_id)) or {}
-            old = sets.get("o") or []
-            if now:
-                new = [x for x in old if x != aid]
-            else:
-                new = list(old)
-                if not _contains(new, aid):
-                    insort(new, aid)
-            if new == old:
+            entry = (state.alert_sets.get((ctx, node_id)) or {})
+            orphans = entry.get("o")
+            if _has(orphans, aid) != now:  # admitted and not an orphan, or evicted and one already
                 continue
             self._touch(state, step, node_id)
-            step.o[node_id] = new
-            if bool(new) != bool(old):
-                rec = state.nodes[(ctx, node_id)]
-                if not rec["opaque"]:
-                    self._set_bad(state, step, node_id, bool(new))
+            entry = self._entry(state, step, node_id)
+            had = bool(entry["o"])
+            if now:
+                self._discard(entry, "o", (aid,))
+            else:
+                self._add(entry, "o", (aid,))
+            step.o.add(node_id)
+            if bool(entry["o"]) != had and not state.nodes[(ctx, node_id)]["opaque"]:
+                self._set_bad(state, step, node_id, not now)
 
     def _apply_checkpoint(
         self, state: State, ev: CheckpointEvent, source: Source, step: _Step, out: Output,
@@ -519,36 +578,25 @@ class Engine:
         (whose verdict is already out: nothing changed)."""
         ctx, nid = ev.context_id, ev.node_id
         nkey = (ctx, nid)
-        old = state.nodes.get(nkey)
+        nodes = state.nodes
+        old = nodes.get(nkey)
         if old is not None and old["frozen"]:
             out.verdicts.append(self._verdict(state, ev, source, old, IGNORED_FROZEN))
             return None
 
-        artifacts = state.artifacts
-        orphans_after = [r for r in ev.referents if not artifacts.get((ctx, r))]
+        after = self._orphans(state, ev)
         self._touch(state, step, nid)
-        if old is not None:
-            orphans_before = [r for r in old["referents"] if not artifacts.get((ctx, r))]
-            if orphans_before != orphans_after:
-                # Re-summarization changed the orphan set: not idempotent -> freeze the
-                # node at its first compaction; the new version is discarded (and does
-                # not enter the ledger).
-                frozen = {**old, "frozen": True}
-                state.nodes[nkey] = frozen
-                out.alert(
-                    make_alert(
-                        NON_IDEMPOTENT, OPEN, ev, source,
-                        node_id=nid, level=old["level"],
-                        orphans=orphans_after, previous_orphans=orphans_before,
-                        max_bytes=self.max_output_bytes,
-                    )
-                )
-                return FROZEN
+        if old is not None and self._orphans_change(state, ev):
+            # Re-summarization changed the orphan set: not idempotent -> freeze the node at
+            # its first compaction; the new version is discarded (it enters no ledger).
+            out.alert(self._non_idempotent(state, ev, source, old, after))
+            nodes[nkey] = {**old, "frozen": True}
+            return FROZEN
 
-        old_lraw = old["lraw"] if old is not None else []
-        old_lchildren = old["lchildren"] if old is not None else []
-        new_raw = [k for k in ev.raw_negative_constraints if not _contains(old_lraw, k)]
-        new_children = [c for c in ev.children if not _contains(old_lchildren, c)]
+        old_lraw = old["lraw"] if old is not None else ()
+        old_lchildren = old["lchildren"] if old is not None else ()
+        new_raw = [k for k in ev.raw_negative_constraints if not _has(old_lraw, k)]
+        new_children = [c for c in ev.children if not _has(old_lchildren, c)]
         rec = {
             "level": ev.level,
             "referents": list(ev.referents),
@@ -559,96 +607,163 @@ class Engine:
             "versions": (old["versions"] + 1) if old is not None else 1,
             "instructions": list(ev.instructions),
             "raw_instructions": list(ev.raw_instructions),
-            "lraw": sorted([*old_lraw, *new_raw]) if new_raw else old_lraw,
-            "lchildren": sorted([*old_lchildren, *new_children]) if new_children else old_lchildren,
+            "surv": _survival(ev),
+            "lraw": self._grown(old_lraw, new_raw),
+            "lchildren": self._grown(old_lchildren, new_children),
         }
-        state.nodes[nkey] = rec
+        nodes[nkey] = rec
         _reindex(state.dependents, ctx, nid, old["referents"] if old is not None else [], rec["referents"])
         for c in new_children:
             pkey = (ctx, c)
             ps = _as_set(state.parents.get(pkey))
             ps.add(nid)
             state.parents[pkey] = ps
+        stored = [c for c in new_children if c != nid and (ctx, c) in nodes]
+        self._link(state, ctx, nid, stored, new=old is None)
 
         # orphaned_referent: a new node's set; a replacement keeps the same set.
-        if old is None and orphans_after:
-            step.o[nid] = orphans_after
+        if old is None and after:
+            self._add(self._entry(state, step, nid), "o", after)
+            step.o.add(nid)
+        self._required(state, step, ev, old, rec, new_raw, stored)
 
-        nodes = state.nodes
-        required = state.required
-        # required + missing: the node's own ...
+        # degradation: the node's badness and its new children's bad nodes.
+        bad_now = bool(after) or ev.opaque
+        reach_t = state.reach
         if old is None:
-            req: set[str] = set(rec["lraw"])
-            for c in new_children:
-                if c != nid and (ctx, c) in nodes:
-                    creq = required.get((ctx, c))
-                    if creq:
-                        req.update(creq)
+            reach: set[str] = {nid} if bad_now else set()
+            for c in stored:
+                reach.update(reach_t.get((ctx, c)) or ())
+            if reach:
+                reach_t[nkey] = SortedList(reach)
+                _net(step, nid, reach, +1)
+                for p in list(state.parents.get(nkey) or ()):
+                    if p != nid:
+                        self._grow_reach(state, step, p, reach)
+            if ev.opaque:
+                step.u[nid] = True
+        else:
+            if old["opaque"] != ev.opaque:
+                step.u[nid] = ev.opaque
+                if not after:  # badness = orphans or opaque; the orphans did not change
+                    self._set_bad(state, step, nid, bad_now)
+            for c in stored:
+                creach = reach_t.get((ctx, c))
+                if creach:
+                    self._grow_reach(state, step, nid, creach)
+        return ACCEPTED if old is None else REPLACED
+
+    @staticmethod
+    def _grown(ledger: Any, new: list[str]) -> Any:
+        if not new:
+            return ledger
+        grown = _sorted(ledger)
+        grown.update(new)
+        return grown
+
+    @staticmethod
+    def _link(state: State, ctx: str, nid: str, stored: list[str], *, new: bool) -> None:
+        """Keep ``stored_children`` (the subtree walk's adjacency) current: the node's new
+        stored children, and — when it is new — the node under every stored parent that
+        listed it before it arrived. Plain sorted lists (the walk iterates them at C speed);
+        an insertion moves at most ``max_ledger`` pointers."""
+        table = state.stored_children
+        nkey = (ctx, nid)
+        if stored:
+            kids = table.get(nkey)
+            if kids is None:
+                kids = list(stored)  # already sorted
+            else:
+                for c in stored:
+                    insort(kids, c)
+            table[nkey] = kids
+        if new:
+            for p in state.parents.get(nkey) or ():
+                if p != nid:
+                    pkey = (ctx, p)
+                    kids = table.get(pkey)
+                    if kids is None:
+                        kids = []
+                    insort(kids, nid)
+                    table[pkey] = kids
+
+    def _required(self, state: State, step: _Step, ev: CheckpointEvent, old: dict | None,
+                  rec: dict[str, Any], new_raw: list[str], stored: list[str]) -> None:
+        """``required`` and ``M`` of the node, then every ancestor that gains keys."""
+        ctx, nid = ev.context_id, ev.node_id
+        nkey = (ctx, nid)
+        required = state.required
+        carried = rec["carried"]
+        if old is None:
+            req = set(rec["lraw"])
+            for c in stored:
+                req.update(required.get((ctx, c)) or ())
             if req:
                 required[nkey] = req
-            carried = ev.negative_constraints
-            missing = {k for k in req if not _contains(carried, k)} if carried else set(req)
-            if missing:
-                step.m[nid] = missing
-            grown = set(req)
+                missing = [k for k in req if not _has(carried, k)]
+                if missing:
+                    self._add(self._entry(state, step, nid), "m", missing)
+                    step.m.add(nid)
+            grown: Any = req
         else:
             req = _as_set(required.get(nkey))
-            grown = set(new_raw)
-            for c in new_children:
-                if c != nid and (ctx, c) in nodes:
-                    creq = required.get((ctx, c))
-                    if creq:
-                        grown.update(creq)
-            grown.difference_update(req)
+            gained = set(new_raw)
+            for c in stored:
+                gained.update(required.get((ctx, c)) or ())
+            grown = [k for k in gained if k not in req]
             if grown:
-                req |= grown
+                req.update(grown)
                 required[nkey] = req
-            if old["carried"] != rec["carried"] or grown:
-                sets = state.alert_sets.get(nkey) or {}
-                carried = rec["carried"]
-                m = set(sets.get("m") or ())
-                for k in old["carried"]:  # no longer carried, still required
-                    if k in req:
-                        m.add(k)
-                m.update(grown)
-                m = {k for k in m if not _contains(carried, k)}
-                step.m[nid] = m
-        # ... then every ancestor that gains keys (ledger parents; stops where known).
+            if old["carried"] != carried or grown:
+                entry = self._entry(state, step, nid)
+                m = entry["m"]
+                changed = self._discard(entry, "m", [k for k in carried if _has(m, k)])
+                joining = {k for k in old["carried"] if k in req and not _has(carried, k)}
+                joining.update(k for k in grown if not _has(carried, k))
+                changed += self._add(entry, "m", [k for k in joining if not _has(m, k)])
+                if changed:
+                    step.m.add(nid)
         if grown:
             for p in list(state.parents.get(nkey) or ()):
                 if p != nid:
                     self._grow_required(state, step, p, grown)
 
-        # degradation: the node's badness and its new children's bad nodes.
-        bad_now = bool(orphans_after) or ev.opaque
-        if old is None:
-            reach: set[str] = {nid} if bad_now else set()
-            for c in new_children:
-                if c != nid and (ctx, c) in nodes:
-                    creach = state.reach.get((ctx, c))
-                    if creach:
-                        reach.update(creach)
-            if reach:
-                state.reach[nkey] = reach
-                _net(step, nid, reach, +1)
-                delta = set(reach)
-                for p in list(state.parents.get(nkey) or ()):
-                    if p != nid:
-                        self._grow_reach(state, step, p, delta)
-            if ev.opaque:
-                step.u[nid] = True
+    # ------------------------------------------------------------------ sets
+    def _entry(self, state: State, step: _Step, node_id: str) -> dict[str, Any]:
+        """The node's ``alert_sets`` entry to change (created empty), in sorted containers."""
+        entry = step.sets.get(node_id)
+        if entry is not None:
+            return entry
+        key = (step.ctx, node_id)
+        stored = state.alert_sets.get(key)
+        if stored is None:
+            entry = {"o": SortedList(), "od": EMPTY_DIGEST, "m": SortedList(), "md": EMPTY_DIGEST}
         else:
-            bad_before = bool(orphans_before) or old["opaque"]
-            if bad_before != bad_now:
-                self._set_bad(state, step, nid, bad_now)
-            for c in new_children:
-                if c != nid and (ctx, c) in nodes:
-                    creach = state.reach.get((ctx, c))
-                    if creach:
-                        self._grow_reach(state, step, nid, set(creach))
-            if old["opaque"] != ev.opaque:
-                step.u[nid] = ev.opaque
-        return ACCEPTED if old is None else REPLACED
+            entry = {"o": _sorted(stored.get("o")), "od": stored.get("od") or EMPTY_DIGEST,
+                     "m": _sorted(stored.get("m")), "md": stored.get("md") or EMPTY_DIGEST}
+        state.alert_sets[key] = entry
+        step.sets[node_id] = entry
+        return entry
+
+    @staticmethod
+    def _add(entry: dict[str, Any], which: str, keys: Any) -> int:
+        """Add ``keys`` (none already in the set) to set ``which`` ("o"/"m"); returns how many."""
+        if not keys:
+            return 0
+        entry[which].update(keys)
+        entry[which + "d"] = _moved(entry[which + "d"], keys, +1)
+        return len(keys)
+
+    @staticmethod
+    def _discard(entry: dict[str, Any], which: str, keys: Any) -> int:
+        """Remove ``keys`` (all in the set) from set ``which``; returns how many."""
+        if not keys:
+            return 0
+        items = entry[which]
+        for k in keys:
+            items.remove(k)
+        entry[which + "d"] = _moved(entry[which + "d"], keys, -1)
+        return len(keys)
 
     # ------------------------------------------------------------------ propagation
     def _touch(self, state: State, step: _Step, node_id: str) -> None:
@@ -662,58 +777,57 @@ class Engine:
             return
         step.before[node_id] = summarize(rec, state.alert_sets.get(key), state.reach.get(key), node_id)
 
-    @staticmethod
-    def _grow(state: State, ctx: str, table: Any, start: str, delta: set, on_new: Any) -> None:
-        """Add ``delta`` to the set of ``start`` in ``table`` (``required`` or ``reach``) and
-        push what is new up the ledger parents; stops where nothing is new (cycles too).
-        ``on_new(node, new)`` runs before the node's set changes (it may be the stored one)."""
-        parents = state.parents
+    def _grow_required(self, state: State, step: _Step, start: str, delta: Any) -> None:
+        """Add keys to ``required(start)`` and above (ledger parents; stops where known);
+        every node whose M(n) gains keys (those it does not carry) gets them."""
+        ctx = step.ctx
+        nodes, required, parents = state.nodes, state.required, state.parents
         work = [(start, delta)]
         while work:
             nid, d = work.pop()
             key = (ctx, nid)
-            current = _as_set(table.get(key))
-            new = {x for x in d if x not in current} if len(d) < len(current) else d - current
+            current = _as_set(required.get(key))
+            new = [x for x in d if x not in current]
             if not new:
                 continue
-            on_new(nid, new)
-            current |= new
-            table[key] = current
+            carried = nodes[key]["carried"]
+            keys = [k for k in new if not _has(carried, k)]
+            if keys:
+                self._touch(state, step, nid)
+                if self._add(self._entry(state, step, nid), "m", keys):
+                    step.m.add(nid)
+            current.update(new)
+            required[key] = current
             for p in parents.get(key) or ():
                 if p != nid:
                     work.append((p, new))
 
-    def _grow_required(self, state: State, step: _Step, start: str, delta: set[str]) -> None:
-        """Add keys to ``required(start)`` and above; every node whose M(n) gains keys
-        (those it does not carry) gets its new missing set in ``step.m``."""
-        nodes, alert_sets = state.nodes, state.alert_sets
-
-        def gained(nid: str, new: set[str]) -> None:
-            carried = nodes[(step.ctx, nid)]["carried"]
-            keys = [k for k in new if not _contains(carried, k)]
-            if keys:
-                m = step.m.get(nid)
-                if m is None:
-                    self._touch(state, step, nid)
-                    m = step.m[nid] = set((alert_sets.get((step.ctx, nid)) or {}).get("m") or ())
-                m.update(keys)
-
-        self._grow(state, step.ctx, state.required, start, delta, gained)
-
-    def _grow_reach(self, state: State, step: _Step, start: str, delta: set[str]) -> None:
+    def _grow_reach(self, state: State, step: _Step, start: str, delta: Any) -> None:
         """Add bad nodes to ``reach(start)`` and above (``degraded_by`` of those nodes grows)."""
-
-        def degraded(nid: str, new: set[str]) -> None:
-            self._touch(state, step, nid)
+        ctx = step.ctx
+        reach_t, parents = state.reach, state.parents
+        work = [(start, delta)]
+        while work:
+            nid, d = work.pop()
+            key = (ctx, nid)
+            current = reach_t.get(key)
+            new = [x for x in d if not _has(current, x)]
+            if not new:
+                continue
+            self._touch(state, step, nid)  # before the set changes (it may be the stored one)
             _net(step, nid, new, +1)
-
-        self._grow(state, step.ctx, state.reach, start, delta, degraded)
+            grown = _sorted(current)
+            grown.update(new)
+            reach_t[key] = grown
+            for p in parents.get(key) or ():
+                if p != nid:
+                    work.append((p, new))
 
     def _set_bad(self, state: State, step: _Step, node_id: str, bad: bool) -> None:
         """``node_id`` became bad (add it to the reach of itself and every ancestor) or
         stopped being bad (remove it from exactly the nodes that hold it)."""
         if bad:
-            self._grow_reach(state, step, node_id, {node_id})
+            self._grow_reach(state, step, node_id, (node_id,))
             return
         ctx = step.ctx
         reach_t, parents = state.reach, state.parents
@@ -726,11 +840,11 @@ class Engine:
             done.add(nid)
             key = (ctx, nid)
             reach = reach_t.get(key)
-            if not reach or node_id not in reach:
+            if not _has(reach, node_id):
                 continue
             self._touch(state, step, nid)  # before the set changes (it may be the stored one)
-            reach = _as_set(reach)
-            reach.discard(node_id)
+            reach = _sorted(reach)
+            reach.remove(node_id)
             if reach:
                 reach_t[key] = reach
             else:
@@ -739,41 +853,84 @@ class Engine:
             work.extend(parents.get(key) or ())
 
     # ------------------------------------------------------------------ emission
+    def _subtree(self, state: State, ctx: str, nid: str) -> tuple[tuple[str, ...], bool]:
+        """The nearest :data:`SUBTREE_LIMIT` stored nodes under ``nid`` (breadth-first over
+        ``stored_children``, each node's in sorted order, each node once, ``nid`` itself
+        left out) and whether stored nodes were left unvisited. Expands at most
+        ``SUBTREE_LIMIT + 1`` nodes, reading each child list no further than it needs."""
+        get = state.stored_children.get
+        limit = SUBTREE_LIMIT
+        kids = get((ctx, nid))
+        if not kids:
+            return (), False
+        # the node's own children: none is the node, none seen yet
+        listed = list(kids[:limit + 1])
+        if len(listed) > limit:
+            return tuple(listed[:limit]), True
+        seen = {nid, *listed}
+        for current in listed:  # ``listed`` is the queue; it grows while it is walked
+            kids = get((ctx, current))
+            if not kids:
+                continue
+            room = limit - len(listed)
+            new = list(islice((c for c in kids if c not in seen), room + 1))
+            if len(new) > room:
+                listed.extend(new[:room])
+                return tuple(listed), True
+            listed.extend(new)
+            seen.update(new)
+        return tuple(listed), False
+
+    def _set_alert(self, state: State, rule: str, ev: Event, source: Source, nid: str, level: str,
+                   entry: dict[str, Any] | None) -> Alert:
+        """The alert of a change of the node's orphan or missing set (§4 Bounded outputs)."""
+        which = "o" if rule == ORPHANED_REFERENT else "m"
+        keys = entry[which] if entry else ()
+        digest = entry[which + "d"] if entry else EMPTY_DIGEST
+        listed = _listed(keys)
+        subtree, cut = (self._subtree(state, ev.context_id, nid) if rule == NEGATIVE_CONSTRAINT_DROPPED
+                        else (None, None))
+        return _alert(
+            rule, OPEN if keys else RESOLVED, ev, source, node_id=nid, level=level, id_sets=digest,
+            max_bytes=self.max_output_bytes, orphans=listed if which == "o" else (),
+            missing=listed if which == "m" else (), set_size=len(keys), truncated=len(keys) > len(listed),
+            digest=digest, subtree=subtree, subtree_truncated=cut,
+        )
+
+    def _non_idempotent(self, state: State, ev: CheckpointEvent, source: Source, old: dict[str, Any],
+                        after: list[str]) -> Alert:
+        before = (state.alert_sets.get((ev.context_id, ev.node_id)) or {}).get("o") or ()
+        listed, previous = _listed(after), _listed(before)
+        digest = set_digest(after)
+        return _alert(
+            NON_IDEMPOTENT, OPEN, ev, source, node_id=ev.node_id, level=old["level"],
+            id_sets=[digest, set_digest(before)], max_bytes=self.max_output_bytes, orphans=listed,
+            previous=previous, set_size=len(after),
+            truncated=len(after) > len(listed) or len(before) > len(previous), digest=digest,
+        )
+
     def _emit(self, state: State, ev: Event, source: Source, step: _Step, out: Output) -> None:
         """Alerts of the event's changed sets (by node id, rule order), then statuses."""
         ctx = step.ctx
-        max_bytes = self.max_output_bytes
         for nid in sorted({*step.o, *step.m, *step.u}):
             key = (ctx, nid)
-            rec = state.nodes[key]
-            sets = state.alert_sets.get(key) or {}
-            o_old = sets.get("o") or []
-            m_old = sets.get("m") or []
-            o_new = step.o.get(nid, o_old)
-            m_new = sorted(step.m[nid]) if nid in step.m else m_old
-            if o_new != o_old:
-                status = OPEN if o_new else RESOLVED
-                out.alert(make_alert(
-                    ORPHANED_REFERENT, status, ev, source, node_id=nid, level=rec["level"],
-                    orphans=o_new, max_bytes=max_bytes,
-                ))
-            if m_new != m_old:
-                status = OPEN if m_new else RESOLVED
-                subtree = _subtree(state, ctx, nid)
-                out.alert(make_alert(
-                    NEGATIVE_CONSTRAINT_DROPPED, status, ev, source, node_id=nid, level=rec["level"],
-                    missing=m_new, subtree=subtree, subtree_size=len(subtree), max_bytes=max_bytes,
-                ))
+            level = state.nodes[key]["level"]
+            entry = step.sets.get(nid)
+            if nid in step.o:
+                out.alert(self._set_alert(state, ORPHANED_REFERENT, ev, source, nid, level, entry))
+            if nid in step.m:
+                out.alert(self._set_alert(state, NEGATIVE_CONSTRAINT_DROPPED, ev, source, nid, level, entry))
             if nid in step.u:
-                out.alert(make_alert(
-                    UNVERIFIABLE_CHECKPOINT, OPEN if step.u[nid] else RESOLVED, ev, source,
-                    node_id=nid, level=rec["level"], max_bytes=max_bytes,
+                out.alert(_alert(
+                    UNVERIFIABLE_CHECKPOINT, OPEN if step.u[nid] else RESOLVED, ev, source, node_id=nid,
+                    level=level, id_sets=None, max_bytes=self.max_output_bytes, orphans=None, missing=None,
                 ))
-            if o_new != o_old or m_new != m_old:
-                if o_new or m_new:
-                    state.alert_sets[key] = {"o": o_new, "m": m_new}
-                elif key in state.alert_sets:
-                    del state.alert_sets[key]
+        for nid, entry in step.sets.items():  # write each changed entry once; empty: none
+            key = (ctx, nid)
+            if entry["o"] or entry["m"]:
+                state.alert_sets[key] = entry
+            else:
+                state.alert_sets.pop(key, None)
 
         trigger = _trigger(ev, source)
         for nid in sorted(step.before):
@@ -787,69 +944,36 @@ class Engine:
             summary = summarize(rec, sets, reach, nid)
             if before != summary:
                 out.node_changes.append((before, summary))
-            rules = _open_rules(rec, sets)
             deg = step.deg.get(nid)
             deg_changed = bool(deg) and any(deg.values())
             if (before is not None and before.frozen == summary.frozen and not deg_changed
                     and (before.missing, before.unreachable > 0, before.opaque)
                     == (summary.missing, summary.unreachable > 0, summary.opaque)):
                 continue  # open rules, frozen and degraded_by unchanged: no status record
+            rules = _rules_of(rec, sets)
             degraded_by, count = _degraded(reach, nid)
-            authoritative = not rules and not count
-            status = {
-                "schema_version": SCHEMA_VERSION,
-                "type": "status",
-                "context_id": ctx,
-                "node_id": nid,
-                "level": rec["level"],
-                "authoritative": authoritative,
-                "frozen": rec["frozen"],
-                "open_rules": list(rules),
-                "degraded_by": degraded_by,
-                "degraded_count": count,
-                "trigger": trigger,
-                "detected_at": ev.occurred_at,
-            }
-            if _may_exceed(status, max_bytes):
-                _fit(status, "degraded_by", max_bytes, mark=False)
+            status = NodeStatus(
+                context_id=ctx, node_id=nid, level=rec["level"], authoritative=not rules and not count,
+                frozen=rec["frozen"], open_rules=rules, degraded_by=degraded_by, degraded_count=count,
+                trigger=trigger, detected_at=ev.occurred_at,
+            )
+            if _may_exceed(status, self.max_output_bytes):
+                status = _fit(status, "degraded_by", self.max_output_bytes)
             out.status(status)
 
     # ------------------------------------------------------------------ verdicts
-    def _verdict(self, state: State, ev: CheckpointEvent, source: Source, rec: dict, verdict: str) -> dict[str, Any]:
+    def _verdict(self, state: State, ev: CheckpointEvent, source: Source, rec: dict, verdict: str) -> Verdict:
         key = (ev.context_id, ev.node_id)
-        sets = state.alert_sets.get(key) or {}
-        open_rules = []
-        if rec["frozen"]:
-            open_rules.append(NON_IDEMPOTENT)
-        if sets.get("o"):
-            open_rules.append(ORPHANED_REFERENT)
-        if sets.get("m"):
-            open_rules.append(NEGATIVE_CONSTRAINT_DROPPED)
-        if rec["opaque"]:
-            open_rules.append(UNVERIFIABLE_CHECKPOINT)
+        rules = _rules_of(rec, state.alert_sets.get(key))
         degraded = _degraded_count(state.reach.get(key), ev.node_id)
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "type": "verdict",
-            "context_id": ev.context_id,
-            "node_id": ev.node_id,
-            "level": rec["level"],
-            "verdict": verdict,
-            "authoritative": not open_rules and not degraded,
-            "frozen": rec["frozen"],
-            "open_rules": open_rules,
-            "versions": rec["versions"],
-            "trigger": _trigger(ev, source),
-            "detected_at": ev.occurred_at,
-        }
+        return Verdict(
+            context_id=ev.context_id, node_id=ev.node_id, level=rec["level"], verdict=verdict,
+            authoritative=not rules and not degraded, frozen=rec["frozen"], open_rules=rules,
+            versions=rec["versions"], trigger=_trigger(ev, source), detected_at=ev.occurred_at,
+        )
 
 
 # ---------------------------------------------------------------------- helpers
-def _contains(sorted_list: Any, item: Any) -> bool:
-    i = bisect_left(sorted_list, item)
-    return i < len(sorted_list) and sorted_list[i] == item
-
-
 def _net(step: _Step, node_id: str, items: Any, sign: int) -> None:
     """Record a net change of ``degraded_by(node_id)`` (the node itself does not count)."""
     d = step.deg.get(node_id)
@@ -879,21 +1003,3 @@ def _reindex(index: Any, ctx: str, nid: str, old: list[str], new: list[str]) -> 
         if nid not in s:
             s.add(nid)
             index[key] = s
-
-
-def _subtree(state: State, ctx: str, nid: str) -> list[str]:
-    """Sorted ids of stored nodes reachable from ``nid`` through ledger children, ``nid``
-    excluded (the walk is the alert's own output: ``subtree`` + ``subtree_size``)."""
-    nodes = state.nodes
-    seen: set[str] = set()
-    stack = [nid]
-    while stack:
-        rec = nodes.get((ctx, stack.pop()))
-        if rec is None:
-            continue
-        for c in rec["lchildren"]:
-            if c not in seen and (ctx, c) in nodes:
-                seen.add(c)
-                stack.append(c)
-    seen.discard(nid)
-    return sorted(seen)

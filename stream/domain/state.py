@@ -6,33 +6,43 @@ Offline (replay, tests, benchmarks) those are plain dicts (:class:`DictState`); 
 worker each is a table behind a key codec. Same engine, two storages — so "live equals
 replay" holds by construction.
 
-Values are JSON-ready (lists, dicts, ints, strings, bools) **or Python sets**, which a
-table stores as sorted lists (faust tables round-trip values through JSON, DESIGN.md
-§7.2). The engine reads a set-valued entry as either, may grow a set it read in place,
-and always *re-assigns* every value it changed: a table only records what is assigned.
+Values are JSON-ready (lists, dicts, ints, strings, bools) **or** Python sets and
+``sortedcontainers.SortedList``\\ s, which a table stores as sorted lists (:func:`plain`).
+The engine reads a set- or sorted-valued entry as either, changes a container it read in
+place, and always *re-assigns* every value it changed: a table only records what is
+assigned. A sorted list read back from storage becomes a container once, when changed.
 
 Tables (key -> value):
 
-=============  =======================  ==============================================
-attribute      key                      value
-=============  =======================  ==============================================
-artifacts      (ctx, artifact_id)       sorted list of tiers, e.g. ``["durable"]``;
-                                        absent = unreachable
-nodes          (ctx, node_id)           kept version + ledger (``stream.domain.engine``)
-required       (ctx, node_id)           set of required constraint keys (DESIGN.md §4)
-reach          (ctx, node_id)           set of *bad* nodes (open orphaned_referent or
-                                        unverifiable_checkpoint) reachable from the node
-                                        through ledger children, itself included
-dependents     (ctx, artifact_id)       set of node ids whose kept version lists it as
-                                        a referent
-parents        (ctx, node_id)           set of node ids whose ledger lists it as a
-                                        child (the child may not exist yet)
-alert_sets     (ctx, node_id)           ``{"o": orphans, "m": missing}`` currently open
-                                        (sorted lists); absent = nothing open
-seen           (ctx, event_id)          ``1``: the event was applied
-seq            (ctx,)                   ``{"next": int, "waiting": sorted seqs}``
-waiting        (ctx, seq)               ``{"event": record, "source": record}``
-=============  =======================  ==============================================
+===============  =======================  ============================================
+attribute        key                      value
+===============  =======================  ============================================
+artifacts        (ctx, artifact_id)       sorted list of tiers, e.g. ``["durable"]``;
+                                          absent = unreachable
+nodes            (ctx, node_id)           kept version (``level``, ``referents``,
+                                          ``carried``, ``raw``, ``opaque``, ``frozen``,
+                                          ``versions``, ``instructions``,
+                                          ``raw_instructions``, ``surv``: the survival
+                                          counts) + ledger (``lraw``, ``lchildren``:
+                                          sorted)
+required         (ctx, node_id)           set of required constraint keys (DESIGN.md §4)
+reach            (ctx, node_id)           sorted *bad* nodes (open orphaned_referent or
+                                          unverifiable_checkpoint) reachable from the
+                                          node through ledger children, itself included
+dependents       (ctx, artifact_id)       set of node ids whose kept version lists it as
+                                          a referent
+parents          (ctx, node_id)           set of node ids whose ledger lists it as a
+                                          child (the child may not exist yet)
+alert_sets       (ctx, node_id)           the open sets: ``{"o": orphans, "od": their
+                                          set_digest, "m": missing keys, "md": digest}``
+                                          (sorted); absent = nothing open
+seen             (ctx, event_id)          ``1``: the event was applied
+seq              (ctx,)                   ``{"next": int, "waiting": sorted seqs}``
+waiting          (ctx, seq)               ``{"event": record, "source": record}``
+stored_children  (ctx, node_id)           sorted ids of the *stored* nodes its ledger
+                                          lists as children, itself excluded (the
+                                          ``subtree`` walk)
+===============  =======================  ============================================
 """
 
 from __future__ import annotations
@@ -40,6 +50,9 @@ from __future__ import annotations
 from collections.abc import MutableMapping
 from typing import Any, Protocol
 
+from sortedcontainers import SortedList
+
+#: Table order is the storage layout (RocksDB key prefixes): new tables go at the end.
 TABLES = (
     "artifacts",
     "nodes",
@@ -51,6 +64,7 @@ TABLES = (
     "seen",
     "seq",
     "waiting",
+    "stored_children",
 )
 
 
@@ -67,6 +81,26 @@ class State(Protocol):
     seen: MutableMapping[tuple, Any]
     seq: MutableMapping[tuple, Any]
     waiting: MutableMapping[tuple, Any]
+    stored_children: MutableMapping[tuple, Any]
+
+
+def jsonable(value: Any) -> Any:
+    """The JSON form of a container the engine stores (a ``default`` hook for JSON
+    encoders): a set or a ``SortedList`` -> its sorted list. TypeError for anything else."""
+    if isinstance(value, SortedList):
+        return list(value)
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    raise TypeError(f"{type(value).__name__} is not JSON-ready")
+
+
+def plain(value: Any) -> Any:
+    """``value`` with every container :func:`jsonable` knows replaced, at any depth."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (SortedList, set, frozenset)):
+        return jsonable(value)
+    return value
 
 
 class DictState:

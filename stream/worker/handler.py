@@ -2,9 +2,10 @@
 
 :func:`plan` does no I/O: it decodes each message (a bad one becomes a dead letter with
 its reason), runs the engine over the partition's state, turns what the engine produced
-into :class:`~stream.worker.outputs.OutputRecord` values and reports to the partition
-what its state now covers. The agent sends the outputs and the durability object commits; the same
-function serves the worker and the tests.
+into :class:`~stream.worker.outputs.OutputRecord` values (an event the engine rejects
+at apply time — ``ledger full`` — becomes a dead letter like a bad message) and reports
+to the partition what its state now covers. The runtime sends the outputs and the
+durability object commits; the same function serves the worker and the tests.
 
 If the engine raises (a bug, not bad input), the partition's state is rolled back to its
 last commit, the events applied since then are applied again (deterministic: the same
@@ -22,8 +23,9 @@ from typing import Any
 
 from stream.domain.engine import Engine, Output
 from stream.domain.events import Event, Source
+from stream.domain.outputs import Rejection
 from stream.errors import InvalidEvent
-from stream.wire import Limits, decode_message
+from stream.wire import Limits, decode_message, encode
 from stream.worker.durability import Partition
 from stream.worker.outputs import OutputRecord, Outputs
 
@@ -40,6 +42,24 @@ class Plan:
     dead: list[tuple[Any, str]] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True)
+class RejectedMessage:
+    """A drained event the engine rejected, as the message its dead letter names: the
+    event's own source, and its value as applied (its normalized JSON: the original
+    bytes were consumed when it arrived and waited)."""
+
+    topic: str | None
+    partition: int | None
+    offset: int | None
+    key: bytes
+    value: bytes
+
+    @classmethod
+    def of(cls, rejected: Rejection) -> "RejectedMessage":
+        ev, src = rejected.event, rejected.source
+        return cls(src.topic, src.partition, src.offset, ev.context_id.encode("utf-8"), encode(ev.to_record()))
+
+
 def plan(engine: Engine, part: Partition, messages: Sequence[Any], outputs: Outputs, limits: Limits) -> Plan:
     """Apply one partition's messages (in offset order, none already covered by its state)."""
     result = Plan()
@@ -49,10 +69,7 @@ def plan(engine: Engine, part: Partition, messages: Sequence[Any], outputs: Outp
         try:
             event = decode_message(message.key, message.value, limits=limits)
         except InvalidEvent as exc:
-            log.info("dead letter %s[%s]@%s: %s", message.topic, message.partition, message.offset, exc,
-                     extra={"topic": message.topic, "partition": message.partition, "offset": message.offset})
-            result.dead.append((message, str(exc)))
-            result.outputs.append(outputs.dead_letter(message, str(exc)))
+            _dead(result, outputs, message, str(exc))
             continue
         source = Source(message.topic, message.partition, message.offset)
         try:
@@ -69,4 +86,14 @@ def plan(engine: Engine, part: Partition, messages: Sequence[Any], outputs: Outp
         part.applied(event, source)
         result.observed.append((message, event, out))
         result.outputs.extend(outputs.of(message, event, out))
+        for rejected in out.rejected:  # DESIGN.md §4 Ledger bound: a dead letter at apply time
+            where = message if rejected.event is event else RejectedMessage.of(rejected)
+            _dead(result, outputs, where, rejected.reason)
     return result
+
+
+def _dead(result: Plan, outputs: Outputs, message: Any, reason: str) -> None:
+    log.info("dead letter %s[%s]@%s: %s", message.topic, message.partition, message.offset, reason,
+             extra={"topic": message.topic, "partition": message.partition, "offset": message.offset})
+    result.dead.append((message, reason))
+    result.outputs.append(outputs.dead_letter(message, reason))

@@ -85,7 +85,7 @@ REASON_FIELDS = frozenset({
 })
 #: Every value of ``dead_letters_total{reason}`` (created at 0, so a rule sees the first).
 REASONS = (*sorted(REASON_FIELDS), "not_json", "too_large", "tombstone", "key", "internal_error",
-           "output_rejected", "other")
+           "output_rejected", "ledger_full", "other")
 
 ORPHAN_SET_BUCKETS = (1, 2, 3, 4, 5, 8, 10, 15, 20, 30, 50, 100)
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -94,7 +94,8 @@ LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0
 def dead_letter_reason(reason: str) -> str:
     """A bounded label for a dead-letter reason: the field it names, or a class."""
     for prefix, label in (("not JSON", "not_json"), ("internal error", "internal_error"), ("message key", "key"),
-                          ("message has no value", "tombstone"), ("output rejected", "output_rejected")):
+                          ("message has no value", "tombstone"), ("output rejected", "output_rejected"),
+                          ("ledger full", "ledger_full")):
         if reason.startswith(prefix):
             return label
     if reason.startswith("message is ") and "limit" in reason:
@@ -330,29 +331,32 @@ class Metrics:
             events[key] = events.get(key, 0) + 1
         dups = out.duplicates
         if dups:
-            if immediate and not (out.applied and out.applied[0][0] is event):
+            if immediate and not (out.applied and out.applied[0][0] is event) and not (
+                    out.rejected and out.rejected[0].event is event):
                 key = (event.type, "duplicate")
                 events[key] = events.get(key, 0) + 1
                 dups -= 1
             if dups:
                 key = ("unknown", "duplicate")
                 events[key] = events.get(key, 0) + dups
-        if not immediate or len(out.applied) + out.duplicates > 1:  # something waited or drained
-            drained = len(out.applied) + out.duplicates - (1 if immediate else 0)
+        # rejected events (ledger full) are counted by the dead-letter hook; they leave the buffer too
+        taken = len(out.applied) + out.duplicates + len(out.rejected)
+        if not immediate or taken > 1:  # something waited or drained
+            drained = taken - (1 if immediate else 0)
             self.state.waiting += out.buffered - drained
         if out.alerts:
             alerts = self.alerts
             for a in out.alerts:
-                key = (a["rule"], a["status"])
+                key = (a.rule, a.status)
                 alerts[key] = alerts.get(key, 0) + 1
-                if a["rule"] == ORPHANED_REFERENT and a["status"] == OPEN:
-                    self.orphan_set_size.observe(len(a["orphans"]))
-                elif a["rule"] == SEQUENCE_GAP:
-                    self.state.gap_contexts.add(a["context_id"])
+                if a.rule == ORPHANED_REFERENT and a.status == OPEN:
+                    self.orphan_set_size.observe(len(a.orphans))
+                elif a.rule == SEQUENCE_GAP:
+                    self.state.gap_contexts.add(a.context_id)
             if received is not None and sent is not None:
                 self.alert_latency.observe(sent - received)
         for v in out.verdicts:
-            key = (v["level"], v["verdict"])
+            key = (v.level, v.verdict)
             self.checkpoints[key] = self.checkpoints.get(key, 0) + 1
         for was, now in out.node_changes:
             self.state.add(was, -1)

@@ -22,21 +22,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 from aiokafka.errors import MessageSizeTooLargeError, OutOfOrderSequenceNumber, TopicAuthorizationFailedError
 
 from stream.domain.engine import Output
 from stream.domain.events import Event
+from stream.domain.outputs import NodeStatus
 from stream.errors import OutputRejected
 from stream.settings import Settings
-from stream.wire import (
-    dead_letter,
-    encode_alert,
-    encode_dead_letter,
-    encode_status,
-    encode_verdict,
-    status_key,
-)
+from stream.wire import dead_letter, encode, status_key
 
 log = logging.getLogger("checkpoint_guard.outputs")
 
@@ -62,6 +55,7 @@ class OutputRecord:
     source: Any = None
     kind: str = RECORD
     seq: int = -1  # a status record's send order (newer ones supersede its re-sends)
+    status: NodeStatus | None = None  # a status record's value (its fail-safe re-send is built from it)
 
 
 class Refused(MessageSizeTooLargeError):
@@ -77,20 +71,6 @@ def _failed(exc: BaseException) -> asyncio.Future:
     fut = asyncio.get_running_loop().create_future()
     fut.set_exception(exc)
     return fut
-
-
-def without_degraded_list(value: bytes) -> bytes:
-    """A status record's bytes with ``degraded_by: []`` and ``degraded_truncated: true``
-    (``degraded_count`` and everything else kept, in order)."""
-    status = orjson.loads(value)
-    out: dict[str, Any] = {}
-    for name, field in status.items():
-        if name == "degraded_truncated":
-            continue
-        out[name] = [] if name == "degraded_by" else field
-        if name == "degraded_by":
-            out["degraded_truncated"] = True
-    return encode_status(out)
 
 
 class Outputs:
@@ -122,10 +102,10 @@ class Outputs:
     def of(self, message: Any, event: Event, out: Output) -> list[OutputRecord]:
         """The records of one applied event, in the contract's order: alerts, status, verdicts."""
         key = event.context_id.encode("utf-8")
-        records = [OutputRecord(self.alerts, key, encode_alert(a), source=message) for a in out.alerts]
-        records += [OutputRecord(self.status, status_key(s["context_id"], s["node_id"]), encode_status(s),
-                                 message.partition, source=message, kind=STATUS) for s in out.statuses]
-        records += [OutputRecord(self.verdicts, key, encode_verdict(v), source=message) for v in out.verdicts]
+        records = [OutputRecord(self.alerts, key, encode(a), source=message) for a in out.alerts]
+        records += [OutputRecord(self.status, status_key(s.context_id, s.node_id), encode(s),
+                                 message.partition, source=message, kind=STATUS, status=s) for s in out.statuses]
+        records += [OutputRecord(self.verdicts, key, encode(v), source=message) for v in out.verdicts]
         return records
 
     def dead_letter(self, message: Any, reason: str, *, keep_value: bool = True) -> OutputRecord:
@@ -133,7 +113,7 @@ class Outputs:
         false), where it was, and the one-line reason."""
         record = dead_letter(message.value if keep_value else b"", reason, key=message.key,
                              topic=message.topic, partition=message.partition, offset=message.offset)
-        return OutputRecord(self.deadletter, message.key, encode_dead_letter(record), source=message,
+        return OutputRecord(self.deadletter, message.key, encode(record), source=message,
                             kind=DEAD_LETTER if keep_value else BARE)
 
     # ------------------------------------------------------------------ delivery
@@ -241,7 +221,8 @@ class Outputs:
         log.error("a %d-byte record for %s is refused (%s); %s", len(record.value), record.topic, why, then)
 
     def _cut(self, record: OutputRecord) -> OutputRecord:
-        return OutputRecord(record.topic, record.key, without_degraded_list(record.value), record.partition,
+        assert record.status is not None
+        return OutputRecord(record.topic, record.key, encode(record.status.without_list()), record.partition,
                             record.source, STATUS_CUT, record.seq)
 
     def _replacement(self, record: OutputRecord, exc: BaseException) -> OutputRecord | None:

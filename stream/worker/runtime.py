@@ -54,7 +54,8 @@ class Runtime:
     def __init__(self, host: Host, settings: Settings) -> None:
         self.host = host
         self.settings = settings
-        self.engine = Engine(settings.seq_gap_limit, max_output_bytes=settings.max_output_bytes)
+        self.engine = Engine(settings.seq_gap_limit, max_output_bytes=settings.max_output_bytes,
+                             max_ledger=settings.max_ledger)
         self.limits = Limits.from_settings(settings)
         self.metrics: Any = Metrics(output_topics=settings.output_topics) if settings.metrics_enabled else NO_METRICS
         self.gaps = Gaps(settings)

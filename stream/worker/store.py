@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 from rocksdict import BlockBasedOptions, Options, Rdict, WriteBatch
 
-from stream.domain.state import TABLES
+from stream.domain.state import TABLES, jsonable
 
 _MISSING = object()
 _DELETED = object()
@@ -46,16 +46,11 @@ def key_json(key: tuple) -> str:
     return _encode_list(list(key))
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, (set, frozenset)):
-        return sorted(value)
-    raise TypeError(f"{type(value).__name__} is not JSON-ready")
-
-
 def value_json(value: Any) -> str:
-    """A table value's JSON text (sets become sorted lists: deterministic bytes). orjson:
-    the state's own format, encoded and decoded at every commit and cache miss."""
-    return orjson.dumps(value, default=_jsonable).decode("utf-8")
+    """A table value's JSON text (sets and sorted containers become sorted lists:
+    deterministic bytes). orjson: the state's own format, encoded and decoded at every
+    commit and cache miss."""
+    return orjson.dumps(value, default=jsonable).decode("utf-8")
 
 
 loads = orjson.loads

@@ -7,7 +7,8 @@
                                 in progress); else 503 ``{"status": "not ready", "reasons": [...]}``
 ``GET /metrics``                Prometheus text exposition of the worker's registry
 ``GET /nodes/{ctx}/{node}``     a node's status (DESIGN.md §4: authoritative, frozen, open rules,
-                                degraded_by) plus level, versions, orphans, missing constraints;
+                                degraded_by: the first 1,000, degraded_count) plus level,
+                                versions, its whole orphan and missing sets (alerts list 1,000);
                                 404 for an unknown node. Ids are path segments: percent-encode
                                 them (``a/b`` -> ``a%2Fb``)
 ==============================  ===============================================================
@@ -28,7 +29,7 @@ from typing import Any
 
 from aiokafka.partitioner import murmur2
 
-from stream.domain.engine import node_status as engine_node_status
+from stream.domain.engine import node_detail
 from stream.settings import Settings
 from stream.worker.host import Host, Request, Response
 
@@ -48,16 +49,8 @@ def node_status(runtime: Any, context_id: str, node_id: str, partition: int) -> 
     part = runtime.durability.partition(partition) if runtime.durability else None
     if part is None:
         return None
-    state = part.state
-    status = engine_node_status(state, context_id, node_id)
-    if status is None:
-        return None
-    key = (context_id, node_id)
-    rec = state.nodes.get(key)
-    sets = state.alert_sets.get(key) or {}
-    return {"context_id": context_id, "node_id": node_id, **status, "versions": rec["versions"],
-            "opaque": rec["opaque"], "orphans": sets.get("o") or [], "missing_constraints": sets.get("m") or [],
-            "referents": rec["referents"], "children": rec["lchildren"]}
+    detail = node_detail(part.state, context_id, node_id)
+    return None if detail is None else detail.to_record()
 
 
 def install(host: Host, runtime: Any, settings: Settings) -> None:

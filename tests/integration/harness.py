@@ -21,7 +21,7 @@ from typing import Any
 
 from stream.devtools import kafka_local
 from stream.replay import replay_lines
-from stream.wire import encode_alert
+from stream.wire import encode
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -184,7 +184,7 @@ def per_context(alerts: list[dict]) -> dict[str, list[bytes]]:
     """context -> encoded alerts in order (Kafka orders per partition, hence per context)."""
     out: dict[str, list[bytes]] = defaultdict(list)
     for a in alerts:
-        out[a["context_id"]].append(encode_alert(normalize_trigger(a)))
+        out[a["context_id"]].append(encode(normalize_trigger(a)))
     return dict(out)
 
 
@@ -193,7 +193,7 @@ def dedupe_repeats(alerts: list[dict]) -> list[dict]:
     seen: dict[str, bytes] = {}
     out = []
     for a in alerts:
-        raw = encode_alert(normalize_trigger(a))
+        raw = encode(normalize_trigger(a))
         if a["alert_id"] in seen:
             assert seen[a["alert_id"]] == raw, f"repeat of {a['alert_id']} differs"
             continue

@@ -21,7 +21,7 @@ from stream import kafka_clients
 from stream.client import Guard, NotAuthoritative, StatusView
 from stream.errors import ConfigurationError
 from stream.settings import Settings
-from stream.wire import decode_message, encode_alert, encode_status, status_key
+from stream.wire import decode_message, encode, status_key
 from tests.integration.harness import consume
 
 PARTITIONS = 4
@@ -66,12 +66,12 @@ async def _produce(s: Settings, records: list[tuple[str, bytes, bytes, int | Non
 
 
 def put_status(s: Settings, *recs: dict[str, Any], partition: int = 0) -> None:
-    asyncio.run(_produce(s, [(s.status_topic, status_key(r["context_id"], r["node_id"]), encode_status(r), partition)
+    asyncio.run(_produce(s, [(s.status_topic, status_key(r["context_id"], r["node_id"]), encode(r), partition)
                              for r in recs]))
 
 
 def put_alerts(s: Settings, *recs: dict[str, Any], partition: int = 0) -> None:
-    asyncio.run(_produce(s, [(s.alerts_topic, r["context_id"].encode(), encode_alert(r), partition) for r in recs]))
+    asyncio.run(_produce(s, [(s.alerts_topic, r["context_id"].encode(), encode(r), partition) for r in recs]))
 
 
 async def _commit(s: Settings, offsets: dict[tuple[str, int], int]) -> None:

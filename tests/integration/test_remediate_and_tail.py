@@ -24,7 +24,7 @@ import pytest
 
 from stream.remediation import HandlerContext, plan
 from stream.replay import replay_lines
-from stream.wire import RemediationRequest, encode_alert
+from stream.wire import RemediationRequest, encode
 from tests.integration.harness import REPO, consume, produce, run
 from tests.scenarios import design_scenarios
 
@@ -83,7 +83,7 @@ def env(kafka_bootstrap: str, create_topics, tmp_path: Path) -> dict[str, str]:
 
 
 def produce_alerts(bootstrap: str, env: dict[str, str], alerts: list[dict[str, Any]]) -> None:
-    run(produce(bootstrap, [(env["CG_ALERTS_TOPIC"], a["context_id"].encode(), encode_alert(a)) for a in alerts]))
+    run(produce(bootstrap, [(env["CG_ALERTS_TOPIC"], a["context_id"].encode(), encode(a)) for a in alerts]))
 
 
 async def _read(bootstrap: str, topic: str, *, expected: int, isolation: str = "read_committed",
@@ -284,7 +284,7 @@ def test_tail_json_from_beginning_prints_the_first_n_matching_alerts_verbatim(ka
                 "--context", "s-decay")
     assert done.returncode == 0, done.stderr
     wanted = [a for a in alerts if a["context_id"] == "s-decay" and a["rule"] == "negative_constraint_dropped"]
-    assert done.stdout.splitlines() == [encode_alert(a).decode() for a in wanted[:2]]
+    assert done.stdout.splitlines() == [encode(a).decode() for a in wanted[:2]]
 
 
 def test_tail_readable_line_shows_time_status_rule_context_node_set_and_trigger(kafka_bootstrap, env):
@@ -323,7 +323,7 @@ def test_tail_starts_at_the_end_prints_new_alerts_and_exits_cleanly_on_ctrl_c(ka
     try:
         assert "from the end" in _read_line(proc, proc.stderr, 60)
         produce_alerts(kafka_bootstrap, env, [alerts[5]])
-        assert _read_line(proc, proc.stdout, 30).rstrip("\n") == encode_alert(alerts[5]).decode()
+        assert _read_line(proc, proc.stdout, 30).rstrip("\n") == encode(alerts[5]).decode()
         proc.send_signal(signal.SIGINT)
         assert proc.wait(30) == 0
         assert "Traceback" not in proc.stderr.read()

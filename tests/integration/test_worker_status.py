@@ -12,7 +12,7 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from stream.adapters.trajectories import DEFAULT_TRACES
 from stream.client.status import AsyncStatusView
-from stream.domain.engine import encode_record
+from stream.domain.outputs import encode_record
 from stream.kafka_clients import admin, started
 from stream.replay import replay_lines
 from stream.settings import Settings

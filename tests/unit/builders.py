@@ -109,8 +109,10 @@ def run(*events: dict[str, Any] | bytes | str, seq_gap_limit: int = 1000, since:
 # ----------------------------------------------------------------------- projections
 
 
-def project(alerts: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The behaviour-relevant fields of each alert, in emission order."""
+def project(alerts: Iterable[Any]) -> list[dict[str, Any]]:
+    """The behaviour-relevant fields of each alert (a record, or the engine's value), in
+    emission order."""
+    alerts = [a if isinstance(a, dict) else a.to_record() for a in alerts]
     return [
         {
             "rule": a["rule"],

@@ -29,7 +29,7 @@ from stream.client import (
 )
 from stream.replay import replay_lines
 from stream.settings import Settings
-from stream.wire import Limits, decode_event, encode_status
+from stream.wire import Limits, decode_event, encode
 
 REPO = Path(__file__).resolve().parents[2]
 SETTINGS = Settings()
@@ -364,11 +364,11 @@ def status_record(**overrides: Any) -> dict[str, Any]:
 
 
 def test_a_status_record_parses_into_the_node_status_it_describes():
-    s = parse_status(b'["ctx","root"]', encode_status(status_record()))
+    s = parse_status(b'["ctx","root"]', encode(status_record()))
     assert (s.authoritative, s.degraded_by, s.trigger) == (False, ("leaf-1",), ("e9", "artifact", "artifact-events", 2, 40))
     assert str(s) == "node 'root' of context 'ctx' is not authoritative: degraded by leaf-1"
     with pytest.raises(ValueError):
-        parse_status(b"k", encode_status(status_record(authoritative="no")))
+        parse_status(b"k", encode(status_record(authoritative="no")))
 
 
 def test_not_authoritative_names_orphans_dropped_prohibitions_and_degrading_nodes():
@@ -381,6 +381,25 @@ def test_not_authoritative_names_orphans_dropped_prohibitions_and_degrading_node
         "it is degraded by 3 node(s) under it: leaf-1 (orphans msg-1, msg-2), leaf-2 (+1 more); "
         "re-fetch the referents, re-compact the subtree, or refuse the task"
     )
+
+
+def test_a_status_re_sent_without_its_list_still_says_how_many_nodes_degrade_it():
+    s = parse_status(b'["ctx","root"]', encode(status_record(degraded_by=[], degraded_count=4200,
+                                                             degraded_truncated=True)))
+    assert (s.authoritative, s.degraded_by, s.degraded_count, s.degraded_truncated) == (False, (), 4200, True)
+    assert str(s) == ("node 'root' of context 'ctx' is not authoritative: degraded by 4200 node(s) under it "
+                      "(not listed: the record was too large)")
+    assert parse_status(b"k", encode(status_record())).degraded_truncated is False
+
+
+def test_not_authoritative_counts_what_an_alert_left_unlisted():
+    orphans = tuple(f"a{i:04d}" for i in range(1000))  # an alert lists at most 1,000
+    s = NodeStatus("ctx", "n", "leaf", False, False, ("negative_constraint_dropped", "orphaned_referent"), (), 0,
+                   None, None)
+    err = NotAuthoritative(s, {"n": orphans}, ("k1", "k2"), set_sizes={("n", "orphaned_referent"): 2500,
+                                                                       ("n", "negative_constraint_dropped"): 2})
+    assert "it dropped the prohibition(s) 'k1', 'k2';" in str(err)
+    assert f"its referents {', '.join(orphans[:10])} (+2490 more) are unreachable" in str(err)
 
 
 def test_the_client_producer_is_idempotent_with_acks_all_and_the_sasl_settings():

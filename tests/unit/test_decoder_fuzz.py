@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from stream.domain.events import CheckpointEvent
 from stream.errors import InvalidEvent
-from stream.wire import Limits, decode_event, decode_message, encode_alert
+from stream.wire import Limits, decode_event, decode_message, encode
 from tests.unit.builders import make_artifact, make_checkpoint
 
 pytestmark = pytest.mark.unit
@@ -99,7 +99,7 @@ def _decode(key: bytes | None, value: bytes | None):
         ids_.append(event.artifact_id)
     assert all(0 < len(i) <= LIMITS.max_id_chars for i in ids_)
     json.dumps(event.to_record(), ensure_ascii=False).encode("utf-8")  # tables
-    encode_alert({"context_id": event.context_id, "ids": ids_})  # alerts
+    encode({"context_id": event.context_id, "ids": ids_})  # alerts
     return event
 
 

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import tempfile
 from pathlib import Path
@@ -24,10 +25,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stream.domain.engine import Engine, encode_record
+from stream.domain.engine import Engine
 from stream.domain.events import Source
 from stream.domain.state import TABLES, DictState
-from stream.wire import decode_event
+from stream.wire import decode_event, encode
 from stream.worker import statelog
 from stream.worker.store import PartitionState, PartitionStore, key_json, value_json
 from tests.unit.fakes import Rig
@@ -36,11 +37,12 @@ from tests.unit.test_engine_properties import arrivals
 pytestmark = pytest.mark.unit
 
 
-def _plain(events: list[dict[str, Any]], seq_gap_limit: int = 1000) -> tuple[list[bytes], dict]:
-    state, engine, out = DictState(), Engine(seq_gap_limit), []
+def _plain(events: list[dict[str, Any]], seq_gap_limit: int = 1000, max_ledger: int = 10_000,
+           ) -> tuple[list[bytes], dict]:
+    state, engine, out = DictState(), Engine(seq_gap_limit, max_ledger=max_ledger), []
     for offset, e in enumerate(events):
         res = engine.process(state, decode_event(json.dumps(e).encode()), Source("compaction-events", 0, offset))
-        out += [encode_record(r) for r in res.records]
+        out += [encode(r) for r in res.records]
     return out, {name: {key_json(k): value_json(v) for k, v in getattr(state, name).items()} for name in TABLES}
 
 
@@ -63,7 +65,7 @@ def _rig(tmp_path: Path, events: list[dict], **kwargs: Any) -> tuple[Rig, list[A
 
 
 def _records(result: Any) -> list[bytes]:
-    return [encode_record(r) for _, _, out in result.observed for r in out.records]
+    return [encode(r) for _, _, out in result.observed for r in out.records]
 
 
 async def _close(rig: Rig) -> dict:
@@ -94,6 +96,69 @@ def test_the_engine_on_rocksdb_with_caches_and_commits_equals_the_engine_on_dict
     records, stored = asyncio.run(scenario())
     assert records == expected_records
     assert stored == _expected(expected_state)
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), max_ledger=st.sampled_from([2, 10_000]))
+def test_the_engine_restarted_from_its_state_log_equals_the_engine_on_dicts(tmp_path, data, max_ledger):
+    """Every incremental structure (sorted sets, set digests, stored children, ledgers) goes
+    through the state interface: committed to the state log as JSON and restored by a new
+    owner into an empty RocksDB at random restarts, it gives the records and the state of
+    the engine on dicts. ``max_ledger`` 2 makes versions be rejected (dead letters)."""
+    events = data.draw(arrivals())
+    n = max(len(events), 1)
+    cuts = set(data.draw(st.lists(st.integers(0, n), max_size=6)))
+    restarts = set(data.draw(st.lists(st.sampled_from(sorted(cuts)), max_size=3))) if cuts else set()
+    expected_records, expected_state = _plain(events, max_ledger=max_ledger)
+
+    async def scenario() -> tuple[list[bytes], list[str], dict]:
+        rig, messages = _rig(tmp_path, events, engine=Engine(1000, max_ledger=max_ledger))
+        await rig.start()
+        records: list[bytes] = []
+        dead: list[str] = []
+        for offset, message in enumerate(messages):
+            if offset in cuts:
+                await rig.d.commit()
+                if offset in restarts:  # a new machine: the state log alone
+                    await rig.d.close()
+                    rig = Rig(Path(tempfile.mkdtemp(dir=tmp_path)), rig.broker, cache_entries=3,
+                              engine=Engine(1000, max_ledger=max_ledger))
+                    await rig.start(generation=offset + 2)
+                    assert rig.d.partition(0).next_offset("compaction-events") == offset  # type: ignore[union-attr]
+            result = await rig.apply([message])
+            records += _records(result)
+            dead += [reason for _, reason in result.dead]
+        return records, dead, await _close(rig)
+
+    records, dead, stored = asyncio.run(scenario())
+    assert records == expected_records
+    assert stored == _expected(expected_state)
+    assert all(reason.startswith("ledger full: ") for reason in dead)
+    if max_ledger == 10_000:
+        assert dead == []
+
+
+def test_a_rejected_version_is_a_dead_letter_of_its_own_message_and_a_drained_one_of_its_source(tmp_path):
+    def ck(event_id: str, node: str, seq: int, children: list[str]) -> dict:
+        return {"type": "checkpoint", "event_id": event_id, "context_id": "c", "node_id": node,
+                "level": "leaf", "children": children, "seq": seq}
+
+    async def scenario() -> tuple[Any, Any]:
+        rig, msgs = _rig(tmp_path, [ck("late", "A", 1, ["x", "y", "z"]),  # waits for seq 0
+                                    ck("first", "B", 0, ["p", "q", "r"])],  # applied: over the bound, drains "late"
+                         engine=Engine(max_ledger=2))
+        await rig.start()
+        result = await rig.apply(msgs)
+        return result, rig.d.partition(0).state  # type: ignore[union-attr]
+
+    result, state = asyncio.run(scenario())
+    first, late = [json.loads(r.value) for r in result.outputs if r.kind == "dead_letter"]
+    assert (first["offset"], late["offset"]) == (1, 0)
+    assert first["reason"].startswith("ledger full: the ledger of node 'B' would hold 3 children")
+    assert json.loads(base64.b64decode(late["value_b64"]))["event_id"] == "late"
+    assert [m.offset for m, _ in result.dead] == [1, 0]
+    assert state.seq.get(("c",)) == {"next": 2, "waiting": []}  # both seqs used up
+    assert state.seen.get(("c", "first")) is None and state.nodes.get(("c", "A")) is None
 
 
 class _FailingEngine(Engine):

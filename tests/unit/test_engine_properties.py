@@ -32,7 +32,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stream.replay import replay_lines
-from stream.wire import encode_alert
+from stream.wire import encode
 from tests.reference import NaiveResult, naive_run, project
 from tests.unit import builders
 from tests.unit.builders import (
@@ -80,8 +80,9 @@ PROPERTY_SETTINGS = settings(
 # --------------------------------------------------------------------------- drivers
 
 
-def _replay(events: Sequence[dict[str, Any]], *, seq_gap_limit: int = 1000, since: bool = False):
-    return replay_lines(_lines(events), seq_gap_limit=seq_gap_limit, since=since)
+def _replay(events: Sequence[dict[str, Any]], *, seq_gap_limit: int = 1000, since: bool = False,
+            max_ledger: int = 10_000):
+    return replay_lines(_lines(events), seq_gap_limit=seq_gap_limit, since=since, max_ledger=max_ledger)
 
 
 def _lines(events: Iterable[dict[str, Any]]) -> list[bytes]:
@@ -310,7 +311,7 @@ def test_reference_reports_seqs_left_waiting_and_the_subtree_without_the_node() 
     assert result.waiting == {CTX: [5]}
     assert [(a["node_id"], a["subtree"]) for a in result.alerts] == [
         ("l", []),
-        ("r", ["l", "s"]),
+        ("r", ["s", "l"]),  # nearest first (DESIGN.md §4 [v2.1])
         ("s", ["l"]),
     ]
 
@@ -514,7 +515,7 @@ def test_same_input_twice_gives_byte_identical_alerts(
 ) -> None:
     first = _replay(events, seq_gap_limit=seq_gap_limit)
     second = _replay(events, seq_gap_limit=seq_gap_limit)
-    assert [encode_alert(a) for a in first.alerts] == [encode_alert(a) for a in second.alerts]
+    assert [encode(a) for a in first.alerts] == [encode(a) for a in second.alerts]
     assert first.dead_letters == second.dead_letters == []
     assert _waiting(first.waiting) == _waiting(second.waiting)
 
@@ -589,6 +590,22 @@ def test_every_alert_and_status_record_equals_the_naive_reference(
     assert [_without_id(r) for r in engine.records] == reference.records
 
 
+@PROPERTY_SETTINGS
+@given(events=arrivals(), seq_gap_limit=st.sampled_from([1, 2, 1000]), max_ledger=st.sampled_from([0, 1, 2, 3]))
+def test_the_ledger_bound_rejects_the_versions_the_naive_reference_rejects(
+    events: list[dict[str, Any]], seq_gap_limit: int, max_ledger: int
+) -> None:
+    """DESIGN.md §4 [v2.1] Ledger bound, with a bound the small alphabets reach: the same
+    events are dead-lettered ("ledger full", each on its own line), and everything else —
+    alerts, statuses, the seqs left waiting — is what the reference gives."""
+    engine = _replay(events, seq_gap_limit=seq_gap_limit, max_ledger=max_ledger)
+    reference = naive_run(events, seq_gap_limit=seq_gap_limit, max_ledger=max_ledger)
+    assert [_without_id(r) for r in engine.records] == reference.records
+    assert [events[line - 1]["event_id"] for line, _ in engine.dead_letters] == reference.rejected
+    assert all(reason.startswith("ledger full: ") and "(CG_MAX_LEDGER)" in reason for _, reason in engine.dead_letters)
+    assert _waiting(engine.waiting) == reference.waiting
+
+
 def _seeded_trace(seed: int, size: int) -> list[dict[str, Any]]:
     """A larger random trace without hypothesis (wider alphabets, so sets get big)."""
     rng = random.Random(seed)
@@ -619,14 +636,18 @@ def test_engine_agrees_with_the_naive_reference_on_wider_seeded_traces(seed: int
     reference = naive_run(events)
     assert [_without_id(r) for r in result.records] == reference.records
     assert _waiting(result.waiting) == {}
+    bounded = _replay(events, max_ledger=3)  # 8-12 versions of each trace are rejected
+    reference = naive_run(events, max_ledger=3)
+    assert [_without_id(r) for r in bounded.records] == reference.records
+    assert [events[line - 1]["event_id"] for line, _ in bounded.dead_letters] == reference.rejected != []
 
 
 _REPLAY_TO_STDOUT = (
     "import sys\n"
     "from stream.replay import replay_lines\n"
-    "from stream.wire import encode_alert\n"
+    "from stream.wire import encode\n"
     "result = replay_lines(open(sys.argv[1], 'rb').read().split(b'\\n'))\n"
-    "sys.stdout.buffer.write(b''.join(encode_alert(a) + b'\\n' for a in result.alerts))\n"
+    "sys.stdout.buffer.write(b''.join(encode(a) + b'\\n' for a in result.alerts))\n"
 )
 
 

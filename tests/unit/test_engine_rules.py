@@ -19,6 +19,7 @@ from __future__ import annotations
 import pytest
 
 from stream.domain import OFFLINE, DictState, Engine, Source
+from stream.domain.outputs import Trigger
 from stream.wire import decode_event
 from tests.unit.builders import (
     admit,
@@ -328,7 +329,7 @@ def test_constraint_decays_through_section_to_root():
     section, root = result.alerts
     assert (section["action"], section["severity"], section["level"]) == ("reject_subtree", "critical", "section")
     assert section["subtree"] == ["leaf"]
-    assert root["subtree"] == ["leaf", "section"]
+    assert root["subtree"] == ["section", "leaf"]  # nearest first
     assert root["level"] == "root"
 
 
@@ -810,8 +811,8 @@ def test_alert_fields_come_in_the_wire_order():
     result = run(make_checkpoint(event_id="e1", node_id="n1", referents=["gone"]))
     assert list(result.alerts[0]) == [
         "schema_version", "type", "alert_id", "status", "rule", "action", "severity", "context_id", "node_id",
-        "level", "orphans", "previous_orphans", "missing_constraints", "subtree", "subtree_size", "gap", "trigger",
-        "detected_at",
+        "level", "orphans", "previous_orphans", "missing_constraints", "set_size", "truncated", "set_digest",
+        "subtree", "subtree_size", "subtree_truncated", "gap", "trigger", "detected_at",
     ]
 
 
@@ -833,9 +834,7 @@ def test_a_drained_event_keeps_its_own_source_offset():
     out = engine.process(state, _event(**admit("x", event_id="e0", seq=0)), Source("artifact-events", 3, 99))
     assert out.buffered == 0
     assert [e.event_id for e, _ in out.applied] == ["e0", "e1"]
-    assert out.alerts[0]["trigger"] == {
-        "event_id": "e1", "type": "checkpoint", "topic": "compaction-events", "partition": 3, "offset": 17,
-    }
+    assert out.alerts[0].trigger == Trigger("e1", "checkpoint", "compaction-events", 3, 17)
 
 
 def test_the_gap_alert_is_triggered_by_the_arriving_events_source():
@@ -843,7 +842,7 @@ def test_the_gap_alert_is_triggered_by_the_arriving_events_source():
     engine.process(state, _event(**admit("x", event_id="e2", seq=2)), Source("artifact-events", 0, 5))
     out = engine.process(state, _event(**admit("y", event_id="e3", seq=3)), Source("artifact-events", 0, 6))
     assert project(out.alerts) == [gap(0, 1, trigger="e3")]
-    assert out.alerts[0]["trigger"]["offset"] == 6
+    assert out.alerts[0].trigger.offset == 6
     assert [e.event_id for e, _ in out.applied] == ["e2", "e3"]
 
 
@@ -937,3 +936,28 @@ def test_alert_id_hashes_each_of_context_node_rule_status_set_and_trigger():
     ]
     assert alert_id(*args) == alert_id(*args)
     assert len({alert_id(*args), *(alert_id(*v) for v in variants)}) == 7
+
+
+def test_the_engine_returns_frozen_values_and_wire_encodes_each_kind_in_one_place():
+    import dataclasses
+    import json
+
+    from stream.domain import Alert, NodeStatus, Verdict
+    from stream.wire import encode
+
+    out = Engine().process(DictState(), _event(**make_checkpoint(event_id="e1", node_id="n1", referents=["a1"])),
+                           Source("compaction-events", 2, 40))
+    (alert,), (status,), (verdict,) = out.alerts, out.statuses, out.verdicts
+    assert (type(alert), type(status), type(verdict)) == (Alert, NodeStatus, Verdict)
+    assert out.records == [alert, status]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        alert.status = "resolved"  # type: ignore[misc]
+    for value in (alert, status, verdict):
+        assert encode(value) == encode(value.to_record())
+    assert list(json.loads(encode(alert))) == [
+        "schema_version", "type", "alert_id", "status", "rule", "action", "severity", "context_id", "node_id",
+        "level", "orphans", "previous_orphans", "missing_constraints", "set_size", "truncated", "set_digest",
+        "subtree", "subtree_size", "subtree_truncated", "gap", "trigger", "detected_at",
+    ]
+    assert json.loads(encode(status))["open_rules"] == ["orphaned_referent"] == list(verdict.open_rules)
+    assert json.loads(encode(status.without_list()))["degraded_truncated"] is True

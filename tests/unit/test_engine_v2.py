@@ -1,13 +1,16 @@
-"""Contract v2 (DESIGN.md §3-§4 [v2]), one behaviour per clause, through ``replay``'s path.
+"""Contract 2.1 (DESIGN.md §3-§4 [v2], [v2.1]), one behaviour per clause, through ``replay``'s path.
 
-The ledger (no laundering), ``opaque`` and ``unverifiable_checkpoint``, node status with
-inherited degradation, bounded outputs, and adversarial shapes giving the same result
-as a friendly order.
+The ledger (no laundering) and its bound, ``opaque`` and ``unverifiable_checkpoint``, node
+status with inherited degradation, bounded outputs (sets, digests, the nearest-first
+subtree), and adversarial shapes giving the same result as a friendly order. The small
+random traces against the naive reference are in ``test_engine_properties.py``; here the
+sets and graphs are past the 1,000-entry cut.
 """
 
 from __future__ import annotations
 
 import json
+import random
 
 import pytest
 
@@ -223,13 +226,15 @@ def test_status_records_come_after_the_alerts_of_their_event():
 # --------------------------------------------------------------------------- bounded outputs
 
 
-def test_a_subtree_lists_its_first_thousand_ids_and_counts_them_all():
+def test_a_subtree_lists_its_nearest_thousand_ids_and_counts_no_further():
     leaves = [make_checkpoint(event_id=f"l{i}", node_id=f"l{i:04d}") for i in range(1500)]
     root = make_checkpoint(event_id="r", node_id="r", level="root",
                            children=[f"l{i:04d}" for i in range(1500)], raw_negative_constraints=["k"])
     (alert,) = run(*leaves, root).alerts
-    assert len(alert["subtree"]) == SUBTREE_LIMIT and alert["subtree_size"] == 1500
-    assert alert["subtree"] == sorted(alert["subtree"]) and alert["subtree"][-1] == "l0999"
+    assert len(alert["subtree"]) == SUBTREE_LIMIT and alert["subtree"][-1] == "l0999"
+    assert (alert["subtree_size"], alert["subtree_truncated"]) == (None, True)
+    (alert,) = run(*leaves[:SUBTREE_LIMIT], root).alerts  # exactly 1,000: all listed, counted
+    assert (alert["subtree_size"], alert["subtree_truncated"]) == (SUBTREE_LIMIT, False)
 
 
 def test_degraded_by_lists_its_first_thousand_ids_and_counts_them_all():
@@ -244,11 +249,11 @@ def test_degraded_by_lists_its_first_thousand_ids_and_counts_them_all():
 def test_an_alert_over_the_output_limit_is_cut_deterministically_and_keeps_its_id():
     limit = 1 << 20
     leaves = []
-    for j in range(6):  # six leaves of ~0.3 MB of prohibitions each, carried where they arise
-        keys = [f"do not touch file {j}-{i:05d} " + "x" * 300 for i in range(1000)]
+    for j in range(3):  # three leaves of ~0.5 MB of prohibitions each, carried where they arise
+        keys = [f"do not touch file {j}-{i:05d} " + "x" * 1400 for i in range(340)]
         leaves.append(make_checkpoint(event_id=f"l{j}", node_id=f"l{j}", raw_negative_constraints=keys,
                                       negative_constraints=keys))
-    root = make_checkpoint(event_id="big", node_id="root", level="root", children=[f"l{j}" for j in range(6)])
+    root = make_checkpoint(event_id="big", node_id="root", level="root", children=[f"l{j}" for j in range(3)])
     events = as_lines(*leaves, root)
     full = replay_lines(events).alerts[0]
     cut = replay_lines(events, max_output_bytes=limit).alerts[0]
@@ -256,10 +261,98 @@ def test_an_alert_over_the_output_limit_is_cut_deterministically_and_keeps_its_i
     data = encode_record(cut)
     assert len(encode_record(full)) > limit
     assert len(data) <= limit and json.loads(data) == cut and cut == again
-    assert cut["truncated"] is True and cut["set_size"] == 6000 == len(full["missing_constraints"])
+    # every record lists at most 1,000; this one is also cut to fit the byte limit
+    assert (full["set_size"], full["truncated"], len(full["missing_constraints"])) == (1020, True, 1000)
+    assert cut["truncated"] is True and cut["set_size"] == 1020
     assert cut["missing_constraints"] == full["missing_constraints"][: len(cut["missing_constraints"])]
-    assert 0 < len(cut["missing_constraints"]) < 6000
-    assert cut["alert_id"] == full["alert_id"] and "truncated" not in full
+    assert 0 < len(cut["missing_constraints"]) < 1000
+    assert (cut["alert_id"], cut["set_digest"]) == (full["alert_id"], full["set_digest"])
+    assert cut["subtree"] == full["subtree"] == ["l0", "l1", "l2"]
+
+
+def _breadth_first(ledger: dict[str, set[str]], start: str) -> list[str]:
+    """DESIGN.md §4 [v2.1], naively: stored nodes level by level, each node's ledger
+    children in sorted order, each once, ``start`` left out."""
+    order, seen, frontier = [], {start}, [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for child in sorted(ledger.get(node, ())):
+                if child in ledger and child not in seen:
+                    seen.add(child)
+                    order.append(child)
+                    following.append(child)
+        frontier = following
+    return order
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_subtree_is_the_nearest_thousand_of_a_breadth_first_walk_of_the_ledgers(seed):
+    rng = random.Random(seed)
+    ids = [f"n{i:04d}" for i in range(1400)]
+    events, ledger = [], {}
+    for version in (1, 2):  # second versions add children: the walk follows every version's
+        for i, node in enumerate(ids):
+            if version == 2 and i % 3:
+                continue
+            # mostly links down to the next 40 nodes (a node far from the end reaches over
+            # 1,000), shared children, cycles among the last 60, children never seen
+            kids = rng.sample(ids[i + 1:i + 41], min(len(ids) - i - 1, rng.randint(1, 3)))
+            kids += rng.sample(ids[1340:], 1) if i >= 1340 else []
+            kids.append(f"never-seen-{i}")
+            events.append(make_checkpoint(event_id=f"e{version}-{i}", node_id=node, children=kids))
+            ledger.setdefault(node, set()).update(kids)
+    events.append(make_checkpoint(event_id="late", node_id="n1399", children=sorted(ledger["n1399"]),
+                                  raw_negative_constraints=["do not rebase"]))
+    alerts = [a for a in run(*events).alerts if a["trigger"]["event_id"] == "late"]
+    assert len(alerts) > 500
+    cut = 0
+    for alert in alerts:
+        expected = _breadth_first(ledger, alert["node_id"])
+        assert alert["subtree"] == expected[:SUBTREE_LIMIT]
+        assert alert["subtree_truncated"] is (len(expected) > SUBTREE_LIMIT)
+        assert alert["subtree_size"] == (None if len(expected) > SUBTREE_LIMIT else len(expected))
+        cut += alert["subtree_truncated"]
+    assert 0 < cut < len(alerts)  # both kinds of walk were checked
+
+
+def test_sets_past_the_cut_keep_their_size_and_digest_per_key():
+    from tests.reference import digest_of
+
+    refs = [f"r{i:05d}" for i in range(2500)]
+    rng = random.Random(3)
+    events = [make_checkpoint(event_id="n", node_id="n1", referents=refs)]
+    live: set[str] = set()
+    for k in range(400):
+        aid = rng.choice(refs)
+        events.append(evict(aid, event_id=f"x{k}") if aid in live else admit(aid, event_id=f"x{k}"))
+        live ^= {aid}
+    alerts = run(*events).alerts
+    assert len(alerts) == 401
+    live = set()
+    for alert, event in zip(alerts, events, strict=True):
+        if event["type"] == "artifact":
+            live ^= {event["artifact_id"]}
+        orphans = sorted(set(refs) - live)
+        assert alert["orphans"] == orphans[:1000] and alert["set_size"] == len(orphans)
+        assert alert["truncated"] is (len(orphans) > 1000) and alert["set_digest"] == digest_of(orphans)
+    assert len({a["alert_id"] for a in alerts}) == 401
+
+
+# --------------------------------------------------------------------------- ledger bound
+
+
+def test_a_version_past_the_ledger_bound_is_a_dead_letter_of_its_line_and_uses_up_its_seq():
+    events = [make_checkpoint(event_id="v1", node_id="hub", children=["a", "b"], seq=0),
+              make_checkpoint(event_id="v2", node_id="hub", children=["c"], seq=1),  # a, b, c: 3 > 2
+              make_checkpoint(event_id="v3", node_id="hub", children=["a"], raw_negative_constraints=["k"], seq=2),
+              make_checkpoint(event_id="v2", node_id="other", seq=3)]  # v2 was never applied: this one is
+    result = replay_lines(as_lines(*events), max_ledger=2)
+    assert result.dead_letters == [(2, "ledger full: the ledger of node 'hub' would hold 3 children, "
+                                       "limit is 2 (CG_MAX_LEDGER)")]
+    assert (result.applied, result.waiting) == (3, {})
+    assert project(result.alerts) == [dropped("open", "hub", ["k"], trigger="v3")]
+    assert [s["node_id"] for s in result.statuses] == ["hub", "hub", "other"]
 
 
 # --------------------------------------------------------------------------- adversarial shapes

@@ -215,6 +215,49 @@ def test_depth_is_judged_the_same_when_the_message_is_reread_for_a_lone_surrogat
     assert reason_for(data) == f"not JSON: nested deeper than {MAX_JSON_DEPTH} levels"
 
 
+def _nested(levels: int, innermost: bytes) -> bytes:
+    """``levels`` nested arrays (the message object adds one more level) around ``innermost``."""
+    return b"[" * levels + innermost + b"]" * levels
+
+
+@pytest.mark.parametrize("innermost", [b"", b"1", b'"x"', b"true", b"null", b"1,2"])
+@pytest.mark.parametrize("where", ["first", "last"])
+@pytest.mark.parametrize("surrogate", [False, True])
+def test_nesting_exactly_at_the_limit_is_accepted_whatever_the_innermost_array_holds(innermost, where, surrogate):
+    """Issue 28.7: 201 levels is the limit; the verdict may depend neither on what the
+    innermost array holds (the fast parser counts a scalar in it as one more level) nor
+    on a lone-surrogate field that sends the message to the second parser, before or after."""
+    deep = b'"x":' + _nested(MAX_JSON_DEPTH - 1, innermost)
+    fields = [deep, b'"text":"\\ud800"'] if surrogate else [deep]
+    if where == "last":
+        fields.reverse()
+    if where == "last":
+        data = CK_HEAD + b"," + b",".join(fields) + b"}"
+    else:
+        data = b"{" + b",".join(fields) + b"," + CK_HEAD[1:] + b"}"
+    assert decode_event(data).node_id == "n"
+
+
+@pytest.mark.parametrize("innermost", [b"[]", b"{}", b"[1]", b'{"a":1}'])
+@pytest.mark.parametrize("surrogate", [False, True])
+def test_one_level_past_the_limit_is_a_dead_letter_whatever_it_holds(innermost, surrogate):
+    text = b',"text":"\\ud800"' if surrogate else b""
+    data = CK_HEAD + text + b',"x":' + _nested(MAX_JSON_DEPTH - 1, innermost) + b"}"
+    assert reason_for(data).startswith(f"not JSON: nested deeper than {MAX_JSON_DEPTH} levels")
+
+
+@pytest.mark.parametrize("field", [b"negative_constraints", b"raw_negative_constraints", b"instructions"])
+@pytest.mark.parametrize("member", [b'"\\ud800":1', b'"text":"a\\udc00"', b'"\\udc00x":{"y":"\\ud800"}'])
+def test_a_lone_surrogate_in_an_informational_member_of_a_constraint_object_drops_that_member(field, member):
+    """Issue 28.7: the object's ``text`` and other members are informational (DESIGN.md §3):
+    one holding a lone surrogate, in its name or its value, is dropped; the constraint stays."""
+    data = CK_HEAD + b',"' + field + b'":[{"id":"k-1",' + member + b'},"Keep tabs"]}'
+    event = decode_event(data)
+    got = {"negative_constraints": event.negative_constraints, "raw_negative_constraints":
+           event.raw_negative_constraints, "instructions": event.instructions}[field.decode()]
+    assert got == ("k-1", "keep tabs")
+
+
 @pytest.mark.parametrize("field", [b"text", b"parent_id", b"occurred_at", b"kind_of", b"cycle"])
 def test_a_lone_surrogate_in_an_informational_field_is_treated_as_absent(field):
     event = decode_event(CK_HEAD + b',"' + field + b'":"a\\ud800b","seq":3}')

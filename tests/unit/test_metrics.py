@@ -178,6 +178,8 @@ def samples(m: Metrics) -> dict[tuple, float]:
     ("message is 2000000 bytes, over the 1048576-byte limit", "too_large"),
     ("internal error: KeyError", "internal_error"),
     ("output rejected: a 9-byte record for alerts (MessageSizeTooLargeError)", "output_rejected"),
+    ("ledger full: the ledger of node 'n' would hold 10001 children, limit is 10000 (CG_MAX_LEDGER)",
+     "ledger_full"),
     ("whatever.the.field: went wrong", "other"),
     ("no colon at all", "other"),
 ])
@@ -253,14 +255,14 @@ def test_scenario_counters_alerts_verdicts_and_histograms() -> None:
     for line in all_lines(design_scenarios()):
         d.feed(line)
     s = samples(d.metrics)
-    alerts = Counter((a["rule"], a["status"]) for o in d.outputs for a in o.alerts)
-    verdicts = Counter((v["level"], v["verdict"]) for o in d.outputs for v in o.verdicts)
+    alerts = Counter((a.rule, a.status) for o in d.outputs for a in o.alerts)
+    verdicts = Counter((v.level, v.verdict) for o in d.outputs for v in o.verdicts)
     for (rule, status), n in alerts.items():
         assert s[("checkpoint_guard_alerts_total", (("rule", rule), ("status", status)))] == n
     for (level, verdict), n in verdicts.items():
         assert s[("checkpoint_guard_checkpoints_total", (("level", level), ("verdict", verdict)))] == n
-    opened = [len(a["orphans"]) for o in d.outputs for a in o.alerts
-              if a["rule"] == "orphaned_referent" and a["status"] == "open"]
+    opened = [len(a.orphans) for o in d.outputs for a in o.alerts
+              if a.rule == "orphaned_referent" and a.status == "open"]
     assert s[("checkpoint_guard_orphan_set_size_count", ())] == len(opened)
     assert s[("checkpoint_guard_orphan_set_size_sum", ())] == sum(opened)
     with_alerts = sum(1 for o in d.outputs if o.alerts)

@@ -16,7 +16,8 @@ from aiokafka.errors import KafkaTimeoutError, TopicAuthorizationFailedError
 
 from stream.errors import OutputRejected
 from stream.settings import Settings
-from stream.wire import encode_alert, encode_status, status_key
+from stream.domain.outputs import NodeStatus, Trigger
+from stream.wire import encode, status_key
 from stream.worker.outputs import STATUS, OutputRecord, Outputs
 from tests.unit.fakes import FakeBroker, Record
 
@@ -27,16 +28,14 @@ TRIGGER = Record("compaction-events", 0, 7, b"ctx", b'{"event_id":"e7"}')
 
 
 def status(node: str, authoritative: bool, degraded: int) -> OutputRecord:
-    degraded_by = [f"leaf-{i:05d}" for i in range(degraded)]
-    value = encode_status({"schema_version": 1, "type": "status", "context_id": "ctx", "node_id": node,
-                           "level": "root", "authoritative": authoritative, "frozen": False, "open_rules": [],
-                           "degraded_by": degraded_by, "degraded_count": degraded,
-                           "trigger": {"event_id": "e7"}, "detected_at": None})
-    return OutputRecord(S.status_topic, status_key("ctx", node), value, 0, source=TRIGGER, kind=STATUS)
+    value = NodeStatus("ctx", node, "root", authoritative, False, (), tuple(f"leaf-{i:05d}" for i in range(degraded)),
+                       degraded, Trigger("e7", "artifact", "artifact-events", 0, 7), None)
+    return OutputRecord(S.status_topic, status_key("ctx", node), encode(value), 0, source=TRIGGER, kind=STATUS,
+                        status=value)
 
 
 def alert(size: int) -> OutputRecord:
-    return OutputRecord(S.alerts_topic, b"ctx", encode_alert({"alert_id": "a", "orphans": ["x" * size]}),
+    return OutputRecord(S.alerts_topic, b"ctx", encode({"alert_id": "a", "orphans": ["x" * size]}),
                         source=TRIGGER)
 
 
@@ -69,7 +68,7 @@ def test_a_status_record_over_the_limit_is_sent_without_its_list_in_its_place_ke
     assert cut == {**cut, "degraded_by": [], "degraded_truncated": True}
     assert cut["authoritative"] is False and cut["degraded_count"] == 2000
     assert list(cut) == ["schema_version", "type", "context_id", "node_id", "level", "authoritative", "frozen",
-                         "open_rules", "degraded_by", "degraded_truncated", "degraded_count", "trigger", "detected_at"]
+                         "open_rules", "degraded_by", "degraded_count", "degraded_truncated", "trigger", "detected_at"]
     assert rejected == [S.status_topic] and broker.values(S.deadletter_topic) == []
 
 

@@ -9,7 +9,8 @@ worker, the offline replay and the tests all drive. Two independent checks keep 
   ``sys.modules`` — this also catches an import made by a module the walk allowed.
 
 Allowed: the standard library (minus ``asyncio``: an engine that needs an event loop is
-not a fold) and ``stream.domain`` itself. Everything else — faust, aiokafka, mode,
+not a fold), ``stream.domain`` itself and :data:`DATA_STRUCTURES` (pure-Python containers:
+no I/O, no framework, no event loop). Everything else — faust, aiokafka, mode,
 pydantic, any other third-party package, and the rest of ``stream`` (arrows point
 inward) — fails the test.
 """
@@ -29,6 +30,8 @@ pytestmark = pytest.mark.unit
 REPO = Path(__file__).resolve().parents[2]
 DOMAIN = REPO / "stream" / "domain"
 FORBIDDEN = ("faust", "aiokafka", "mode", "asyncio", "pydantic", "pydantic_core", "pydantic_settings", "rocksdict")
+#: The engine's sorted sets (DESIGN.md §4 Bounded outputs: changed per key, listed first 1,000).
+DATA_STRUCTURES = ("sortedcontainers",)
 
 
 def domain_files() -> list[Path]:
@@ -72,7 +75,7 @@ def why_not_allowed(name: str) -> str | None:
         return None
     if root == "stream":
         return "import from outside stream.domain (arrows point inward)"
-    if root in sys.stdlib_module_names:
+    if root in sys.stdlib_module_names or root in DATA_STRUCTURES:
         return None
     return "third-party import"
 

@@ -1,15 +1,18 @@
-"""Hand-worked DESIGN.md v2 scenarios the naive reference (``tests/reference.py``) must reproduce.
+"""Hand-worked DESIGN.md 2.1 scenarios the naive reference (``tests/reference.py``) must reproduce.
 
 Every expected record below was reasoned through by hand from DESIGN.md §3–§4 and is
 written out literally (alerts and status records interleaved in output order), so a
 disagreement between the engine and the reference in the property tests is not blamed on
 the reference by default. One scenario per v2 clause (ledger laundering three ways,
 opaque, inherited degradation, frozen status, cycle, child listed before it arrives,
-bounded subtree/degraded_by) plus the v1 basics (orphan, freeze, seq gap).
+bounded subtree/degraded_by, [2.1] the nearest-first subtree, set sizes and digests, the
+ledger bound) plus the v1 basics (orphan, freeze, seq gap). ``set_digest`` values are
+computed here with hashlib from DESIGN.md's definition, not by the reference's code.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -83,8 +86,15 @@ def _trigger(event_id: str, kind: str) -> dict[str, Any]:
     return {"event_id": event_id, "type": kind, "topic": None, "partition": None, "offset": None}
 
 
+def digest(*keys: str) -> str:
+    """DESIGN.md §4 [v2.1]: (Σ big-endian sha256(UTF-8 key)) mod 2^256, 64 hex digits."""
+    return f"{sum(int.from_bytes(hashlib.sha256(k.encode()).digest(), 'big') for k in keys) % (1 << 256):064x}"
+
+
 def _alert(rule: str, action: str, severity: str, status: str, node_id: str | None,
            level: str | None, by: str, kind: str, **fields: Any) -> dict[str, Any]:
+    the_set = {"orphaned_referent": fields.get("orphans"), "non_idempotent": fields.get("orphans"),
+               "negative_constraint_dropped": fields.get("missing_constraints")}.get(rule)
     return {
         "schema_version": 1,
         "type": "alert",
@@ -98,8 +108,12 @@ def _alert(rule: str, action: str, severity: str, status: str, node_id: str | No
         "orphans": fields.get("orphans", []),
         "previous_orphans": fields.get("previous_orphans"),
         "missing_constraints": fields.get("missing_constraints", []),
+        "set_size": fields.get("set_size", None if the_set is None else len(the_set)),
+        "truncated": fields.get("truncated", None if the_set is None else False),
+        "set_digest": None if the_set is None else digest(*fields.get("full_set", the_set)),
         "subtree": fields.get("subtree"),
         "subtree_size": fields.get("subtree_size"),
+        "subtree_truncated": fields.get("subtree_truncated"),
         "gap": fields.get("gap"),
         "trigger": _trigger(by, kind),
         "detected_at": fields.get("detected_at"),
@@ -113,10 +127,12 @@ def orphaned(status: str, node_id: str, level: str, orphans: list[str], *, by: s
 
 
 def dropped(status: str, node_id: str, level: str, missing: list[str], subtree: list[str],
-            subtree_size: int, *, by: str, kind: str = "checkpoint") -> dict[str, Any]:
+            subtree_size: int | None, *, by: str, kind: str = "checkpoint",
+            subtree_truncated: bool = False) -> dict[str, Any]:
+    """``subtree``: nearest first; ``subtree_size`` None when ``subtree_truncated``."""
     return _alert("negative_constraint_dropped", "reject_subtree", "critical", status, node_id,
                   level, by, kind, missing_constraints=missing, subtree=subtree,
-                  subtree_size=subtree_size)
+                  subtree_size=subtree_size, subtree_truncated=subtree_truncated)
 
 
 def frozen_alert(node_id: str, level: str, orphans: list[str], previous: list[str], *,
@@ -177,7 +193,8 @@ def test_orphan_opens_resolves_and_a_second_tier_keeps_it_reachable() -> None:
             "rule": "orphaned_referent", "action": "escalate", "severity": "critical",
             "context_id": "c", "node_id": "n1", "level": "leaf",
             "orphans": ["a1"], "previous_orphans": None, "missing_constraints": [],
-            "subtree": None, "subtree_size": None, "gap": None,
+            "set_size": 1, "truncated": False, "set_digest": digest("a1"),
+            "subtree": None, "subtree_size": None, "subtree_truncated": None, "gap": None,
             "trigger": {"event_id": "e1", "type": "checkpoint", "topic": None,
                         "partition": None, "offset": None},
             "detected_at": "2026-01-01T00:00:00Z",
@@ -195,7 +212,8 @@ def test_orphan_opens_resolves_and_a_second_tier_keeps_it_reachable() -> None:
             "rule": "orphaned_referent", "action": "escalate", "severity": "critical",
             "context_id": "c", "node_id": "n1", "level": "leaf",
             "orphans": [], "previous_orphans": None, "missing_constraints": [],
-            "subtree": None, "subtree_size": None, "gap": None,
+            "set_size": 0, "truncated": False, "set_digest": "0" * 64,
+            "subtree": None, "subtree_size": None, "subtree_truncated": None, "gap": None,
             "trigger": {"event_id": "e2", "type": "artifact", "topic": None,
                         "partition": None, "offset": None},
             "detected_at": None,
@@ -213,7 +231,8 @@ def test_orphan_opens_resolves_and_a_second_tier_keeps_it_reachable() -> None:
             "rule": "orphaned_referent", "action": "escalate", "severity": "critical",
             "context_id": "c", "node_id": "n1", "level": "leaf",
             "orphans": ["a1"], "previous_orphans": None, "missing_constraints": [],
-            "subtree": None, "subtree_size": None, "gap": None,
+            "set_size": 1, "truncated": False, "set_digest": digest("a1"),
+            "subtree": None, "subtree_size": None, "subtree_truncated": None, "gap": None,
             "trigger": {"event_id": "e5", "type": "artifact", "topic": None,
                         "partition": None, "offset": None},
             "detected_at": "2026-01-01T00:00:05Z",
@@ -333,7 +352,7 @@ def test_re_emission_that_drops_the_child_holding_the_prohibition_still_requires
         status("S", "section", authoritative=True, by="e2"),
         dropped("open", "S", "section", ["x"], ["L"], 1, by="e3"),
         status("S", "section", authoritative=False, open_rules=[NCD], by="e3"),
-        dropped("open", "R", "root", ["x"], ["L", "S"], 2, by="e4"),
+        dropped("open", "R", "root", ["x"], ["S", "L"], 2, by="e4"),  # nearest first
         status("R", "root", authoritative=False, open_rules=[NCD], by="e4"),
     ]
 
@@ -352,7 +371,7 @@ def test_root_that_replaces_its_section_still_requires_the_old_sections_prohibit
         status("S1", "section", authoritative=True, by="e2"),
         status("R", "root", authoritative=True, by="e3"),
         status("S2", "section", authoritative=True, by="e4"),
-        dropped("open", "R", "root", ["x"], ["L1", "S1", "S2"], 3, by="e5"),
+        dropped("open", "R", "root", ["x"], ["S1", "S2", "L1"], 3, by="e5"),  # L2 not seen yet
         status("R", "root", authoritative=False, open_rules=[NCD], by="e5"),
         status("L2", "leaf", authoritative=True, by="e6"),
     ]
@@ -472,7 +491,8 @@ def test_subtree_and_degraded_by_list_the_first_1000_and_count_them_all() -> Non
         status("R", "root", authoritative=False, degraded_by=leaves[:1000],
                degraded_count=1001, by="last"),
         status("l1000", "leaf", authoritative=False, open_rules=[ORPH], by="last"),
-        dropped("open", "R", "root", ["x"], leaves[:1000], 1001, by="r2"),
+        # 1,001 nodes under R: the first 1,000 listed, no count beyond (§4 [v2.1])
+        dropped("open", "R", "root", ["x"], leaves[:1000], None, by="r2", subtree_truncated=True),
         status("R", "root", authoritative=False, open_rules=[NCD], degraded_by=leaves[:1000],
                degraded_count=1001, by="r2"),
     ]
@@ -482,3 +502,82 @@ def test_subtree_and_degraded_by_list_the_first_1000_and_count_them_all() -> Non
                degraded_count=1000, by="e-l0999"),
         status("l0999", "leaf", authoritative=False, open_rules=[ORPH], by="e-l0999"),
     ]
+
+
+# ------------------------------------------------------------------ v2.1: bounded sets
+
+
+def test_subtree_lists_the_nearest_nodes_first_and_says_when_it_stopped() -> None:
+    leaves = [f"x{i:04d}" for i in range(999)]
+    events = [
+        ck("e1", "Y", children=["Z"]),
+        ck("e2", "Z"),
+        ck("e3", "X", "section", children=leaves),  # none of them seen yet
+        ck("e4", "R", "root", children=["Y", "X"], raw=["p"]),
+    ]
+    records = naive_run(events).records
+    # breadth-first: R's children in sorted order (X, Y), then X's stored children (none
+    # yet), then Y's (Z) — not Z before X as a sorted list would have it
+    assert records[-2:] == [
+        dropped("open", "R", "root", ["p"], ["X", "Y", "Z"], 3, by="e4"),
+        status("R", "root", authoritative=False, open_rules=[NCD], by="e4"),
+    ]
+    events += [ck(f"e-{leaf}", leaf) for leaf in leaves]
+    events.append(ck("e5", "R", "root", children=["Y", "X"], raw=["p", "q"]))
+    # 1,002 stored nodes under R: the 999 leaves come before Z (depth 2 either way, but X's
+    # children are walked before Y's); Z is the 1,002nd and is left out
+    assert naive_run(events).records[-1] == dropped(
+        "open", "R", "root", ["p", "q"], ["X", "Y", *leaves[:998]], None, by="e5", subtree_truncated=True)
+
+
+def test_a_set_over_1000_lists_its_first_1000_with_its_size_and_the_digest_of_all() -> None:
+    refs = [f"a{i:04d}" for i in range(1001)]
+    events = [ck("e1", "n1", referents=refs), art("e2", "a0000"), art("e3", "a1000")]
+    alerts = naive_run(events).alerts
+    assert alerts == [
+        orphaned("open", "n1", "leaf", refs[:1000], by="e1") | {
+            "set_size": 1001, "truncated": True, "set_digest": digest(*refs)},
+        orphaned("open", "n1", "leaf", refs[1:1001], by="e2", kind="artifact") | {
+            "set_size": 1000, "truncated": False},
+        orphaned("open", "n1", "leaf", refs[1:1000], by="e3", kind="artifact"),
+    ]
+    # a key outside the listed 1,000 changed the digest, and only the digest
+    assert alerts[0]["set_digest"] != digest(*refs[:1000])
+
+
+def test_non_idempotent_lists_both_sets_the_same_way() -> None:
+    before = [f"a{i:04d}" for i in range(1002)]
+    events = [ck("e1", "n1", referents=before), ck("e2", "n1", referents=["b"])]
+    assert naive_run(events).alerts[-1] == frozen_alert("n1", "leaf", ["b"], before[:1000], by="e2") | {
+        "truncated": True}  # previous_orphans was cut; set_size describes orphans
+
+
+# ------------------------------------------------------------------ v2.1: ledger bound
+
+
+def test_a_version_past_the_ledger_bound_is_rejected_and_changes_nothing() -> None:
+    events = [
+        ck("e0", "A", children=["c1", "c2", "c3"], seq=0),  # 3 children > 2: rejected
+        ck("e1", "A", children=["c1"], raw=["x", "y"], seq=1),  # 2 raw keys: fits
+        ck("e2", "A", children=["c1"], raw=["z"], seq=2),  # x, y, z: rejected, seq 2 used up
+        ck("e0", "A", children=["c1"], raw=["x"], carried=["x", "y"], seq=3),  # e0 was never applied
+        art("e4", "r", seq=4),
+        ck("e5", "B", referents=["r"], raw=["p"], carried=["p"]),
+        art("e6", "r", "evicted"),
+        ck("e7", "B", referents=["r", "s"], raw=["q", "s", "t"]),  # freezes B: no ledger, no rejection
+        ck("e8", "B", raw=["q", "s", "t"]),  # frozen: ignored, no rejection either
+    ]
+    result = naive_run(events, max_ledger=2)
+    assert result.rejected == ["e0", "e2"]
+    assert result.records == [
+        dropped("open", "A", "leaf", ["x", "y"], [], 0, by="e1"),
+        status("A", "leaf", authoritative=False, open_rules=[NCD], by="e1"),
+        dropped("resolved", "A", "leaf", [], [], 0, by="e0"),
+        status("A", "leaf", authoritative=True, by="e0"),
+        status("B", "leaf", authoritative=True, by="e5"),
+        orphaned("open", "B", "leaf", ["r"], by="e6", kind="artifact"),
+        status("B", "leaf", authoritative=False, open_rules=[ORPH], by="e6", kind="artifact"),
+        frozen_alert("B", "leaf", ["r", "s"], ["r"], by="e7"),
+        status("B", "leaf", authoritative=False, frozen=True, open_rules=[NONID, ORPH], by="e7"),
+    ]
+    assert result.waiting == {}

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from stream.replay import replay_lines
-from stream.wire import encode_alert
+from stream.wire import encode
 from tests.unit.builders import admit, as_jsonl, as_line, evict, make_checkpoint
 
 pytestmark = pytest.mark.unit
@@ -42,7 +42,7 @@ def stderr_lines(proc: subprocess.CompletedProcess) -> list[str]:
 
 def expected_stdout(*lines: bytes) -> bytes:
     """What replay must print for these lines: the engine's alerts, one JSON per line."""
-    return b"".join(encode_alert(a) + b"\n" for a in replay_lines(list(lines)).alerts)
+    return b"".join(encode(a) + b"\n" for a in replay_lines(list(lines)).alerts)
 
 
 ORPHANING = (
