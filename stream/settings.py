@@ -68,6 +68,12 @@ class Settings(BaseSettings):
         description="How long the worker's producer waits to fill a batch of outputs (ms). 5 ms cut the CPU per "
         "event by a sixth (bench/bench_floor.py) for at most 5 ms more latency.",
     )
+    producer_compression: Literal["lz4", "zstd", "gzip", "snappy", "none"] = Field(
+        "lz4",
+        description="Compression of the worker's output and state-log batches. lz4 cut the bytes the worker "
+        "writes to its sockets several times over for a few µs per batch (bench part 3: output-heavy streams); "
+        "every Kafka client reads it.",
+    )
     session_timeout: float = Field(
         60.0, ge=6, le=3600,
         description="Seconds a worker that stopped heart-beating (kill -9, network split) stays in the "

@@ -179,13 +179,16 @@ class Outputs:
         the broker rejected (module docstring)."""
         delay = 0.2
         while batch:
-            results = await asyncio.gather(*(f for _, f in batch), return_exceptions=True)
+            pending = [f for _, f in batch if not f.done()]  # by a commit, most were acknowledged long ago
+            if pending:
+                await asyncio.wait(pending)
             retry: list[OutputRecord] = []
             failure: BaseException | None = None
-            for (record, _), res in zip(batch, results):
-                if isinstance(res, asyncio.CancelledError):
-                    raise res
-                if not isinstance(res, BaseException):
+            for record, fut in batch:
+                if fut.cancelled():
+                    raise asyncio.CancelledError()
+                res = fut.exception()
+                if res is None:
                     continue
                 if is_error(res, (TopicAuthorizationFailedError,)):
                     raise OutputRejected(f"the broker refused a record for {record.topic!r} ({res}); "

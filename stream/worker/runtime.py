@@ -88,7 +88,8 @@ class Runtime:
         # it whole, and the idempotent producer cannot send to that partition again
         batch = min([PRODUCER_BATCH_BYTES, *(limit - BATCH_OVERHEAD for limit in limits.values())])
         self.producer = producer(s, enable_idempotence=True, max_request_size=s.max_request_bytes,
-                                 linger_ms=s.producer_linger_ms, max_batch_size=max(1024, batch))
+                                 linger_ms=s.producer_linger_ms, max_batch_size=max(1024, batch),
+                                 compression_type=None if s.producer_compression == "none" else s.producer_compression)
         await self.producer.start()
         self.outputs = Outputs(s, self.producer, limits=limits, on_rejected=self.metrics.output_rejected)
         self.durability = Durability(

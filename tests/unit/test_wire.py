@@ -18,10 +18,13 @@ Choices the spec leaves open, pinned here as the codec makes them:
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from stream.domain import ArtifactEvent, CheckpointEvent
+from stream.domain.outputs import encode_record
 from stream.errors import InvalidEvent
-from stream.wire import MAX_MESSAGE_BYTES, decode_event
+from stream.wire import MAX_MESSAGE_BYTES, decode_event, encode
 from tests.unit.builders import OMIT, as_line, make_artifact, make_checkpoint, run
 
 pytestmark = pytest.mark.unit
@@ -413,3 +416,25 @@ def test_a_replay_line_over_one_mebibyte_is_a_dead_letter():
     assert "over the 1048576-byte limit" in result.dead_letters[0][1]
     assert result.events == 1
 
+
+
+# --------------------------------------------------------------------------- the output encoder
+
+_JSON_TEXT = st.text(st.characters(codec="utf-8"), max_size=20)  # every code point but lone surrogates
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | _JSON_TEXT,
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(_JSON_TEXT, inner, max_size=5),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(record=st.dictionaries(_JSON_TEXT, _JSON_VALUES, max_size=8))
+def test_the_output_encoder_gives_the_bytes_the_engine_bounds_sizes_in(record):
+    """wire.encode (orjson) and the engine's encode_record (the stdlib) agree byte for byte,
+    control characters, U+2028 and astral code points included."""
+    assert encode(record) == encode_record(record)
+
+
+def test_the_output_encoder_takes_integers_past_64_bits_as_the_stdlib_does():
+    assert encode({"n": 2**70, "s": "\u2028\x00"}) == encode_record({"n": 2**70, "s": "\u2028\x00"})
