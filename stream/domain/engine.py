@@ -911,6 +911,8 @@ class Engine:
 
     def _emit(self, state: State, ev: Event, source: Source, step: _Step, out: Output) -> None:
         """Alerts of the event's changed sets (by node id, rule order), then statuses."""
+        if not step.before:  # no node was touched: nothing changed (every change touches first)
+            return
         ctx = step.ctx
         for nid in sorted({*step.o, *step.m, *step.u}):
             key = (ctx, nid)
