@@ -716,11 +716,10 @@ class Engine:
                 required[nkey] = req
             if old["carried"] != carried or grown:
                 entry = self._entry(state, step, nid)
-                m = entry["m"]
-                changed = self._discard(entry, "m", [k for k in carried if _has(m, k)])
+                changed = self._discard(entry, "m", [k for k in carried if _has(entry["m"], k)])
                 joining = {k for k in old["carried"] if k in req and not _has(carried, k)}
                 joining.update(k for k in grown if not _has(carried, k))
-                changed += self._add(entry, "m", [k for k in joining if not _has(m, k)])
+                changed += self._add(entry, "m", [k for k in joining if not _has(entry["m"], k)])
                 if changed:
                     step.m.add(nid)
         if grown:
@@ -730,27 +729,26 @@ class Engine:
 
     # ------------------------------------------------------------------ sets
     def _entry(self, state: State, step: _Step, node_id: str) -> dict[str, Any]:
-        """The node's ``alert_sets`` entry to change (created empty), in sorted containers."""
+        """The node's ``alert_sets`` entry to change (created empty), once per event."""
         entry = step.sets.get(node_id)
         if entry is not None:
             return entry
         key = (step.ctx, node_id)
-        stored = state.alert_sets.get(key)
-        if stored is None:
-            entry = {"o": SortedList(), "od": EMPTY_DIGEST, "m": SortedList(), "md": EMPTY_DIGEST}
-        else:
-            entry = {"o": _sorted(stored.get("o")), "od": stored.get("od") or EMPTY_DIGEST,
-                     "m": _sorted(stored.get("m")), "md": stored.get("md") or EMPTY_DIGEST}
+        stored = state.alert_sets.get(key) or {}
+        entry = {"o": stored.get("o") or (), "od": stored.get("od") or EMPTY_DIGEST,
+                 "m": stored.get("m") or (), "md": stored.get("md") or EMPTY_DIGEST}
         state.alert_sets[key] = entry
         step.sets[node_id] = entry
         return entry
 
     @staticmethod
     def _add(entry: dict[str, Any], which: str, keys: Any) -> int:
-        """Add ``keys`` (none already in the set) to set ``which`` ("o"/"m"); returns how many."""
+        """Add ``keys`` (none already in the set) to set ``which`` ("o"/"m"); returns how many.
+        The set becomes a :class:`SortedList` when first changed (an unused one stays ``()``)."""
         if not keys:
             return 0
-        entry[which].update(keys)
+        items = entry[which] = _sorted(entry[which])
+        items.update(keys)
         entry[which + "d"] = _moved(entry[which + "d"], keys, +1)
         return len(keys)
 
@@ -759,7 +757,7 @@ class Engine:
         """Remove ``keys`` (all in the set) from set ``which``; returns how many."""
         if not keys:
             return 0
-        items = entry[which]
+        items = entry[which] = _sorted(entry[which])
         for k in keys:
             items.remove(k)
         entry[which + "d"] = _moved(entry[which + "d"], keys, -1)
