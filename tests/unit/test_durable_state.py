@@ -349,3 +349,19 @@ def test_a_rollback_while_a_commit_is_in_flight_keeps_the_taken_writes(tmp_path)
         assert part.state.dirty == 0
     finally:
         part.store.close()
+
+
+def test_a_rollback_restores_a_taken_value_the_engine_changed_in_place_since(tmp_path):
+    """The engine grows sorted containers in place and re-assigns them; after a rollback
+    the commit in flight must read as it was taken, not with the later in-place change."""
+    part = _partition(tmp_path / "db")
+    try:
+        part.state.reach[("c", "r")] = ["a"]
+        part.state.take_dirty()
+        grown = part.state.reach.get(("c", "r"))
+        grown.append("b")  # what the engine does before it re-assigns the value
+        part.state.reach[("c", "r")] = grown
+        part.state.forget()
+        assert part.state.reach.get(("c", "r")) == ["a"]
+    finally:
+        part.store.close()
