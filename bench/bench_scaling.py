@@ -326,7 +326,7 @@ def render(argv: list[str], fan: list[dict[str, Any]], arts: list[dict[str, Any]
                 f"From D = {first['d']:,} to {last['d']:,} ({grow:,.0f}x): evicting the hot artifact costs "
                 f"{last['evict_hot'] / first['evict_hot']:,.0f}x more (one alert per dependent: output-bound), "
                 f"a checkpoint adding a dependent {last['ckpt_hot'] / first['ckpt_hot']:,.1f}x (the dependents "
-                f"list is copied and re-assigned), unrelated events {last['art_other'] / first['art_other']:,.1f}x "
+                f"set grows in place), unrelated events {last['art_other'] / first['art_other']:,.1f}x "
                 f"(artifact) and {last['ckpt_other'] / first['ckpt_other']:,.1f}x (checkpoint).",
             ]
         lines.append("")
