@@ -1,6 +1,8 @@
-"""How the engine's per-event cost grows with fan-in and with the number of artifacts.
+"""How the engine's per-event cost grows with fan-in, the number of artifacts, and the
+size of the adversarial shapes (DESIGN.md §4 "Cost per event" [v2.1]).
 
-    python bench/bench_scaling.py [--dependents 1,100,10000] [--artifacts 1000,100000] [--quick] [--out FILE]
+    python bench/bench_scaling.py [--dependents 1,100,10000] [--artifacts 1000,100000]
+                                  [--shapes-scale 1.0] [--quick] [--out FILE]
 
 Pure engine: ``Engine.process`` over a ``DictState`` in this process (no Kafka, no
 decoding in the timed part: events are decoded with ``wire.decode_event`` beforehand).
@@ -16,9 +18,9 @@ resolve), a new leaf checkpoint referencing the hot artifact (one more dependent
 for comparison, an unrelated artifact admit + evict and a new unrelated leaf checkpoint.
 Expected: the hot eviction/admission cost is proportional to D (each of the D nodes gets
 an alert: output size, unavoidable — so it is also given per alert); a checkpoint that
-adds a dependent to the hot artifact is O(D) too (the dependents list is a JSON-ready
-sorted list that is copied and re-assigned, as faust tables need); events that do not
-touch the hot artifact stay flat.
+adds a dependent to the hot artifact, and events that do not touch it, stay flat (the
+dependents set grows in place; the worker's state re-encodes it once per commit, not per
+event).
 
 **B. Number of artifacts** — for each A in ``--artifacts``: one context with A artifacts
 admitted (one in five also durable), a live window of A/10 (the rest evicted from the live
@@ -27,6 +29,17 @@ leaves. Then a fixed mix of new events is timed: admit a new artifact, evict a l
 a new leaf checkpoint referencing recent artifacts, and an eviction (or re-admission) of
 an artifact of the built live window, which a leaf references. Expected: flat in A (no scan of all
 artifacts or all nodes; dict lookups only).
+
+**C. Shapes at two sizes** — the per-event cost of the events that make a shape grow,
+timed alone, at N small and N large (``--shapes-scale`` multiplies both): the versions
+of one node, each with one new child (5,000 vs 20,000; the ledger bound raised to 20,000
+so every version enters it, and the default 10,000 where the later ones are rejected:
+"ledger full"); a leaf whose referent was never admitted arriving under sections of 1,000
+under a root that arrived first (12,500 vs 50,000: two status records listing 1,000
+degrading nodes each); a child with its own prohibition arriving under a root that does
+not carry it (1,000 vs 10,000: an alert listing the first 1,000 missing keys and the
+nearest 1,000 nodes). Median and mean of the last ``window`` events of each size.
+Expected: flat (goal ≤ 1.5x for the versions, issue 28.3).
 """
 
 from __future__ import annotations
@@ -222,8 +235,68 @@ def many_artifacts(a: int, mix: int) -> dict[str, Any]:
     return res
 
 
+def _versions(f: Feeder, n: int) -> list[Any]:
+    return [CheckpointEvent(event_id=f._id(), context_id=CTX, node_id="hub", level="section",
+                            children=(f"child-{i:06d}",)) for i in range(n)]
+
+
+def _orphaned_leaves(f: Feeder, n: int) -> tuple[list[Any], list[Any]]:
+    """(root and sections, then the leaves): the leaves are the timed events."""
+    sections = -(-n // 1000)
+    head = [CheckpointEvent(event_id=f._id(), context_id=CTX, node_id="root", level="root",
+                            children=tuple(f"s{j:04d}" for j in range(sections)))]
+    head += [CheckpointEvent(event_id=f._id(), context_id=CTX, node_id=f"s{j:04d}", level="section",
+                             children=tuple(f"l{i:06d}" for i in range(j * 1000, min(n, (j + 1) * 1000))))
+             for j in range(sections)]
+    leaves = [CheckpointEvent(event_id=f._id(), context_id=CTX, node_id=f"l{i:06d}", level="leaf",
+                              referents=(f"never-admitted-{i}",)) for i in range(n)]
+    return head, leaves
+
+
+def _wide_uncarried(f: Feeder, n: int) -> tuple[list[Any], list[Any]]:
+    head = [CheckpointEvent(event_id=f._id(), context_id=CTX, node_id="root", level="root",
+                            children=tuple(f"k{i:06d}" for i in range(n)))]
+    kids = [CheckpointEvent(event_id=f._id(), context_id=CTX, node_id=f"k{i:06d}", level="leaf",
+                            raw_negative_constraints=(f"never touch module {i}",)) for i in range(n)]
+    return head, kids
+
+
+#: name -> (builder(feeder, n) -> (untimed head, timed events), N small, N large, engine options)
+SHAPES: dict[str, tuple[Any, int, int, dict[str, int]]] = {
+    "versions of one node (max_ledger 20,000)": (lambda f, n: ([], _versions(f, n)), 5_000, 20_000,
+                                                 {"max_ledger": 20_000}),
+    "versions of one node (default max_ledger)": (lambda f, n: ([], _versions(f, n)), 5_000, 20_000, {}),
+    "orphaned leaves under a root arriving first": (_orphaned_leaves, 12_500, 50_000, {}),
+    "children under a root that does not carry their prohibitions": (_wide_uncarried, 1_000, 10_000, {}),
+}
+
+
+def shape_growth(name: str, n: int, window: int, options: dict[str, int]) -> dict[str, Any]:
+    """Per-event µs of the last ``window`` timed events of the shape at size ``n``."""
+    build = SHAPES[name][0]
+    f = Feeder()
+    f.engine = Engine(**options)
+    head, timed = build(f, n)
+    gc.disable()
+    for ev in head:
+        f.apply(ev)
+    for ev in timed[:-window]:
+        f.apply(ev)
+    gc.enable()
+    settle()
+    us, rejected = [], 0
+    for ev in timed[-window:]:
+        t0 = time.perf_counter_ns()
+        out = f.engine.process(f.state, ev, OFFLINE)
+        us.append((time.perf_counter_ns() - t0) / 1000)
+        rejected += len(out.rejected)
+    unfreeze()
+    return {"n": n, "median": statistics.median(us), "mean": statistics.mean(us), "window": window,
+            "rejected": rejected}
+
+
 def render(argv: list[str], fan: list[dict[str, Any]], arts: list[dict[str, Any]], t_start: float,
-           load_start: str, title: str) -> str:
+           load_start: str, title: str, shapes: list[dict[str, Any]] | None = None) -> str:
     lines = [
         f"## {title}",
         "",
@@ -253,7 +326,7 @@ def render(argv: list[str], fan: list[dict[str, Any]], arts: list[dict[str, Any]
                 f"From D = {first['d']:,} to {last['d']:,} ({grow:,.0f}x): evicting the hot artifact costs "
                 f"{last['evict_hot'] / first['evict_hot']:,.0f}x more (one alert per dependent: output-bound), "
                 f"a checkpoint adding a dependent {last['ckpt_hot'] / first['ckpt_hot']:,.1f}x (the dependents "
-                f"list is copied and re-assigned), unrelated events {last['art_other'] / first['art_other']:,.1f}x "
+                f"set grows in place), unrelated events {last['art_other'] / first['art_other']:,.1f}x "
                 f"(artifact) and {last['ckpt_other'] / first['ckpt_other']:,.1f}x (checkpoint).",
             ]
         lines.append("")
@@ -280,6 +353,23 @@ def render(argv: list[str], fan: list[dict[str, Any]], arts: list[dict[str, Any]
                       "collector, whose full collections grow with the heap (compare the GC-off columns; `python -m "
                       "stream replay` freezes the GC for that reason), and preemption on a shared machine."]
         lines.append("")
+    if shapes:
+        lines += [
+            "**C. Shapes at two sizes** (µs per event of the events that grow the shape, each timed alone; "
+            "median / mean of the last events of each size; DESIGN.md §4 *Cost per event* [v2.1]).",
+            "",
+            "| shape | N small → large | median µs small → large | mean µs small → large | growth (median) "
+            "| growth (mean) | events timed | rejected (ledger full) |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for r in shapes:
+            a, b = r["small"], r["large"]
+            lines.append(
+                f"| {r['shape']} | {a['n']:,} → {b['n']:,} | {a['median']:,.1f} → {b['median']:,.1f} | "
+                f"{a['mean']:,.1f} → {b['mean']:,.1f} | {b['median'] / a['median']:.2f}x | "
+                f"{b['mean'] / a['mean']:.2f}x | {a['window']:,} + {b['window']:,} | "
+                f"{a['rejected']:,} / {b['rejected']:,} |")
+        lines.append("")
     lines.append(part_footer(t_start, load_start))
     return "\n".join(lines) + "\n"
 
@@ -291,6 +381,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--artifacts", default=None, help="artifacts per context, comma-separated (default 1000,100000)")
     ap.add_argument("--reps", type=int, default=None, help="repetitions per fan-in size (default 200; quick 30)")
     ap.add_argument("--mix", type=int, default=None, help="timed new-event rounds per artifact count (default 4000)")
+    ap.add_argument("--shapes-scale", type=float, default=None,
+                    help="multiply the sizes of section C (default 1; quick 0.1; 0 skips it)")
     ap.add_argument("--quick", action="store_true", help="fewer repetitions (seconds)")
     ap.add_argument("--title", default="6. How cost grows (engine)")
     ap.add_argument("--out", metavar="FILE", help="also write the Markdown section there")
@@ -312,7 +404,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     for a in arts:
         many.append(many_artifacts(a, mix))
         say(f"{a} artifacts: mean {many[-1]['all']:,.1f} µs/event (built in {many[-1]['build_s']:.1f}s)")
+    scale = args.shapes_scale if args.shapes_scale is not None else (0.1 if args.quick else 1.0)
+    grown = []
+    for name, (_, small, large, options) in SHAPES.items() if scale > 0 else ():
+        sizes = [max(20, int(small * scale)), max(40, int(large * scale))]
+        window = max(10, min(1000, sizes[0] // 5))
+        row = {"shape": name}
+        for key, n in zip(("small", "large"), sizes):
+            row[key] = shape_growth(name, n, window, options)
+        grown.append(row)
+        say(f"{name}: median {row['small']['median']:,.1f} -> {row['large']['median']:,.1f} µs/event "
+            f"({sizes[0]:,} -> {sizes[1]:,})")
     parts = []
+    if grown:
+        worst = max(grown, key=lambda r: r["large"]["median"] / r["small"]["median"])
+        parts.append(f"shapes: worst per-event growth {worst['large']['median'] / worst['small']['median']:.2f}x "
+                     f"({worst['shape']})")
     if len(fan) > 1:
         a, b = fan[0], fan[-1]
         parts.append(f"D = {a['d']:,} -> {b['d']:,} dependents of one artifact: its eviction "
@@ -321,7 +428,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(many) > 1:
         a, b = many[0], many[-1]
         parts.append(f"{a['a']:,} -> {b['a']:,} artifacts: median {a['median']:,.1f} -> {b['median']:,.1f} µs/event")
-    write_out(args.out, render(argv, fan, many, t_start, load_start, args.title), "; ".join(parts))
+    write_out(args.out, render(argv, fan, many, t_start, load_start, args.title, grown), "; ".join(parts))
     return 0
 
 

@@ -126,10 +126,46 @@ def _has(items: Any, x: Any) -> bool:
     return i < len(items) and items[i] == x
 
 
-def _sorted(items: Any) -> SortedList:
-    """A stored sorted list as a :class:`SortedList` to change (converted once per read
-    from storage; the changed value is re-assigned)."""
-    return items if isinstance(items, SortedList) else SortedList(items or ())
+#: A sorted set up to this size is a plain sorted list (an insertion moves at most this
+#: many pointers); past it, a :class:`SortedList` (O(log n) per key).
+SMALL_SET = 256
+
+
+def _sorted_of(keys: Any) -> Any:
+    """A new sorted container holding ``keys`` (distinct)."""
+    return sorted(keys) if len(keys) <= SMALL_SET else SortedList(keys)
+
+
+def _insert(items: Any, keys: Any) -> Any:
+    """``items`` (a sorted container, or a sorted list read back from a table) with
+    ``keys`` (none of them in it) added; changed in place where it can be."""
+    if isinstance(items, SortedList):
+        if len(keys) == 1:
+            items.add(keys[0])
+        else:
+            items.update(keys)
+        return items
+    if len(items) + len(keys) > SMALL_SET:
+        grown = SortedList(items)
+        grown.update(keys)
+        return grown
+    if not isinstance(items, list):
+        items = list(items)
+    for k in keys:
+        insort(items, k)
+    return items
+
+
+def _remove(items: Any, keys: Any) -> Any:
+    """``items`` with ``keys`` (all of them in it) removed, in place where it can be."""
+    if not isinstance(items, (list, SortedList)):
+        items = list(items)
+    for k in keys:
+        if isinstance(items, SortedList):
+            items.remove(k)
+        else:
+            del items[bisect_left(items, k)]
+    return items
 
 
 def _as_set(value: Any) -> set:
@@ -187,26 +223,31 @@ def _survival(ev: CheckpointEvent) -> list[int]:
             len(raw_ins.intersection(ev.instructions)), len(raw_ins)]
 
 
+def _bad(rec: dict[str, Any], sets: dict[str, Any] | None) -> bool:
+    """Open orphaned_referent or unverifiable_checkpoint: then the node is in its own reach."""
+    return rec["opaque"] or bool((sets or {}).get("o"))
+
+
 def summarize(rec: dict[str, Any], sets: dict[str, Any] | None, reach: Any, node_id: str) -> NodeSummary:
     """The :class:`NodeSummary` of a stored node from its table values (``nodes``,
     ``alert_sets``, ``reach``): O(1) in the size of its sets."""
     orphans = (sets or {}).get("o") or ()
-    degraded = _degraded_count(reach, node_id) > 0
+    degraded = _degraded_count(reach, _bad(rec, sets)) > 0
     rules = _rules_of(rec, sets)
     return NodeSummary(rec["level"], not rules and not degraded, degraded, rec["opaque"], rec["frozen"],
                        NEGATIVE_CONSTRAINT_DROPPED in rules, len(rec["referents"]), len(orphans),
                        tuple(rec["surv"]))
 
 
-def _degraded_count(reach: Any, node_id: str) -> int:
-    """``degraded_count``: the bad nodes under ``node_id`` (its reach minus itself)."""
-    return len(reach) - (1 if _has(reach, node_id) else 0) if reach else 0
+def _degraded_count(reach: Any, bad: bool) -> int:
+    """``degraded_count``: the bad nodes under a node — its reach, minus itself when it is bad."""
+    return len(reach) - bad if reach else 0
 
 
-def _degraded(reach: Any, node_id: str) -> tuple[tuple[str, ...], int]:
+def _degraded(reach: Any, node_id: str, bad: bool) -> tuple[tuple[str, ...], int]:
     """``degraded_by`` (the first :data:`DEGRADED_LIMIT` of the sorted reach, the node
     itself left out) and ``degraded_count``: O(limit), never a pass over the set."""
-    count = _degraded_count(reach, node_id)
+    count = _degraded_count(reach, bad)
     if count <= 0:
         return (), 0
     first = reach[:DEGRADED_LIMIT + 1]
@@ -222,7 +263,7 @@ def node_detail(state: State, context_id: str, node_id: str) -> NodeDetail | Non
         return None
     sets = state.alert_sets.get(key) or {}
     rules = _rules_of(rec, sets)
-    degraded_by, count = _degraded(state.reach.get(key), node_id)
+    degraded_by, count = _degraded(state.reach.get(key), node_id, _bad(rec, sets))
     return NodeDetail(
         context_id=context_id, node_id=node_id, level=rec["level"],
         authoritative=not rules and not count, frozen=rec["frozen"], open_rules=rules,
@@ -635,7 +676,7 @@ class Engine:
             for c in stored:
                 reach.update(reach_t.get((ctx, c)) or ())
             if reach:
-                reach_t[nkey] = SortedList(reach)
+                reach_t[nkey] = _sorted_of(reach)
                 _net(step, nid, reach, +1)
                 for p in list(state.parents.get(nkey) or ()):
                     if p != nid:
@@ -657,9 +698,7 @@ class Engine:
     def _grown(ledger: Any, new: list[str]) -> Any:
         if not new:
             return ledger
-        grown = _sorted(ledger)
-        grown.update(new)
-        return grown
+        return _insert(ledger, new)
 
     @staticmethod
     def _link(state: State, ctx: str, nid: str, stored: list[str], *, new: bool) -> None:
@@ -716,11 +755,10 @@ class Engine:
                 required[nkey] = req
             if old["carried"] != carried or grown:
                 entry = self._entry(state, step, nid)
-                m = entry["m"]
-                changed = self._discard(entry, "m", [k for k in carried if _has(m, k)])
+                changed = self._discard(entry, "m", [k for k in carried if _has(entry["m"], k)])
                 joining = {k for k in old["carried"] if k in req and not _has(carried, k)}
                 joining.update(k for k in grown if not _has(carried, k))
-                changed += self._add(entry, "m", [k for k in joining if not _has(m, k)])
+                changed += self._add(entry, "m", [k for k in joining if not _has(entry["m"], k)])
                 if changed:
                     step.m.add(nid)
         if grown:
@@ -730,27 +768,25 @@ class Engine:
 
     # ------------------------------------------------------------------ sets
     def _entry(self, state: State, step: _Step, node_id: str) -> dict[str, Any]:
-        """The node's ``alert_sets`` entry to change (created empty), in sorted containers."""
+        """The node's ``alert_sets`` entry to change (created empty), once per event."""
         entry = step.sets.get(node_id)
         if entry is not None:
             return entry
         key = (step.ctx, node_id)
-        stored = state.alert_sets.get(key)
-        if stored is None:
-            entry = {"o": SortedList(), "od": EMPTY_DIGEST, "m": SortedList(), "md": EMPTY_DIGEST}
-        else:
-            entry = {"o": _sorted(stored.get("o")), "od": stored.get("od") or EMPTY_DIGEST,
-                     "m": _sorted(stored.get("m")), "md": stored.get("md") or EMPTY_DIGEST}
+        stored = state.alert_sets.get(key) or {}
+        entry = {"o": stored.get("o") or (), "od": stored.get("od") or EMPTY_DIGEST,
+                 "m": stored.get("m") or (), "md": stored.get("md") or EMPTY_DIGEST}
         state.alert_sets[key] = entry
         step.sets[node_id] = entry
         return entry
 
     @staticmethod
     def _add(entry: dict[str, Any], which: str, keys: Any) -> int:
-        """Add ``keys`` (none already in the set) to set ``which`` ("o"/"m"); returns how many."""
+        """Add ``keys`` (none already in the set) to set ``which`` ("o"/"m"); returns how many.
+        The set becomes a :class:`SortedList` when first changed (an unused one stays ``()``)."""
         if not keys:
             return 0
-        entry[which].update(keys)
+        entry[which] = _insert(entry[which], keys)
         entry[which + "d"] = _moved(entry[which + "d"], keys, +1)
         return len(keys)
 
@@ -759,9 +795,7 @@ class Engine:
         """Remove ``keys`` (all in the set) from set ``which``; returns how many."""
         if not keys:
             return 0
-        items = entry[which]
-        for k in keys:
-            items.remove(k)
+        entry[which] = _remove(entry[which], keys)
         entry[which + "d"] = _moved(entry[which + "d"], keys, -1)
         return len(keys)
 
@@ -816,9 +850,7 @@ class Engine:
                 continue
             self._touch(state, step, nid)  # before the set changes (it may be the stored one)
             _net(step, nid, new, +1)
-            grown = _sorted(current)
-            grown.update(new)
-            reach_t[key] = grown
+            reach_t[key] = _insert(current or (), new)
             for p in parents.get(key) or ():
                 if p != nid:
                     work.append((p, new))
@@ -843,8 +875,7 @@ class Engine:
             if not _has(reach, node_id):
                 continue
             self._touch(state, step, nid)  # before the set changes (it may be the stored one)
-            reach = _sorted(reach)
-            reach.remove(node_id)
+            reach = _remove(reach, (node_id,))
             if reach:
                 reach_t[key] = reach
             else:
@@ -911,6 +942,8 @@ class Engine:
 
     def _emit(self, state: State, ev: Event, source: Source, step: _Step, out: Output) -> None:
         """Alerts of the event's changed sets (by node id, rule order), then statuses."""
+        if not step.before:  # no node was touched: nothing changed (every change touches first)
+            return
         ctx = step.ctx
         for nid in sorted({*step.o, *step.m, *step.u}):
             key = (ctx, nid)
@@ -951,7 +984,7 @@ class Engine:
                     == (summary.missing, summary.unreachable > 0, summary.opaque)):
                 continue  # open rules, frozen and degraded_by unchanged: no status record
             rules = _rules_of(rec, sets)
-            degraded_by, count = _degraded(reach, nid)
+            degraded_by, count = _degraded(reach, nid, _bad(rec, sets))
             status = NodeStatus(
                 context_id=ctx, node_id=nid, level=rec["level"], authoritative=not rules and not count,
                 frozen=rec["frozen"], open_rules=rules, degraded_by=degraded_by, degraded_count=count,
@@ -964,8 +997,9 @@ class Engine:
     # ------------------------------------------------------------------ verdicts
     def _verdict(self, state: State, ev: CheckpointEvent, source: Source, rec: dict, verdict: str) -> Verdict:
         key = (ev.context_id, ev.node_id)
-        rules = _rules_of(rec, state.alert_sets.get(key))
-        degraded = _degraded_count(state.reach.get(key), ev.node_id)
+        sets = state.alert_sets.get(key)
+        rules = _rules_of(rec, sets)
+        degraded = _degraded_count(state.reach.get(key), _bad(rec, sets))
         return Verdict(
             context_id=ev.context_id, node_id=ev.node_id, level=rec["level"], verdict=verdict,
             authoritative=not rules and not degraded, frozen=rec["frozen"], open_rules=rules,

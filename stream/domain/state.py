@@ -7,7 +7,8 @@ worker each is a table behind a key codec. Same engine, two storages — so "liv
 replay" holds by construction.
 
 Values are JSON-ready (lists, dicts, ints, strings, bools) **or** Python sets and
-``sortedcontainers.SortedList``\\ s, which a table stores as sorted lists (:func:`plain`).
+``sortedcontainers.SortedList``\\ s (a sorted set past 256 keys), which a table stores as
+sorted lists (:func:`plain`).
 The engine reads a set- or sorted-valued entry as either, changes a container it read in
 place, and always *re-assigns* every value it changed: a table only records what is
 assigned. A sorted list read back from storage becomes a container once, when changed.

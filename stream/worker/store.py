@@ -152,7 +152,7 @@ _PREFIX = [bytes([i + 1]) for i in range(len(TABLES))]
 class _View:
     """One table of a :class:`PartitionState` as the mapping the engine uses."""
 
-    __slots__ = ("index", "prefix", "store", "dirty", "taken", "young", "old", "cap")
+    __slots__ = ("index", "prefix", "store", "dirty", "taken", "taken_json", "young", "old", "cap")
 
     def __init__(self, index: int, store: PartitionStore, cap: int) -> None:
         self.index = index
@@ -160,6 +160,7 @@ class _View:
         self.store = store
         self.dirty: dict[tuple, Any] = {}
         self.taken: dict[tuple, Any] = {}  # writes of the commit in flight, until the store holds them
+        self.taken_json: dict[tuple, str | None] = {}  # ... as taken (the engine changes values in place)
         self.young: dict[tuple, Any] = {}
         self.old: dict[tuple, Any] = {}
         self.cap = cap
@@ -217,13 +218,12 @@ class _View:
         """The dirty writes as entries (values encoded); they stay readable (``taken``)
         until :meth:`stored` says the store holds them."""
         out = []
-        taken = self.taken
+        taken, taken_json = self.taken, self.taken_json
         for key, value in self.dirty.items():
-            if value is _DELETED:
-                out.append([self.index, key_json(key), None])
-            else:
-                out.append([self.index, key_json(key), value_json(value)])
+            text = None if value is _DELETED else value_json(value)
+            out.append([self.index, key_json(key), text])
             taken[key] = value
+            taken_json[key] = text
         self.dirty.clear()
         return out
 
@@ -233,14 +233,17 @@ class _View:
         for key, value in self.taken.items():
             young[key] = None if value is _DELETED else value
         self.taken.clear()
+        self.taken_json.clear()
         if len(young) > 2 * self.cap:
             self.old, self.young = young, {}
 
     def forget(self) -> None:
-        """Drop the uncommitted writes and the cache; the taken ones (committing) stay."""
+        """Drop the uncommitted writes and the cache; the taken ones (committing) stay, as
+        they were taken: the engine may have changed a taken value in place since."""
         self.dirty.clear()
         self.young.clear()
         self.old.clear()
+        self.taken = {key: _DELETED if text is None else loads(text) for key, text in self.taken_json.items()}
 
 
 class PartitionState:

@@ -351,3 +351,20 @@ def test_a_rollback_while_a_commit_is_in_flight_keeps_the_taken_writes(tmp_path)
         assert state.dirty == 0
     finally:
         store.close()
+
+
+def test_a_rollback_restores_a_taken_value_the_engine_changed_in_place_since(tmp_path):
+    """The engine grows sorted containers in place and re-assigns them; after a rollback
+    the commit in flight must read as it was taken, not with the later in-place change."""
+    store = PartitionStore(tmp_path / "db")
+    state = PartitionState(store, cache_entries=3)
+    try:
+        state.reach[("c", "r")] = ["a"]
+        state.take_dirty()
+        grown = state.reach.get(("c", "r"))
+        grown.append("b")  # what the engine does before it re-assigns the value
+        state.reach[("c", "r")] = grown
+        state.forget()
+        assert state.reach.get(("c", "r")) == ["a"]
+    finally:
+        store.close()

@@ -668,3 +668,15 @@ def test_replay_output_does_not_depend_on_the_python_hash_seed(tmp_path: Path) -
     ]
     assert outputs[0].count(b"\n") > 100
     assert outputs[0] == outputs[1] == outputs[2]
+
+
+def test_engine_and_naive_reference_agree_on_the_design_scenarios() -> None:
+    """tests/scenarios.py (one context per rule of DESIGN.md §4, run live by the
+    integration tests): every alert and status record equal, all but the hash."""
+    from tests.scenarios import design_scenarios
+
+    events = [e for ctx in design_scenarios() for e in ctx.events]
+    engine = _replay(events)
+    reference = naive_run(events)
+    assert engine.dead_letters == [] and len(engine.alerts) > 10
+    assert [_without_id(r) for r in engine.records] == reference.records

@@ -339,6 +339,28 @@ def test_sets_past_the_cut_keep_their_size_and_digest_per_key():
     assert len({a["alert_id"] for a in alerts}) == 401
 
 
+def test_sets_that_outgrow_a_plain_list_keep_their_order_and_counts():
+    """Past 256 keys a set moves from a sorted list to a SortedList (engine.SMALL_SET):
+    the ledger, the missing keys and the degrading nodes read the same on both sides."""
+    from stream.domain.engine import SMALL_SET
+
+    n = SMALL_SET + 44
+    versions = [make_checkpoint(event_id=f"v{i}", node_id="hub", level="section", children=[f"l{i:04d}"],
+                                raw_negative_constraints=[f"never touch {i:04d}"]) for i in range(n)]
+    leaves = [make_checkpoint(event_id=f"l{i}", node_id=f"l{i:04d}", opaque=True) for i in range(n)]
+    clear = [make_checkpoint(event_id=f"c{i}", node_id=f"l{i:04d}") for i in reversed(range(n))]
+    result = run(*versions, *leaves, *clear)
+    drops = [a for a in result.alerts if a["rule"] == "negative_constraint_dropped"]
+    assert drops[-1]["missing_constraints"] == [f"never touch {i:04d}" for i in range(n)]
+    assert drops[-1]["set_size"] == n and drops[-1]["subtree"] == []
+    hub = [s for s in result.statuses if s["node_id"] == "hub"]
+    counts = [s["degraded_count"] for s in hub]
+    assert max(counts) == n and counts[-1] == 0 and hub[-1]["open_rules"] == ["negative_constraint_dropped"]
+    widest = next(s for s in hub if s["degraded_count"] == n)
+    assert widest["degraded_by"] == [f"l{i:04d}" for i in range(n)]
+    assert [s["degraded_by"] for s in hub if s["trigger"]["event_id"] == "c1"] == [["l0000"]]
+
+
 # --------------------------------------------------------------------------- ledger bound
 
 
