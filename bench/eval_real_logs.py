@@ -44,6 +44,7 @@ if str(REPO) not in sys.path:
 
 from stream.adapters import encode_event  # noqa: E402
 from stream.adapters.claude_code import ClaudeCodeTranscript  # noqa: E402
+from stream.adapters.judge_rules import RulesJudge  # noqa: E402
 from stream.adapters.openhands import OpenHandsConversation  # noqa: E402
 from stream.adapters.prohibitions import (  # noqa: E402
     DEFAULT_MATCH_THRESHOLD,
@@ -186,12 +187,16 @@ def run_case(label: dict[str, Any], root: Path, matcher: ProhibitionMatcher) -> 
     case = Case(label, source, summary_nodes(label, root), gold)
     path = root / label["file"]
     recording = _Recording(matcher)
-    reader = (ClaudeCodeTranscript(path, recording) if source == "claude-code"  # type: ignore[arg-type]
-              else OpenHandsConversation(path, recording))  # type: ignore[arg-type]
+    judge = RulesJudge(recording)  # type: ignore[arg-type]
+    reader = (ClaudeCodeTranscript(path, judge) if source == "claude-code"
+              else OpenHandsConversation(path, judge))
     events = reader.poll(final=True)
     last = max((int(c.get("summary_line") or 0) for c in label["compactions"]), default=0)
-    case.after_last = [(origin[1], found) for src, origin, found in recording.calls
-                       if src in ("user", "plan") and origin is not None and origin[1] > last]
+    context = reader.session if source == "claude-code" else reader.context
+    judged = context.judged if context is not None else None
+    case.after_last = [(c.origin[1], [i.text for i, _ in judge.instructions(c)])
+                       for c in (judged.candidates if judged else [])
+                       if c.channel not in ("rule_file", "system") and c.origin is not None and c.origin[1] > last]
     rp = Replayer()
     node_index = {n: i for i, n in enumerate(case.summaries)}
     root_view: list[str] = []

@@ -66,6 +66,7 @@ from typing import Any
 
 from stream.adapters.compaction_logs import (
     ContextEvents,
+    JudgedContext,
     ProhibitionMatcher,
     ReadStats,
     find_values,
@@ -73,7 +74,8 @@ from stream.adapters.compaction_logs import (
     rfc3339_or_none,
     texts_of,
 )
-from stream.adapters.prohibitions import Prohibition
+from stream.adapters.judge import Candidate, Judge
+from stream.adapters.judge_rules import as_judge
 
 #: Record types known to carry nothing for the rules (counted as ignored, not unknown).
 IGNORED_TYPES = frozenset({
@@ -146,17 +148,17 @@ def decode_line(line: bytes) -> tuple[list[Any], json.JSONDecodeError | None]:
 class ClaudeCodeSession:
     """One session's records (from one or more transcripts) -> the events of its context."""
 
-    def __init__(self, session_id: str, matcher: ProhibitionMatcher) -> None:
-        self.matcher = matcher
+    def __init__(self, session_id: str, judge: Judge | ProhibitionMatcher | None = None) -> None:
+        self.judge = as_judge(judge)
         self.out = ContextEvents(f"cc:{session_id}")
+        self.judged = JudgedContext(self.judge)
         self.seen: set[str] = set()
         self._uuids: list[str] = []  # file order
         self._uuid_pos: dict[str, int] = {}
-        self._raw: dict[str, list[Prohibition]] = {}  # ev holder -> prohibitions
         self._boundary: tuple[dict[str, Any], str, str | None] | None = None
         self._summary: str | None = None  # the summary node in view
-        self._rules: dict[str, Prohibition] = {}  # every rule-file prohibition seen
-        self._rules_in_view: dict[str, Prohibition] = {}
+        self._rules: dict[str, dict[str, Any]] = {}  # every rule-file prohibition judged (wire objects)
+        self._rules_in_view: set[str] = set()  # texts of the rule files re-injected since the last boundary
         self._root_dirty = False
         self._queued: list[tuple[str, str, int]] = []  # (record key, text, line) waiting in the queue
 
@@ -225,15 +227,20 @@ class ClaudeCodeSession:
         content = msg.get("content")
         blocks = content if isinstance(content, list) else []
         if rtype == "user":
-            found: list[Prohibition] = []
-            origin = ("line", lineno)
+            n = 0
+
+            def candidate(text: str, channel: str, question: str | None = None) -> None:
+                nonlocal n
+                self.judged.add(Candidate(f"{key}#{n}", text, channel, at, ("line", lineno), question), holder)
+                n += 1
+
             if not rec.get("isMeta"):
                 texts = [content] if isinstance(content, str) else [
                     b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
                 ]
                 text = "\n".join(texts)
                 plan = isinstance(rec.get("planContent"), str) or bool(_PLAN.match(text))
-                found += self.matcher.prohibitions(text, source="plan" if plan else "user", origin=origin)
+                candidate(text, "plan" if plan else ("command_args" if "<command-args>" in text else "typed"))
             for b in blocks:
                 if not (isinstance(b, dict) and b.get("type") == "tool_result"):
                     continue
@@ -242,11 +249,9 @@ class ClaudeCodeSession:
                                   durable=file.holder, names=[b["tool_use_id"]])
                 feedback = _rejection_feedback(b)
                 if feedback:
-                    found += self.matcher.prohibitions(feedback, source="user", origin=origin)
+                    candidate(feedback, "rejection")
             for question, answer in _answers(rec.get("toolUseResult")):  # one utterance each: joined, a long answer ran
-                found += self.matcher.prohibitions(answer, source="user", origin=origin, about=question)  # into the next
-            if found:
-                self._raw[holder] = list({p.id: p for p in found}.values())
+                candidate(answer, "answer", question)  # into the next
             for p in _strings(find_values(rec.get("toolUseResult"), "filePath")):
                 self._file(p, holder, key, file, at)
         else:
@@ -283,9 +288,7 @@ class ClaudeCodeSession:
                     at: str | None) -> None:
         """A message of the user's that reached the model outside a user record (a raw item of its own)."""
         self.out.hold(holder, "raw_span", key, at, live=holder, durable=file.holder)
-        found = self.matcher.prohibitions(text, source="user", origin=("line", lineno))
-        if found:
-            self._raw[holder] = found
+        self.judged.add(Candidate(f"{key}#0", text, "queued", at, ("line", lineno)), holder)
 
     def _microcompact(self, rec: dict[str, Any], key: str, at: str | None) -> None:
         meta = rec.get("microcompactMetadata") if isinstance(rec.get("microcompactMetadata"), dict) else {}
@@ -306,9 +309,9 @@ class ClaudeCodeSession:
             file.stats.ignored[f"attachment:{att.get('type')}"] += 1
             return
         text = "\n".join(texts_of(att.get("content"), keys=("content", "text")))
-        for c in self.matcher.prohibitions(text, source="rule_file", origin=("line", lineno)):
-            self._rules.setdefault(c.id, c)
-            self._rules_in_view.setdefault(c.id, c)
+        if text.strip():
+            self.judged.add(Candidate(f"{key}#0", text, "rule_file", at, ("line", lineno)), f"rule:{key}")
+            self._rules_in_view.add(text)
         self._root_dirty = True
 
     def _compact_summary(self, rec: dict[str, Any], key: str, uuid: str | None, file: "ClaudeCodeTranscript",
@@ -345,18 +348,17 @@ class ClaudeCodeSession:
                  at: str | None, stats: ReadStats) -> None:
         preserved = self._preserved(boundary, stats)
         covered = [h for h in self.out.live_holders() if h.startswith("ev:") and h not in preserved]
-        raw: dict[str, Prohibition] = {}
-        for h in covered:
-            for c in self._raw.get(h, ()):
-                raw.setdefault(c.id, c)
+        raw, carried, extra = self.judged.judge(text, covered)
+        for _, wire in self.judged.always_kept("rule_file"):
+            self._rules.setdefault(wire["id"], wire)
         self.out.summary_node(
-            node_id, key, at, children=[self._summary] if self._summary else [], raw=raw.values(),
-            text=text, matcher=self.matcher, opaque_reason=reason,
+            node_id, key, at, children=[self._summary] if self._summary else [], raw=raw,
+            carried=carried, text=text, extra=extra, opaque_reason=reason,
         )
         for h in covered:
             self.out.release_live(h, key, at)
         self._summary = node_id
-        self._rules_in_view = {}  # rule files must be re-injected after the boundary to be in view
+        self._rules_in_view = set()  # rule files must be re-injected after the boundary to be in view
         self._root_dirty = True
 
     def _preserved(self, boundary: dict[str, Any], stats: ReadStats) -> set[str]:
@@ -375,10 +377,8 @@ class ClaudeCodeSession:
         if not self._root_dirty or self._boundary is not None:
             return
         self._root_dirty = False
-        self.out.root(
-            key, None, children=[self._summary] if self._summary else [],
-            kept=self._rules_in_view.values(), raw=self._rules.values(), matcher=self.matcher,
-        )
+        kept = [wire for c, wire in self.judged.always_kept("rule_file") if c.text in self._rules_in_view]
+        self.out.root(key, None, children=[self._summary] if self._summary else [], kept=kept, raw=self._rules.values())
 
     def file_deleted(self, file: "ClaudeCodeTranscript") -> None:
         """``--follow`` saw ``file`` disappear: what only it held leaves ``durable``."""
@@ -393,10 +393,10 @@ class ClaudeCodeTranscript:
     carrying a ``sessionId`` has been read (:attr:`session`).
     """
 
-    def __init__(self, path: str | Path, matcher: ProhibitionMatcher | None = None,
+    def __init__(self, path: str | Path, judge: Judge | ProhibitionMatcher | None = None,
                  sessions: dict[str, ClaudeCodeSession] | None = None) -> None:
         self.path = Path(path)
-        self.matcher = matcher or ProhibitionMatcher()
+        self.judge = as_judge(judge)
         self.stats = ReadStats(source=str(self.path))
         self.sessions = sessions if sessions is not None else {}
         self.session: ClaudeCodeSession | None = None
@@ -490,7 +490,7 @@ class ClaudeCodeTranscript:
                 return
             self.session = self.sessions.get(sid)
             if self.session is None:
-                self.session = self.sessions[sid] = ClaudeCodeSession(sid, self.matcher)
+                self.session = self.sessions[sid] = ClaudeCodeSession(sid, self.judge)
             early, self._early = self._early, []
             for r, n in early:
                 self.session.record(r, self, n)
