@@ -66,6 +66,7 @@ from pathlib import Path
 from typing import Any
 
 from stream.adapters.compaction_logs import (
+    MAX_RAW_PER_CHECKPOINT,
     ContextEvents,
     JudgedContext,
     ProhibitionMatcher,
@@ -76,6 +77,7 @@ from stream.adapters.compaction_logs import (
     texts_of,
 )
 from stream.adapters.judge import Candidate, Judge
+from stream.adapters.trajectories import json_value_problem
 from stream.adapters.judge_rules import as_judge
 
 #: Record types known to carry nothing for the rules (counted as ignored, not unknown).
@@ -370,10 +372,13 @@ class ClaudeCodeSession:
         self._inherited = []
         for _, wire in self.judged.always_kept("rule_file"):
             self._rules.setdefault(wire["id"], wire)
-        self.out.summary_node(
+        event = self.out.summary_node(
             node_id, key, at, children=[self._summary] if self._summary else [], raw=raw,
             carried=carried, text=text, extra=extra, opaque_reason=reason,
         )
+        if event.get("x_constraints_not_listed"):
+            stats.warn(f"summary {node_id}: {event['x_constraints_not_listed']} more prohibitions than a checkpoint lists "
+                       f"(the first {MAX_RAW_PER_CHECKPOINT} are required of it)")
         for h in covered:
             self.out.release_live(h, key, at)
         self._summary = node_id
@@ -510,6 +515,10 @@ class ClaudeCodeTranscript:
         except RecursionError:
             self.stats.records += 1
             self.stats.error(f"{self.path}:{self._lineno}: not valid JSON: nested too deeply")
+            return
+        except ValueError as exc:  # an integer over Python's digit limit: this line is lost, the file goes on
+            self.stats.records += 1
+            self.stats.error(f"{self.path}:{self._lineno}: {json_value_problem(exc)}")
             return
         if bad is not None:  # what follows the records read (if any) is lost, and said so
             self.stats.records += 1

@@ -372,7 +372,7 @@ def language_of(line: str) -> str:
     py3langid (restricted to Latin-script languages; deterministic). Code (paths,
     identifiers, back-ticked spans) is ignored.
     """
-    prose = _CODE.sub(" ", unicodedata.normalize("NFKC", line))
+    prose = _CODE.sub(" ", unicodedata.normalize("NFKC", line[:2000]))  # the start of a line tells its language
     letters = _LETTER.findall(prose)
     if len(letters) < 2:
         return "und"
@@ -384,7 +384,7 @@ def language_of(line: str) -> str:
     if len(words) < 4:
         return "und"
     english = sum(w in _ENGLISH_WORDS for w in words)
-    if all(ord(ch) < 128 for ch in prose) and english * 5 >= len(words):
+    if prose.isascii() and english * 5 >= len(words):
         return "en"
     lang, confidence = _identifier().classify(" ".join(words))
     if lang != "en" and confidence >= 0.9:

@@ -85,12 +85,16 @@ def _index(text: str) -> SummaryIndex:
 
 
 def quoted_share(rule: str, summary: _Summary) -> float:
-    """Share of ``rule``'s word trigrams found in the summary (a rule under three words: 1.0 if said whole, else 0)."""
+    """Share of ``rule``'s word trigrams found in the summary (a rule under three words: 1.0 if said whole, else 0);
+    0 when a word that names something (a number, an identifier, a word of four letters or more) is missing."""
     words = tokens(rule)
     if not words:
         return 0.0
     if len(words) < 3:
         return 1.0 if f" {' '.join(words)} " in summary.words else 0.0
+    naming = {w for w in words if len(w) >= 4 or any(ch.isdigit() for ch in w)}
+    if naming and sum(f" {w} " in summary.words for w in naming) < 0.8 * len(naming):
+        return 0.0
     own = _shingles(words)
     return len(own & summary.shingles) / len(own)
 

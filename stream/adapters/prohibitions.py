@@ -353,8 +353,12 @@ def _looks_like_code(line: str) -> bool:
     s = line.strip()
     if len(s) < 12:
         return False
-    prose = sum(c.isalpha() or c.isspace() for c in s)
+    s = s[:4096]  # a sample is enough to tell (and keeps a long line linear)
+    prose = len(s) - len(_PROSE_CHARS.sub("", s))
     return prose / len(s) < 0.6
+
+
+_PROSE_CHARS = re.compile(r"[^\W\d_]+|\s+")
 
 
 # --------------------------------------------------------------------------- step 2: segmentation
@@ -369,6 +373,9 @@ _CODE_SPAN = re.compile(r"`[^`\n]*`")
 _BOUNDARY = re.compile(r"(?<=[.!?…])[\"')\]]*\s+")
 
 
+_PROTECTED = re.compile(r"\x00(\d+)\x00")
+
+
 def sentences(line: str) -> list[str]:
     """Sentences of one prose line (see the module docstring)."""
     spans: list[str] = []
@@ -381,9 +388,8 @@ def sentences(line: str) -> list[str]:
     out: list[str] = []
     start = 0
     for m in _BOUNDARY.finditer(text):
-        before = text[start : m.start()]
-        word = re.search(r"(\S+)$", before)
-        token = word.group(1) if word else ""
+        tail = text[max(start, m.start() - 80) : m.start()]  # the word before the boundary (a bounded look back)
+        token = tail.rsplit(None, 1)[-1] if tail and not tail[-1].isspace() else ""
         bare = token.rstrip(".!?…\"')]").lower()
         if token.endswith(".") and not token.endswith(".."):
             # "e.g." / "etc." / a file name "cli.go." / a version "v1.2."? Only a real end splits.
@@ -397,7 +403,7 @@ def sentences(line: str) -> list[str]:
     out.append(text[start:])
 
     def restore(s: str) -> str:
-        return re.sub(r"\x00(\d+)\x00", lambda m: spans[int(m.group(1))], s).strip()
+        return _PROTECTED.sub(lambda m: spans[int(m.group(1))], s).strip() if "\x00" in s else s.strip()
 
     return [r for r in (restore(s) for s in out) if r]
 
@@ -468,7 +474,17 @@ _SCOPE_LEAD = re.compile(r"^(?:not\s+(?:in|for)\s+(?:this|the\s+current)\s+\w+|o
 _CONDITION_START = re.compile(r"^(?:if|when|unless|once|before|after|while|until|whenever|in\s+case)\b", re.I)
 
 
+@lru_cache(maxsize=16_384)
+def _clauses(sentence: str) -> tuple[tuple[str, bool], ...]:
+    return tuple(_clauses_uncached(sentence))
+
+
 def clauses(sentence: str) -> list[tuple[str, bool]]:
+    """``(clause, parenthetical)`` pieces of a sentence (see :func:`_clauses_uncached`)."""
+    return list(_clauses(sentence))
+
+
+def _clauses_uncached(sentence: str) -> list[tuple[str, bool]]:
     """``(clause, parenthetical)`` pieces of a sentence; parentheticals come after their host's clauses.
 
     A clause cut off at a bare "but"/"and" after a clause with its own subject shares
@@ -562,6 +578,11 @@ def starts_imperative(text: str) -> bool:
     return bool(m) and m.group(1).lower() in IMPERATIVE_VERBS
 
 
+#: Sentences of a line a unit remembers before it (to find the instruction a short "no X" stands beside; a
+#: bound keeps a line of many sentences linear).
+_BEFORE = 8
+
+
 def units(text: str, *, source: str = "user") -> Iterator[tuple[Unit, list[tuple[str, bool]]]]:
     """Every sentence of ``text`` as a :class:`Unit`, with its clauses.
 
@@ -589,7 +610,7 @@ def units(text: str, *, source: str = "user") -> Iterator[tuple[Unit, list[tuple
             said = sentences(line)
             for k, s in enumerate(said):
                 yield (Unit(s, section, descriptive, item, decisions=decisions, imperative_list=imperative,
-                            negated_item=negation if k == 0 else "", sentence=s, before=tuple(said[:k])), clauses(s))
+                            negated_item=negation if k == 0 else "", sentence=s, before=tuple(said[max(0, k - _BEFORE) : k])), clauses(s))
         i = j + 1
 
 
@@ -1093,6 +1114,7 @@ def classify_cue(unit: Unit, clause: str, parenthetical: bool, *, source: str) -
         if not parenthetical and _beside_directive(clause, unit, np, source):
             return "explicit", lang + "no-x-beside-instruction"
         if (source == "plan" and not parenthetical and not _NO_RESULT.match(np) and not _NO_REPORT_TAIL.search(np)
+                and re.search(r"[^\W\d_]{3}", np[3:])
                 and _plain(unit.text).strip(" .;*_").lower() == _plain(clause).strip(" .;*_").lower()):
             return "explicit", "plan-no-x"  # a plan's sentence or item that is only "No production code changes."
     if _PRESERVE.match(c) and not _PRESERVE_BAD.search(c):
@@ -1773,10 +1795,16 @@ class ProhibitionMatcher:
         out: dict[str, Prohibition] = {}
         if not text:
             return []
+        seen: set[tuple] = set()
         for unit, parts in units(text, source=source):
             found: list[tuple[str, str, bool, str]] = []  # (form, clause, from a parenthetical, cue)
             if unit.negated_item and not is_question(unit.text):
                 found.append(("explicit", f"{unit.negated_item}: {unit.text.rstrip(' .;')}", False, "negated-list-item"))
+            context = (unit.text, unit.section, unit.descriptive, unit.item, unit.decisions, unit.imperative_list,
+                       unit.negated_item, unit.sentence, unit.before)
+            if context in seen:
+                continue  # the same sentence in the same context: read already (a message of repeated rules stays linear)
+            seen.add(context)
             for clause, par in parts:
                 read = classify_cue(unit, clause, par, source=source)
                 if read is not None and par and any(not p for _, _, p, _ in found) and _NO_NP.match(_strip_markers(_plain(clause))):
