@@ -44,6 +44,7 @@ RECORDED = (
     Rule("Never commit secrets or .env files.", "explicit", "never commit secrets"),
     Rule("Ne touche pas au dossier migrations.", "explicit", "ne pas toucher aux migrations"),
     Rule("keep the public API unchanged", "preserve", "public API unchanged"),
+    Rule("Don't edit the generated files in src/gen/ by hand.", "explicit", "forbade editing generated files"),
 )
 
 
@@ -60,7 +61,8 @@ def answer_for(user_message: str) -> dict[str, Any]:
                 items.append({
                     "candidate_id": cand["id"], "text": rule.text, "form": rule.form, "carried": carried,
                     "quote": rule.carried_by if carried else None,
-                    "reason": "a standing rule; the summary " + ("restates it." if carried else "omits it."),
+                    "reason": f"an {rule.form} rule for the rest of the work",
+                    "carry_reason": "the summary " + ("restates it." if carried else "omits it."),
                 })
     return {"instructions": items}
 
@@ -169,7 +171,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return 400, {"type": "error", "error": {"type": "invalid_request_error", "message": "tool_choice"}}
             return None
         if self.server.api_key and h.get("authorization") != f"Bearer {self.server.api_key}":
-            return 401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error",
+            sent = h.get("authorization", "").removeprefix("Bearer ")  # echoed, as some servers do
+            return 401, {"error": {"message": f"Incorrect API key provided: {sent}", "type": "invalid_request_error",
                                    "code": "invalid_api_key"}}
         rf = body.get("response_format") or {}
         if rf.get("type") != "json_schema" or not rf.get("json_schema", {}).get("schema"):

@@ -17,7 +17,14 @@ from pathlib import Path
 import pytest
 
 from stream.adapters.judge import Candidate
-from stream.adapters.model_judge import JudgeConfigError, JudgeUnavailable, build_model_judge
+from stream.adapters.judge_rules import RulesJudge
+from stream.adapters.model_judge import (
+    FallbackJudge,
+    JudgeConfigError,
+    JudgeUnavailable,
+    RestartWithFallback,
+    build_model_judge,
+)
 from stream.adapters.model_judge.prompt import ANSWER_SCHEMA, PROMPT_VERSION, SYSTEM
 from stream.settings import Settings
 from tests.model_judge_standins import TOOL, ModelServer, claude_calls, write_claude
@@ -66,9 +73,10 @@ def check_judgement(j, model: str) -> None:
     assert [c.instruction_id for c in j.carries] == [i.id for i in j.in_force]
     dep = carried[by_text["Do not add new dependencies to package.json."].id]
     api = carried[by_text["keep the public API unchanged"].id]
-    assert dep.carried and dep.quote == "no new dependencies" and dep.cue == "model" and dep.reason
+    assert dep.carried and dep.quote == "no new dependencies" and dep.cue == "model"
+    assert dep.reason == "the summary restates it." and api.reason == "the summary omits it."
     assert not api.carried and api.quote is None
-    assert all(i.cue == "model" and i.reason for i in j.in_force)
+    assert all(i.cue == "model" and i.reason.endswith("rule for the rest of the work") for i in j.in_force)
 
 
 def test_anthropic_sends_a_forced_tool_call_at_temperature_0_and_its_answer_is_the_judgement(tmp_path, server):
@@ -291,3 +299,18 @@ def test_a_rule_is_a_verbatim_span_of_its_candidate_and_keeps_its_id_across_comp
     spaced = Candidate("q-1", "Rules:  DO NOT   touch\nthe migrations folder.", "typed")
     assert judge._rule_text(spaced, "Do not touch the migrations folder.") == "DO NOT touch the migrations folder."
     assert judge._rule_text(spaced, "never do this") == "Rules: DO NOT touch the migrations folder."  # the candidate
+
+
+def test_the_fallback_restarts_before_anything_went_out_and_switches_in_place_after(tmp_path):
+    with ModelServer() as gone:
+        url = gone.url
+    model = judge_of(tmp_path, judge_backend="anthropic", judge_url=url, judge_api_key="k", judge_retries=0)
+    announced: list[str] = []
+    before = FallbackJudge(model, RulesJudge(), can_restart=lambda: True, announce=announced.append)
+    with pytest.raises(RestartWithFallback, match="cannot connect"):
+        before.judge(CANDIDATES, SUMMARY)
+    after = FallbackJudge(model, RulesJudge(), can_restart=lambda: False, announce=announced.append)
+    first, second = after.judge(CANDIDATES, SUMMARY), after.judge(CANDIDATES, SUMMARY)
+    assert first.judge == second.judge == "rules" and first.model is None
+    assert len(announced) == 1 and "cannot connect" in announced[0] and after.switched == announced[0]
+    assert model.tally.requests == 2  # once for each wrapper: a switched one never asks the model again

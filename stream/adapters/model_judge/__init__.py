@@ -196,16 +196,16 @@ class ModelJudge:
         for item in answer.instructions:
             text = self._rule_text(by_id[item.candidate_id], item.text)
             rule = make_prohibition(text)
-            reason = " ".join(item.reason.split())[:MAX_REASON_CHARS] or None
+            reason, carry_reason = (" ".join(r.split())[:MAX_REASON_CHARS] or None for r in (item.reason, item.carry_reason))
             carried = item.carried and summary is not None
             quote = _locate(item.quote, summary) if carried and item.quote and summary else None
             if rule.id in in_force:  # the same rule twice: carried if either says so
                 if carried and not carries[rule.id].carried:
-                    carries[rule.id] = Carry(rule.id, True, cue="model", reason=reason, quote=quote)
+                    carries[rule.id] = Carry(rule.id, True, cue="model", reason=carry_reason, quote=quote)
                 continue
             in_force[rule.id] = Instruction(id=rule.id, text=text, candidate_id=item.candidate_id, form=item.form,
                                             cue="model", reason=reason)
-            carries[rule.id] = Carry(rule.id, carried, cue="model", reason=reason, quote=quote)
+            carries[rule.id] = Carry(rule.id, carried, cue="model", reason=carry_reason, quote=quote)
         return Judgement(judge=self.name, model=self.model, in_force=tuple(in_force.values()),
                          carries=tuple(carries[k] for k in in_force), usage=usage)
 
@@ -228,6 +228,47 @@ class ModelJudge:
         text = " ".join(found.split())
         spans.append((start, end, text))
         return text
+
+
+class RestartWithFallback(Exception):
+    """Raised by :class:`FallbackJudge` when the run can still start over with the fallback judge."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class FallbackJudge:
+    """The model judge, and the judge to use instead when it is unavailable (``--judge-fallback``).
+
+    Never a silent mix of judges: at the first :class:`JudgeUnavailable`, while
+    ``can_restart()`` (nothing emitted yet) it raises :class:`RestartWithFallback` so the
+    caller judges the whole run again with ``fallback``; later (``--follow`` after events
+    went out) it switches to ``fallback`` for the rest of the run and calls
+    ``announce(reason)``. Either way every event names the judge that decided (``x_judge``).
+    """
+
+    name = "model"
+
+    def __init__(self, primary: ModelJudge, fallback: Any, *, can_restart: Callable[[], bool],
+                 announce: Callable[[str], None]) -> None:
+        self.primary = primary
+        self.fallback = fallback
+        self.can_restart = can_restart
+        self.announce = announce
+        self.switched: str | None = None  # the reason, once switched
+
+    def judge(self, candidates: Sequence[Candidate], summary: str | None,
+              earlier_summaries: Sequence[str] = ()) -> Judgement:
+        if self.switched is None:
+            try:
+                return self.primary.judge(candidates, summary, earlier_summaries)
+            except JudgeUnavailable as exc:
+                if self.can_restart():
+                    raise RestartWithFallback(str(exc)) from None
+                self.switched = str(exc)
+                self.announce(self.switched)
+        return self.fallback.judge(candidates, summary, earlier_summaries)
 
 
 def _locate(span: str, text: str) -> str | None:

@@ -120,6 +120,8 @@ class _HttpBackend:
         codes = {str(error.get("type")), str(error.get("code")), str((error.get("details") or {}).get("error_code")
                                                                       if isinstance(error.get("details"), dict) else None)}
         reason = f"HTTP {response.status_code}: {_one_line(message)}"
+        if self._key:  # a server may echo the key it refused: never pass it on
+            reason = reason.replace(self._key, "***")
         if response.status_code in _RETRY_STATUS and not codes & _PERMANENT_CODES:
             raise Retryable(reason, _retry_after(response))
         raise Fatal(reason)
