@@ -2,6 +2,7 @@
 
     python bench/eval_real_logs.py [DIR] [--match-threshold X] [--forms explicit,preserve,...]
                                    [--sweep 0.4,0.5,...] [--ablation] [--split N/M] [--json FILE] [--quiet]
+                                   [--judge rules|model]
 
 Runs the compaction-log adapters (``ingest claude-code`` / ``ingest openhands``, in
 process) and the engine (the same as ``replay``) over every labelled log of DIR (default
@@ -22,8 +23,11 @@ Prints precision / recall per source and overall, the confusion table, every fal
 alarm and every miss with its text, and what the extractor found (gold prohibitions
 read, and what else it read) — so anyone can see where the extractor stands. Also the
 *natural negatives*: the user's words after each log's last compaction are in no label,
-so every prohibition read there is listed to be checked by eye. Exit 0
-(also when DIR does not exist: a clear message, nothing measured); 2 on bad options.
+so every prohibition read there is listed to be checked by eye. ``--judge model`` scores
+the LLM judge of ``ingest --judge model`` instead (``CG_JUDGE_*`` settings, answers
+cached; no natural negatives: it is asked only at compactions). Exit 0 (also when DIR
+does not exist: a clear message, nothing measured); 2 on bad options; 1 when the model
+cannot be reached.
 """
 
 from __future__ import annotations
@@ -177,7 +181,7 @@ class _Recording:
         return getattr(self._matcher, name)
 
 
-def run_case(label: dict[str, Any], root: Path, matcher: ProhibitionMatcher) -> Case:
+def run_case(label: dict[str, Any], root: Path, matcher: ProhibitionMatcher, model: Any = None) -> Case:
     source = SOURCES[label["format"]]
     gold = {
         p["id"]: Gold(p["id"], p["text"], p.get("line", p.get("event")), p.get("form", ""), p.get("source", ""),
@@ -188,14 +192,14 @@ def run_case(label: dict[str, Any], root: Path, matcher: ProhibitionMatcher) -> 
     path = root / label["file"]
     recording = _Recording(matcher)
     judge = RulesJudge(recording)  # type: ignore[arg-type]
-    reader = (ClaudeCodeTranscript(path, judge) if source == "claude-code"
-              else OpenHandsConversation(path, judge))
+    reader = (ClaudeCodeTranscript(path, model or judge) if source == "claude-code"
+              else OpenHandsConversation(path, model or judge))
     events = reader.poll(final=True)
     last = max((int(c.get("summary_line") or 0) for c in label["compactions"]), default=0)
     context = reader.session if source == "claude-code" else reader.context
     judged = context.judged if context is not None else None
     case.after_last = [(c.origin[1], [i.text for i, _ in judge.instructions(c)])
-                       for c in (judged.candidates if judged else [])
+                       for c in (judged.candidates if judged and model is None else [])
                        if c.channel not in ("rule_file", "system") and c.origin is not None and c.origin[1] > last]
     rp = Replayer()
     node_index = {n: i for i, n in enumerate(case.summaries)}
@@ -327,13 +331,14 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.2f}"
 
 
-def evaluate(root: Path, matcher: ProhibitionMatcher, only: set[str] | None = None) -> tuple[list[Case], dict[str, Score]]:
+def evaluate(root: Path, matcher: ProhibitionMatcher, only: set[str] | None = None,
+             model: Any = None) -> tuple[list[Case], dict[str, Score]]:
     cases = []
     for f in sorted((root / "labels").glob("*.json")):
         label = json.loads(f.read_text())
         if only is not None and label["session_id"] not in only:
             continue
-        cases.append(run_case(label, root, matcher))
+        cases.append(run_case(label, root, matcher, model))
     by_source: dict[str, Score] = defaultdict(Score)
     total = Score()
     for c in cases:
@@ -372,6 +377,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split", default=None, help="score fold N of M only (N/M, by session id hash)")
     ap.add_argument("--json", default=None, help="also write the figures as JSON to this file")
     ap.add_argument("--quiet", action="store_true", help="figures only, no item lists")
+    ap.add_argument("--judge", choices=("rules", "model"), default="rules",
+                    help="rules (default) or model: the LLM judge of ingest --judge model (CG_JUDGE_* settings)")
     args = ap.parse_args(argv)
     root = Path(args.dir)
     if not (root / "labels").is_dir():
@@ -385,6 +392,20 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"eval_real_logs: error: {exc}", file=sys.stderr)
         return 2
+    model = None
+    if args.judge == "model":
+        from stream.adapters.model_judge import JudgeConfigError, build_model_judge
+        from stream.settings import Settings
+
+        if args.sweep or args.ablation:
+            print("eval_real_logs: error: --sweep and --ablation tune the rules judge; not with --judge model",
+                  file=sys.stderr)
+            return 2
+        try:
+            model = build_model_judge(Settings())
+        except JudgeConfigError as exc:
+            print(f"eval_real_logs: error: --judge model: {exc}", file=sys.stderr)
+            return 2
     started = time.monotonic()
     if args.sweep:
         print(f"{'threshold':>9}  {'precision':>9}  {'recall':>6}  tp  fp  fn  tn")
@@ -404,10 +425,23 @@ def main(argv: list[str] | None = None) -> int:
             s = scores["overall"]
             print(f"{name:<26} {_fmt(s.precision):>9}  {_fmt(s.recall):>6}  {s.tp:>2}  {s.fp:>2}  {s.fn:>2}  {s.tn:>2}")
         return 0
-    cases, scores = evaluate(root, matcher, only)
+    if model is not None:
+        from stream.adapters.model_judge import JudgeUnavailable
+
+        try:
+            cases, scores = evaluate(root, matcher, only, model)
+        except JudgeUnavailable as exc:
+            print(f"eval_real_logs: error: --judge model: {exc}", file=sys.stderr)
+            return 1
+        finally:
+            print(model.tally.line(model.model), file=sys.stderr)
+    else:
+        cases, scores = evaluate(root, matcher, only)
     comps = sum(len(c.label["compactions"]) for c in cases)
-    print(f"labelled logs: {root} ({len(cases)} transcripts, {comps} compactions); match threshold "
-          f"{args.match_threshold}; forms {','.join(sorted(forms))}" + (f"; fold {args.split}" if args.split else ""))
+    judged_by = (f"judge {model.model}" if model is not None else
+                 f"match threshold {args.match_threshold}; forms {','.join(sorted(forms))}")
+    print(f"labelled logs: {root} ({len(cases)} transcripts, {comps} compactions); {judged_by}"
+          + (f"; fold {args.split}" if args.split else ""))
     print()
     print(f"{'source':<12} {'precision':>9} {'recall':>6}   TP  FP  FN  TN")
     for name in [k for k in sorted(scores) if k != "overall"] + ["overall"]:

@@ -45,6 +45,8 @@ RECORDED = (
     Rule("Ne touche pas au dossier migrations.", "explicit", "ne pas toucher aux migrations"),
     Rule("keep the public API unchanged", "preserve", "public API unchanged"),
     Rule("Don't edit the generated files in src/gen/ by hand.", "explicit", "forbade editing generated files"),
+    Rule("don't bump the package version", "explicit", "package version unchanged"),
+    Rule("Keep the `Money` type for display", "preserve", "keep the Money type for display"),
 )
 
 
