@@ -314,3 +314,15 @@ def test_the_fallback_restarts_before_anything_went_out_and_switches_in_place_af
     assert first.judge == second.judge == "rules" and first.model is None
     assert len(announced) == 1 and "cannot connect" in announced[0] and after.switched == announced[0]
     assert model.tally.requests == 2  # once for each wrapper: a switched one never asks the model again
+
+
+def test_a_long_sessions_request_stays_bounded_and_long_texts_keep_their_head():
+    from stream.adapters.model_judge.prompt import MAX_CANDIDATES_CHARS, MAX_CANDIDATE_CHARS, user_message
+
+    one = json.loads(user_message([Candidate("a", "x" * 20_000, "plan")], "s", []))["candidates"][0]["text"]
+    assert one == "x" * MAX_CANDIDATE_CHARS + " [...]"
+    many = [Candidate(f"c{i}", f"rule {i}: " + "y" * 5_000, "typed") for i in range(200)]
+    doc = json.loads(user_message(many, "s", ["first", "second"]))
+    assert sum(len(c["text"]) for c in doc["candidates"]) <= MAX_CANDIDATES_CHARS + 200 * len(" [...]")
+    assert all(c["text"].startswith(f"rule {i}: ") for i, c in enumerate(doc["candidates"]))
+    assert doc["earlier_summary"] == "second"  # the previous summary only

@@ -25,6 +25,10 @@ FORMS = ("explicit", "preserve", "contrastive", "defer", "restraint", "implicit"
 #: Longest candidate / summary text sent, in characters (a longer one is cut, its head kept).
 MAX_CANDIDATE_CHARS = 8_000
 MAX_SUMMARY_CHARS = 60_000
+#: The candidates' share of one request (~100k tokens): past it, every candidate is cut
+#: shorter (to an equal share, at least :data:`MIN_CANDIDATE_CHARS`).
+MAX_CANDIDATES_CHARS = 400_000
+MIN_CANDIDATE_CHARS = 400
 #: Longest ``reason`` kept in the events.
 MAX_REASON_CHARS = 300
 
@@ -136,12 +140,19 @@ def clip(text: str | None, limit: int) -> str | None:
 
 
 def user_message(candidates: Sequence[Any], summary: str | None, earlier_summaries: Sequence[str]) -> str:
-    """The request's user message: one canonical JSON document (sorted keys, no spaces)."""
+    """The request's user message: one canonical JSON document (sorted keys, no spaces).
+
+    Each candidate is cut to :data:`MAX_CANDIDATE_CHARS`, or shorter when all of them
+    would exceed :data:`MAX_CANDIDATES_CHARS` (a long session's request stays bounded).
+    """
+    limit = MAX_CANDIDATE_CHARS
+    if sum(min(len(c.text), limit) for c in candidates) > MAX_CANDIDATES_CHARS:
+        limit = max(MIN_CANDIDATE_CHARS, MAX_CANDIDATES_CHARS // len(candidates))
     rows = []
     for c in candidates:
-        row: dict[str, Any] = {"id": c.id, "channel": c.channel, "at": c.at, "text": clip(c.text, MAX_CANDIDATE_CHARS)}
+        row: dict[str, Any] = {"id": c.id, "channel": c.channel, "at": c.at, "text": clip(c.text, limit)}
         if c.question:
-            row["question"] = clip(c.question, MAX_CANDIDATE_CHARS)
+            row["question"] = clip(c.question, limit)
         rows.append(row)
     doc = {
         "candidates": rows,
