@@ -104,6 +104,7 @@ class Prohibition:
     form: str = "explicit"
     origin: tuple[str, int] | None = None
     about: str = ""  # the question an elliptical answer ("not in this phase") answers: what it is about (not on the wire)
+    cue: str = ""  # the extraction cue that read it (:data:`EXTRACTION_CUES`; not on the wire, not in the id)
 
     @property
     def polarity(self) -> str:  # the trajectory adapters' Constraint has one too
@@ -117,10 +118,10 @@ class Prohibition:
 
 
 def make_prohibition(text: str, *, source: str = "user", form: str = "explicit",
-                     origin: tuple[str, int] | None = None, about: str = "") -> Prohibition:
+                     origin: tuple[str, int] | None = None, about: str = "", cue: str = "") -> Prohibition:
     text = " ".join(text.split())
     digest = hashlib.sha256(normalize(text).encode("utf-8")).hexdigest()[:12]
-    return Prohibition(f"prohibition:{digest}", text, source, form, origin, " ".join(about.split()))
+    return Prohibition(f"prohibition:{digest}", text, source, form, origin, " ".join(about.split()), cue)
 
 
 # --------------------------------------------------------------------------- step 1: text
@@ -938,6 +939,11 @@ _ADDRESSEE_NOT = re.compile(
 )
 
 
+#: A parenthetical contrast on an instruction: "(not a cron job)", "(NOT the v1 API)".
+_PAREN_NOT = re.compile(r"^(?:but\s+)?not\s+(?!only\b|just\b|sure\b|yet\b|needed\b|required\b|necessary\b|always\b|really\b)"
+                        r"(?:a|an|the|any|via|through|in|with|from|on|`|[\w./-]+)\b.{0,80}$", re.I)
+
+
 #: A rule whose thing is a pronoun: "don't drop it", "never rename them" (about the thing of the clause before).
 _ANAPHORIC_RULE = re.compile(r"^(?:please\s+)?(?:don'?t|dont|do\s+not|never)\s+(?:ever\s+)?[a-z'-]+\s+(?:it|them|that|this|those|these)\b", re.I)
 
@@ -989,6 +995,31 @@ def is_question(sentence: str) -> bool:
 
 def classify(unit: Unit, clause: str, parenthetical: bool, *, source: str) -> str | None:
     """The form of the prohibition ``clause`` states, or None (see the module docstring)."""
+    found = classify_cue(unit, clause, parenthetical, source=source)
+    return found[0] if found else None
+
+
+#: The English explicit frames tried on a clause, in order: (cue name, pattern, matched against the clause
+#: without markers "c" or as written "raw"). Their rows in :data:`EXTRACTION_CUES` say what each reads.
+_EXPLICIT_FRAMES: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    ("neg-imperative", _NEG_IMPERATIVE, "c"),
+    ("addressee-not", _ADDRESSEE_NOT, "c"),
+    ("important-not", _IMPORTANT_NOT, "raw"),
+    ("modal-negation", _MODAL_NEGATION, "c"),
+    ("requirement-not", _REQUIREMENT, "c"),
+    ("needs-no", _NEEDS_NO, "c"),
+    ("polite-not", _POLITE_NOT, "raw"),
+    ("nothing-should", _NOTHING_SHOULD, "c"),
+    ("should-not-act", _SHOULD_NOT_ACT, "c"),
+    ("forbidden", _FORBIDDEN, "c"),
+    ("fronted-please-not", _FRONTED_PLEASE_NOT, "c"),
+    ("out-of-scope-lead", re.compile(r"^(?:out\s+of\s+scope(?:\s+for\s+now)?|non-goals?)\s*:\s*\S", re.I), "c"),
+)
+
+
+def classify_cue(unit: Unit, clause: str, parenthetical: bool, *, source: str) -> tuple[str, str] | None:
+    """``(form, cue)`` of the prohibition ``clause`` states, or None; ``cue`` names the row of
+    :data:`EXTRACTION_CUES` that read it (a Spanish / French frame read in English: ``es:`` / ``fr:`` before it)."""
     raw = _plain(clause).strip()
     sent = _plain(unit.sentence or unit.text)
     if len(raw) < 4 or raw[0] in "\"“'" and not raw.lower().startswith(("'s ", "'ll ")):
@@ -997,34 +1028,89 @@ def classify(unit: Unit, clause: str, parenthetical: bool, *, source: str) -> st
         return None
     if is_question(sent) and (_WH_QUESTION.match(_strip_markers(sent)) or _questioned(raw, sent)):
         # a question is judged per clause (the one that asks), but one opening with a wh-word asks about all of it
-        return "explicit" if _NEG_REQUEST.match(_strip_markers(raw)) else None
-    c = _english(_strip_markers(raw))
-    if len(c) < 4 or _OPINION.match(c) or _POSSIBILITY.search(c):
+        return ("explicit", "neg-request") if _NEG_REQUEST.match(_strip_markers(raw)) else None
+    stripped = _strip_markers(raw)
+    c = _english(stripped)
+    lang = _foreign_frame_language(stripped) if c != stripped else ""
+    if len(c) < 4 or _OPINION.match(c) or _POSSIBILITY.search(c) or _HEDGED.search(sent):
         return None
     if unit.descriptive:  # plan sections that describe: only explicit imperatives
-        return "explicit" if _NEG_IMPERATIVE.match(c) and not c.lower().startswith("no ") else None
-    if (_NEG_IMPERATIVE.match(c) or _ADDRESSEE_NOT.match(c) or _IMPORTANT_NOT.match(raw) or _MODAL_NEGATION.match(c) or _REQUIREMENT.match(c) or _NEEDS_NO.match(c)
-            or _POLITE_NOT.match(raw)
-            or _NOTHING_SHOULD.match(c) or _SHOULD_NOT_ACT.match(c) or _FORBIDDEN.match(c) or _FRONTED_PLEASE_NOT.match(c) or re.match(r"^(?:out\s+of\s+scope(?:\s+for\s+now)?|non-goals?)\s*:\s*\S", c, re.I)):
-        return "explicit"
+        return ("explicit", lang + "plan-descriptive-imperative") if _NEG_IMPERATIVE.match(c) and not c.lower().startswith("no ") else None
+    for name, pattern, on in _EXPLICIT_FRAMES:
+        if pattern.match(raw if on == "raw" else c):
+            return "explicit", lang + name
     if _PURPOSE_NOT.match(raw) and source in ("user", "plan") and _purpose_of_directive(clause, sent):
-        return "explicit"  # "refactor X so that it doesn't touch the cache": the result must not
+        return "explicit", "purpose-not"  # "refactor X so that it doesn't touch the cache": the result must not
     np = _no_np(c)
     if np and (not re.match(r"no\s+more\b", np, re.I) or _NO_NP_DIRECTIVE.search(np)):  # "no more X": a result, unless an order
         # "no X" is a decision only inside a decision list, a parenthetical, a plan's list item, said with force,
         # or beside an instruction of the same message ("fix X. C89. no VLAs.", "skip Y for now; no changes to Z").
-        if (unit.decisions or unit.imperative_list or (parenthetical and _directive_host(unit))
-                or ((_NO_NP_DIRECTIVE.search(np) or _POLITE_NO.match(raw)) and not _NO_RESULT.match(np))
-                or _then_imperative(clause, unit.sentence)
-                or (not parenthetical and _beside_directive(clause, unit, np, source))):
-            return "explicit"
-    if (_PRESERVE.match(c) and not _PRESERVE_BAD.search(c)) or _MUST_STAY.match(c):
-        return "preserve"
+        if unit.decisions:
+            return "explicit", lang + "no-x-decisions"
+        if unit.imperative_list:
+            return "explicit", lang + "no-x-instruction-list"
+        if parenthetical and _directive_host(unit):
+            return "explicit", lang + "no-x-parenthetical"
+        if (_NO_NP_DIRECTIVE.search(np) or _POLITE_NO.match(raw)) and not _NO_RESULT.match(np):
+            return "explicit", lang + "no-x-forceful"
+        if _then_imperative(clause, unit.sentence):
+            return "explicit", lang + "no-x-then-instead"
+        if not parenthetical and _beside_directive(clause, unit, np, source):
+            return "explicit", lang + "no-x-beside-instruction"
+    if _PRESERVE.match(c) and not _PRESERVE_BAD.search(c):
+        return "preserve", "keep-existing"
+    if _MUST_STAY.match(c):
+        return "preserve", "must-stay"
+    if _PRESERVE_VERB.match(c) and not _PRESERVE_BAD.search(c):
+        return "preserve", "preserve-verb"
     if _DEFER.search(c):
-        return "defer"
+        return "defer", "defer-marker"
     if _RESTRAINT.search(c):
-        return "restraint"
+        return "restraint", "restraint"
+    if _CONSULT.search(c):
+        return "restraint", "consult-first"
+    if _DISLIKE.match(c) and source == "user":
+        return "explicit", "dislike-rule"
     return None
+
+
+def _foreign_frame_language(clause: str) -> str:
+    """``"es:"`` / ``"fr:"``: the language of the negative frame :func:`_english` read at the start of ``clause``."""
+    for frame, _ in _FOREIGN_FRAMES:
+        m = frame.match(clause)
+        if m:
+            return "fr:" if m.group(1).lower() in _FRENCH_VERBS and frame.pattern.startswith("^(?:ne") else "es:"
+    if re.match(r"^nada\s+de\s+|^evita\s+", clause, re.I):
+        return "es:"
+    return "fr:"
+
+
+#: A hedged idea, not a rule: "maybe we could X, or we shouldn't Y at all", "perhaps don't ..." (an alternative floated).
+_HEDGED = re.compile(
+    r"\b(?:maybe|perhaps|possibly)\b.{0,120}\bor\b|\bor\s+(?:maybe|perhaps)\s|\bor\s+(?:we|you)\s+(?:shouldn'?t|should\s+not|could|might|"
+    r"may)\b|\b(?:i'?m\s+)?(?:not\s+sure|wondering)\s+(?:if|whether)\b|\bi\s+wonder\b|\b(?:what\s+if|how\s+about)\b",
+    re.IGNORECASE,
+)
+#: Preserve rules with another verb than "keep": "maintain X", "stick with X", "leave X unchanged", "Keep unchanged: ...".
+_PRESERVE_VERB = re.compile(
+    r"^(?:please\s+)?(?:(?:maintain|preserve|retain)\s+(?:the\s+|our\s+|all\s+|existing\s+|current\s+|backward|backwards|"
+    r"compatibility|`)[\w`*-]"
+    r"|(?:stick|stay)\s+with\s+(?:the\s+|our\s+|existing\s+|current\s+|`)?[\w`]"
+    r"|leave\s+.{1,60}?\s+(?:unchanged|unmodified|untouched|as\s+(?:it\s+is|they\s+are|is))\b"
+    r"|keep\s+(?:unchanged|untouched|as[- ]is|intact)\s*:\s*\S"
+    r"|(?:do\s+)?not\s+change\s*:\s*\S)",
+    re.IGNORECASE,
+)
+#: Restraint without a negation word: "ask me before changing X", "check with me first", "let me review before you commit".
+_CONSULT = re.compile(
+    r"^(?:please\s+)?(?:always\s+)?(?:ask|check\s+with|consult|confirm\s+with|ping)\s+me\s+(?:first\b|before\s+\w)"
+    r"|^(?:please\s+)?(?:let|have)\s+me\s+(?:review|look\s+at|check|approve|decide|see)\b.{0,60}\b(?:before|first)\b"
+    r"|^(?:please\s+)?(?:get|wait\s+for)\s+my\s+(?:approval|ok(?:ay)?|sign[- ]off|go[- ]ahead|confirmation)\s+before\b",
+    re.IGNORECASE,
+)
+#: A dislike stated as a rule: "i don't like it when you X", "i hate when you X" (about the agent's conduct).
+_DISLIKE = re.compile(r"^i\s+(?:really\s+)?(?:don'?t|do\s+not)\s+(?:like|want)\s+(?:it\s+)?when\s+(?:you|claude|the\s+agent)\s+[a-z]"
+                      r"|^i\s+(?:really\s+)?hate\s+(?:it\s+)?when\s+(?:you|claude)\s+[a-z]", re.IGNORECASE)
 
 
 _NO_NP_TRAILER = re.compile(r"\s*,\s*(?:obviously|of\s+course|please|pls|plz|thanks|thx|ok(?:ay)?|as\s+usual|as\s+always|again|"
@@ -1111,19 +1197,19 @@ def _directive_host(unit: Unit) -> bool:
             or starts_imperative(host) or bool(re.search(r"\b(?:decisions?|constraints?|rules?)\b", host, re.I)))
 
 
-def sentence_forms(unit: Unit) -> list[tuple[str, str]]:
-    """Forms read from the whole sentence: a request for a negative action, a decline, a contrast."""
+def sentence_forms(unit: Unit) -> list[tuple[str, str, str]]:
+    """``(form, text, cue)`` read from the whole sentence: a request for a negative action, a decline, a contrast."""
     s = _plain(unit.text).strip()
     core = _strip_markers(s)
     if _NEG_REQUEST.match(core):
-        return [("explicit", s)]
+        return [("explicit", s, "neg-request")]
     m = _IMPLICIT.match(s)
     if m:
         end = re.search(r"[,.;!?:]", s[m.end():])
-        return [("implicit", s[: m.end() + end.start()] if end else s)]
-    if unit.descriptive:
+        return [("implicit", s[: m.end() + end.start()] if end else s, "decline")]
+    if unit.descriptive or _HEDGED.search(s):
         return []
-    return [("contrastive", c) for c in contrastive(unit)]
+    return [("contrastive", c, "contrast") for c in contrastive(unit)]
 
 
 def contrastive(unit: Unit) -> list[str]:
@@ -1561,6 +1647,20 @@ class _Sentence:
 
 
 _ANAPHOR = re.compile(r"\b(?:it|them|this|that|these|those|they)\b", re.I)
+#: A summary reporting the thing gone: removed, deleted, replaced ... (and no negation of that: "not removed", "kept").
+_REMOVAL = re.compile(r"\b(?:remov(?:ed|ing|al)|delet(?:ed|ing|ion)|dropp(?:ed|ing)|replac(?:ed|ing)|revert(?:ed|ing)|eliminat(?:ed|ing)|"
+                      r"ripp(?:ed|ing)\s+out|tore\s+out|got\s+rid\s+of|no\s+longer|retired|deprecated\s+and\s+removed|"
+                      r"migrated\s+(?:away|off)|swapped\s+(?:out|for))\b", re.I)
+_REMOVAL_NEGATED = re.compile(r"\b(?:not|never|without|n't|kept|keep|keeps|keeping|unchanged|untouched|preserv\w*|retain\w*|"
+                              r"intact|in\s+place|stays?|remains?|left\s+alone|avoid\w*|refrain\w*|instead\s+of)\b", re.I)
+
+
+def _contrary(s: "_Sentence", key: "_Key", form: str) -> bool:
+    """Does summary sentence ``s`` report the thing of a rule to keep it (a ``preserve`` rule, or one not to
+    change / remove / rename / refactor / break it) as removed or replaced — the rule broken, not carried?"""
+    if not (form == "preserve" or key.verb in _KEEPING_CLASSES):
+        return False
+    return bool(_REMOVAL.search(s.text)) and not _REMOVAL_NEGATED.search(s.text)
 
 
 @dataclass
@@ -1635,27 +1735,29 @@ class ProhibitionMatcher:
         if not text:
             return []
         for unit, parts in units(text, source=source):
-            found: list[tuple[str, str, bool]] = []  # (form, clause, from a parenthetical)
+            found: list[tuple[str, str, bool, str]] = []  # (form, clause, from a parenthetical, cue)
             if unit.negated_item and not is_question(unit.text):
-                found.append(("explicit", f"{unit.negated_item}: {unit.text.rstrip(' .;')}", False))
+                found.append(("explicit", f"{unit.negated_item}: {unit.text.rstrip(' .;')}", False, "negated-list-item"))
             for clause, par in parts:
-                form = classify(unit, clause, par, source=source)
-                if form is not None and par and any(not p for _, _, p in found) and _NO_NP.match(_strip_markers(_plain(clause))):
+                read = classify_cue(unit, clause, par, source=source)
+                if read is not None and par and any(not p for _, _, p, _ in found) and _NO_NP.match(_strip_markers(_plain(clause))):
                     continue  # "No new dependencies (no xsimd, no highway)": examples of the rule, not rules
-                if form is not None:
-                    found.append((form, clause, par))
+                if read is not None:
+                    found.append((read[0], clause, par, read[1]))
+                elif par and _PAREN_NOT.match(_plain(clause).strip()) and not unit.descriptive and _directive_host(unit):
+                    found.append(("contrastive", clause, par, "paren-not"))  # "Use the queue (not a cron job)"
             if not found:
-                found = [(f, c, False) for f, c in sentence_forms(unit)]
+                found = [(f, c, False, cue) for f, c, cue in sentence_forms(unit)]
             for k in range(len(found) - 1, 0, -1):  # "keep X, dont drop it": one rule, "it" is X
-                (f0, c0, p0), (f1, c1, p1) = found[k - 1], found[k]
+                (f0, c0, p0, q0), (f1, c1, p1, _) = found[k - 1], found[k]
                 if f0 != "implicit" and f1 == "explicit" and not (p0 or p1) and _ANAPHORIC_RULE.match(_strip_markers(_plain(c1))):
-                    found[k - 1 : k + 1] = [(f0, f"{c0}, {c1}", False)]
-            for form, clause, _ in found:
+                    found[k - 1 : k + 1] = [(f0, f"{c0}, {c1}", False, q0)]
+            for form, clause, _, cue in found:
                 if form not in self.forms:
                     continue
                 text = clause if form == "implicit" else _strip_discourse(clause)  # a decline's "no," is its point
                 topic = about if about and _question_action(about) and not (_key(text, form).thing - _SCOPE_WORDS) else ""
-                p = make_prohibition(text, source=source, form=form, origin=origin, about=topic)
+                p = make_prohibition(text, source=source, form=form, origin=origin, about=topic, cue=cue)
                 out.setdefault(p.id, p)
         return list(out.values())
 
@@ -1663,24 +1765,34 @@ class ProhibitionMatcher:
 
     def judge(self, summary: str | SummaryIndex | None, prohibition: Prohibition) -> str:
         """``carried``, ``uncertain`` or ``dropped``: does ``summary`` still state ``prohibition``? (class docstring)"""
+        return self.judge_cue(summary, prohibition)[0]
+
+    def judge_cue(self, summary: str | SummaryIndex | None, prohibition: Prohibition) -> tuple[str, str, str | None]:
+        """``(verdict, cue, sentence)``: :meth:`judge`'s verdict, the carry cue that decided it (a row of
+        :data:`CARRY_CUES`) and the summary sentence it rests on, if any."""
         if not summary:
-            return "dropped"
+            return "dropped", "no-text", None
         index = summary if isinstance(summary, SummaryIndex) else SummaryIndex.of(summary)
         key_text = _key_text(prohibition)
         for t in (prohibition.text, key_text):
             ft = _flat(t)
             if len(ft) >= 6 and ft in index.flat:
-                return "carried"
+                return "carried", "verbatim", t
         form = getattr(prohibition, "form", "explicit")
         key = _key(prohibition.text, form)
         if getattr(prohibition, "about", ""):  # "not in this phase", answering "should we rotate the key?": rotate the key
             key = _key(_question_action(prohibition.about), "explicit" if form == "explicit" else "defer")
         wanted, thing = key.words, key.thing
         if not wanted:
-            return "dropped"
+            return "dropped", "no-key", None
         cue = _SUMMARY_CUES.get(form)
-        verdict = "dropped"
+        verdict: tuple[str, str, str | None] = ("dropped", "unmatched", None)
+        contrary: str | None = None
         for s in index.sentences:
+            if _contrary(s, key, form):  # "Removed the legacy parser" does not keep "keep the legacy parser"
+                if contrary is None and (s.has(wanted) >= self.threshold * len(wanted) or (thing and s.has(thing) >= self.threshold * len(thing))):
+                    contrary = s.text
+                continue
             said = s.has(wanted)
             undone = s.undone.get(key.verb or "")  # "left uncommitted" negates a commit, of the thing next to it
             negated = s.negated
@@ -1691,21 +1803,23 @@ class ProhibitionMatcher:
             cued = (negated or s.user_keeps or (cue is not None and bool(cue.search(s.text)))
                     or bool(undone and (not thing or s.near(key, undone, 4, 4, self.threshold))))
             if cued and said >= self.threshold * len(wanted):
-                return "carried"
+                return "carried", ("negated-mention" if negated else "user-keeps" if s.user_keeps else f"{form}-cue"), s.text
             if cued and key.verb is None and key.acronyms & s.bag:
-                return "carried"  # a verbless rule named short in a negated sentence: "Out of scope: NEON"
+                return "carried", "acronym-negated", s.text  # a verbless rule named short in a negated sentence: "Out of scope: NEON"
             if thing and (s.has(thing) >= self.threshold * len(thing) or key.names & s.bag):
                 # the verb said otherwise, next to the thing: "left untouched", "still in place", "no new ORM"
                 if s.stays and (key.verb in _KEEPING_CLASSES or form == "preserve") and s.near(
                         key, s.stays, 4, 4, self.threshold):
-                    return "carried"
+                    return "carried", "stays", s.text
                 if s.user_keeps:  # "the index SQL is for the DBA to apply": someone else acts on the thing
-                    return "carried"
+                    return "carried", "someone-else", s.text
                 negs = [i for i, w in enumerate(s.words) if w in _NEGATED_THING]
                 if key.introducing and negs and s.near(key, negs, 0, 4, self.threshold, governs=True):
-                    return "carried"
+                    return "carried", "no-thing", s.text
             if (cued or s.stays) and said >= 2 and said >= 0.5 * len(wanted) and (key.verb is None or key.verb in s.bag):
-                verdict = "uncertain"  # half the words, the same action: a paraphrase we cannot confirm
+                verdict = ("uncertain", "partial", s.text)  # half the words, the same action: a paraphrase we cannot confirm
+        if verdict[0] == "dropped" and contrary is not None:
+            return "dropped", "removed", contrary
         return verdict
 
     def carries(self, summary: str | SummaryIndex | None, prohibition: Prohibition) -> bool:
