@@ -127,6 +127,10 @@ def _fmt(rates: tuple[float, ...]) -> str:
                 "each summary carries them. rules: offline, built in. model: an LLM, one request per compaction "
                 "(CG_JUDGE_BACKEND=anthropic|openai|claude-cli, CG_JUDGE_MODEL, CG_JUDGE_URL, CG_JUDGE_API_KEY; "
                 "answers cached under CG_JUDGE_CACHE_DIR, so a re-run makes no call; README 'Use an LLM judge')."),
+    option("--metrics-file", type=str, default=None,
+           help="openhands/claude-code: write Prometheus metrics of the run here (text format, for node_exporter's "
+                "textfile collector; rewritten atomically after every poll): events by type, and the judge's "
+                "compactions, requests, cache hits, tokens, cost, texts in languages it cannot read."),
     option("--judge-fallback", type=click.Choice(["none", "rules"]), default="none",
            help="--judge model: when the model cannot be reached (or only answers invalidly), judge the whole "
                 "run with the rules judge instead of failing with exit code 1; announced on stderr, and every "
@@ -154,6 +158,7 @@ def ingest(
     alert_uncertain: bool,
     judge: str,
     judge_fallback: str,
+    metrics_file: str | None,
 ) -> int:
     """Turn agent runs or compaction logs into checkpoint and artifact events (JSONL or Kafka).
 
@@ -190,10 +195,12 @@ def ingest(
         return _ingest_logs(
             paths[0], paths[1:], out=out, to_kafka=to_kafka, follow=follow, idle_timeout=idle_timeout,
             poll_interval=poll_interval, match_threshold=match_threshold,
-            alert_uncertain=alert_uncertain, judge=judge, judge_fallback=judge_fallback, started=started,
+            alert_uncertain=alert_uncertain, judge=judge, judge_fallback=judge_fallback, metrics_file=metrics_file,
+            started=started,
         )
-    if judge != "rules" or judge_fallback != "none":
-        fail("--judge and --judge-fallback work with the log forms only: ingest openhands DIR... / ingest claude-code FILE...")
+    if judge != "rules" or judge_fallback != "none" or metrics_file:
+        fail("--judge, --judge-fallback and --metrics-file work with the log forms only: "
+             "ingest openhands DIR... / ingest claude-code FILE...")
     if follow or idle_timeout is not None:
         fail("--follow and --idle-timeout work with the log forms only: ingest openhands DIR... / ingest claude-code FILE...")
     try:
@@ -399,6 +406,7 @@ class _Tally:
         self.counts: Counter[str] = Counter()
         self._nodes: set[tuple[str, str]] = set()
         self._contexts: set[str] = set()
+        self.on_emit: Any = None  # called after each emitted poll (--metrics-file)
 
     def add(self, events: Iterable[dict[str, Any]]) -> None:
         for e in events:
@@ -415,12 +423,14 @@ class _Tally:
                 if e.get("opaque") is True:
                     self.counts["opaque"] += 1
         self.counts["contexts"] = len(self._contexts)
+        if self.on_emit is not None:
+            self.on_emit()
 
 
 def _ingest_logs(
     fmt: str, paths: tuple[str, ...], *, out: str | None, to_kafka: bool, follow: bool,
     idle_timeout: float | None, poll_interval: float, match_threshold: float, alert_uncertain: bool,
-    judge: str, judge_fallback: str, started: float,
+    judge: str, judge_fallback: str, metrics_file: str | None, started: float,
 ) -> int:
     """``ingest openhands|claude-code``: read (or follow) the logs, write JSONL or produce to Kafka."""
     if not paths:
@@ -435,12 +445,16 @@ def _ingest_logs(
         fail("give either --out or --to-kafka, not both")
     if judge_fallback != "none" and judge != "model":
         fail("--judge-fallback needs --judge model")
+    if metrics_file:
+        check_output_file(metrics_file, option="--metrics-file")
     try:
         matcher = ProhibitionMatcher(threshold=match_threshold, alert_uncertain=alert_uncertain)
     except ValueError as exc:
         fail(str(exc))
     tally = _Tally()
     judges = _Judges(RulesJudge(matcher), judge, judge_fallback, tally)
+    if metrics_file:
+        tally.on_emit = lambda: _write_metrics(metrics_file, fmt, tally, judges, inputs)
     inputs = LogInputs(fmt, paths, judges.chosen)
     inputs.scan(report=True)
     missing = [p for p in paths if not os.path.exists(p)]
@@ -479,11 +493,73 @@ def _ingest_logs(
         judges.close()
     failed = len(inputs.input_errors) + sum(s.failed for s in inputs.stats)
     bad = sum(len(s.errors) for s in inputs.stats)
+    if metrics_file:
+        _write_metrics(metrics_file, fmt, tally, judges, inputs)
     for line in judges.warnings():
         print(f"checkpoint-guard: ingest: warning: {line}", file=sys.stderr)
     print(_log_summary(fmt, inputs.stats, tally.counts, failed, where, time.monotonic() - started, interrupted,
                        judges.summary()), file=sys.stderr)
     return 1 if failed or bad else 0
+
+
+def _write_metrics(path: str, fmt: str, tally: _Tally, judges: "_Judges", inputs: LogInputs) -> None:
+    """The run's metrics in Prometheus text format, written to ``path`` atomically (``--metrics-file``)."""
+    from prometheus_client import CollectorRegistry, write_to_textfile
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+    skipped: Counter[str] = Counter()
+    for context in inputs._contexts.values():
+        judged = getattr(context, "judged", None)
+        if judged is not None:
+            skipped.update(judged.skipped_languages)
+    model = judges.model
+
+    class Collector:
+        def collect(self) -> Iterator[Any]:
+            events = CounterMetricFamily("checkpoint_guard_ingest_events", "Events ingest emitted, by type.",
+                                         labels=["format", "type"])
+            for kind in ("artifact", "checkpoint"):
+                events.add_metric([fmt, kind], tally.counts[kind])
+            yield events
+            texts = CounterMetricFamily("checkpoint_guard_ingest_unread_language_texts",
+                                        "User-side texts in a language the rules judge cannot read, by language.",
+                                        labels=["language"])
+            for lang, n in sorted(skipped.items()):
+                texts.add_metric([lang], n)
+            yield texts
+            if model is None:
+                return
+            t, labels = model.tally, [model.model]
+            for name, doc, value in (
+                ("compactions", "Compactions the model judge judged.", t.compactions),
+                ("requests", "Requests the model judge sent (retries included).", t.requests),
+                ("cache_hits", "Compactions answered from the judge's disk cache.", t.cached),
+            ):
+                family = CounterMetricFamily(f"checkpoint_guard_judge_{name}", doc, labels=["model"])
+                family.add_metric(labels, value)
+                yield family
+            tokens = CounterMetricFamily("checkpoint_guard_judge_tokens", "Tokens the model judge used.",
+                                         labels=["model", "direction"])
+            tokens.add_metric([model.model, "input"], t.input_tokens)
+            tokens.add_metric([model.model, "output"], t.output_tokens)
+            yield tokens
+            if t.cost_known:
+                cost = CounterMetricFamily("checkpoint_guard_judge_cost_usd", "What the model judge cost, USD.",
+                                           labels=["model"])
+                cost.add_metric(labels, t.cost_usd)
+                yield cost
+            fallback = GaugeMetricFamily("checkpoint_guard_judge_fallback",
+                                         "1 when the run fell back to the rules judge (--judge-fallback rules).",
+                                         labels=["model"])
+            fallback.add_metric(labels, 1 if judges.fallback_reason else 0)
+            yield fallback
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(Collector())
+    try:
+        write_to_textfile(path, registry)
+    except OSError as exc:
+        fail(f"cannot write --metrics-file {path}: {exc.strerror or exc}", code=1)
 
 
 class _Judges:

@@ -243,3 +243,29 @@ def test_the_judge_options_are_for_the_log_forms_and_the_fallback_needs_the_mode
     assert out.returncode == 2 and "--judge-fallback needs --judge model" in out.stderr.decode()
     helped = run(env_of(tmp_path), "ingest", "--help").stdout.decode()
     assert "--judge [rules|model]" in helped and "--judge-fallback [none|rules]" in helped
+
+
+def test_the_metrics_file_counts_the_judges_work_and_promtool_accepts_it(tmp_path, server):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from tests.unit.promql import promtool
+
+    env = backend_env("openai", tmp_path, server)
+    metrics = tmp_path / "ingest.prom"
+    log = two_compactions(tmp_path / "session.jsonl")
+    out = run(env, "ingest", "claude-code", str(log), "--judge", "model", "--metrics-file", str(metrics))
+    assert out.returncode == 0, out.stderr.decode()
+    text = metrics.read_text()
+    lint = subprocess.run([promtool(), "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for f in text_string_to_metric_families(text) for s in f.samples}
+    model = (("model", "openai:qwen2.5:14b"),)
+    assert samples[("checkpoint_guard_judge_compactions_total", model)] == 2
+    assert samples[("checkpoint_guard_judge_requests_total", model)] == 2
+    assert samples[("checkpoint_guard_judge_cache_hits_total", model)] == 0
+    tokens_in = samples[("checkpoint_guard_judge_tokens_total", (("direction", "input"),) + model)]
+    assert tokens_in > 0 and f"{int(tokens_in)} input + " in out.stderr.decode()
+    assert ("checkpoint_guard_judge_cost_usd_total", model) not in samples  # no prices: the cost is unknown
+    assert samples[("checkpoint_guard_ingest_events_total", (("format", "claude-code"), ("type", "checkpoint")))] == 4  # s-1, s-2, the root twice
+    assert samples[("checkpoint_guard_judge_fallback", model)] == 0
