@@ -269,3 +269,36 @@ def test_the_metrics_file_counts_the_judges_work_and_promtool_accepts_it(tmp_pat
     assert ("checkpoint_guard_judge_cost_usd_total", model) not in samples  # no prices: the cost is unknown
     assert samples[("checkpoint_guard_ingest_events_total", (("format", "claude-code"), ("type", "checkpoint")))] == 4  # s-1, s-2, the root twice
     assert samples[("checkpoint_guard_judge_fallback", model)] == 0
+
+
+def test_following_a_session_a_model_that_goes_down_hands_over_to_rules_announced_and_named(tmp_path, server):
+    """--follow: once events went out, a failing model is replaced in place for the rest of the run (said once)."""
+    import time
+
+    full = two_compactions(tmp_path / "full.jsonl").read_text().splitlines(keepends=True)
+    log = tmp_path / "session.jsonl"
+    log.write_text("".join(full[:7]))  # up to the first summary and the next user message
+    out = tmp_path / "events.jsonl"
+    env = backend_env("anthropic", tmp_path, server)
+    proc = subprocess.Popen([sys.executable, "-m", "stream", "ingest", "claude-code", str(log), "--follow",
+                             "--poll-interval", "0.1", "--idle-timeout", "3", "--judge", "model",
+                             "--judge-fallback", "rules", "--out", str(out)],
+                            cwd=REPO, env=env, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (out.exists() and b'"s-1"' in out.read_bytes()):
+            time.sleep(0.1)
+        server.script.append(("status", 401, {"type": "authentication_error", "message": "key revoked"}))
+        with log.open("a") as f:
+            f.write("".join(full[7:]))
+        assert proc.wait(60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    err = proc.stderr.read().decode().splitlines()
+    nodes = checkpoints(out.read_bytes())
+    assert nodes["s-1"]["x_judge"] == "model" and nodes["s-2"]["x_judge"] == "rules" and "x_model" not in nodes["s-2"]
+    assert len(server.requests) == 2
+    (warning,) = [line for line in err if "warning" in line]
+    assert "key revoked" in warning and "from here on are judged by the rules judge" in warning
+    assert "1 compactions, 2 requests" in err[-1] and "then judge rules (fallback" in err[-1]

@@ -62,7 +62,8 @@ class JudgeConfigError(JudgeUnavailable):
 
 @dataclass
 class Tally:
-    """What a run's judging cost: compactions judged, requests sent (retries included), cache hits, tokens, USD."""
+    """What a run's judging cost: compactions judged (answered), requests sent (retries and failures included),
+    cache hits, tokens, USD."""
 
     compactions: int = 0
     requests: int = 0
@@ -110,8 +111,8 @@ class ModelJudge:
     def judge(self, candidates: Sequence[Candidate], summary: str | None,
               earlier_summaries: Sequence[str] = ()) -> Judgement:
         """One compaction's decisions; :class:`JudgeUnavailable` when the model cannot give them."""
-        self.tally.compactions += 1
         if not candidates:
+            self.tally.compactions += 1
             return Judgement(judge=self.name, model=self.model, in_force=(), carries=())
         by_id = {c.id: c for c in candidates}
         payload = self.backend.payload(SYSTEM, user_message(candidates, summary, earlier_summaries), ANSWER_SCHEMA)
@@ -124,6 +125,7 @@ class ModelJudge:
                                      "prompt_version": PROMPT_VERSION})
             except OSError as exc:
                 self._warn(f"judge cache {self.cache.root}: cannot write ({exc.strerror or exc}); the next run asks again")
+        self.tally.compactions += 1
         return self._judgement(answer, by_id, summary, usage)
 
     # ---- asking
