@@ -218,7 +218,13 @@ if step in ("overloaded", "login"):
     print(json.dumps({{"type": "result", "subtype": "success", "is_error": True, "result": text,
                       "total_cost_usd": 0, "usage": {{}}}}))
     sys.exit(1)
+if step == "schema-retries":
+    print(json.dumps({{"type": "result", "subtype": "error_max_structured_output_retries", "is_error": True,
+                      "errors": ["Output does not match required schema"], "usage": {{}}}}))
+    sys.exit(1)
 answer = {{"instructions": 7}} if step == "bad-answer" else answer_for(stdin)
+if step == "wrapped":
+    answer = {{"output": answer}}
 print(json.dumps({{"type": "result", "subtype": "success", "is_error": False, "duration_ms": 5, "num_turns": 2,
                   "result": "", "session_id": "standin", "total_cost_usd": 0.0125,
                   "usage": {{"input_tokens": len(stdin) // 4, "output_tokens": 40, "cache_read_input_tokens": 10}},

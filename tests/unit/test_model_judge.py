@@ -233,14 +233,14 @@ def test_a_server_that_is_down_is_one_line_after_the_retries(tmp_path):
     assert "\n" not in str(err.value) and "2 attempts" in str(err.value)
 
 
-@pytest.mark.parametrize("step,retried", [("overloaded", True), ("garbage", True), ("bad-answer", True),
-                                           ("login", False)])
-def test_cli_failures_are_retried_unless_the_login_is_the_problem(tmp_path, step, retried):
+@pytest.mark.parametrize("step,calls", [("overloaded", 2), ("garbage", 2), ("bad-answer", 2), ("schema-retries", 2),
+                                        ("wrapped", 1), ("login", 1)])
+def test_cli_failures_are_retried_unless_the_login_is_the_problem(tmp_path, step, calls):
     claude = write_claude(tmp_path / "bin", [step])
     judge = judge_of(tmp_path, judge_backend="claude-cli", judge_claude_bin=str(claude))
-    if retried:
+    if step != "login":
         check_judgement(judge.judge(CANDIDATES, SUMMARY), "claude-cli:default")
-        assert len(claude_calls(tmp_path / "bin")) == 2
+        assert len(claude_calls(tmp_path / "bin")) == calls
     else:
         with pytest.raises(JudgeUnavailable, match="/login"):
             judge.judge(CANDIDATES, SUMMARY)

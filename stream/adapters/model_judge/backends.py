@@ -247,12 +247,19 @@ class ClaudeCliBackend:
         cost = result.get("total_cost_usd")
         cost = float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) and cost >= 0 else None
         reply = Reply(None, tokens, _int(usage.get("output_tokens")), cost)
-        if result.get("is_error") or result.get("subtype") not in (None, "success"):
-            message = _one_line(result.get("result") or result.get("subtype") or f"exit code {done.returncode}")
+        subtype = result.get("subtype")
+        if subtype == "error_max_structured_output_retries":
+            raise InvalidAnswer("the CLI's own retries found no answer that fits the schema", reply)
+        if result.get("is_error") or subtype not in (None, "success"):
+            errors = result.get("errors") if isinstance(result.get("errors"), list) else []
+            message = _one_line(result.get("result") or "; ".join(map(str, errors)) or subtype
+                                or f"exit code {done.returncode}")
             if any(w in message.lower() for w in ("login", "api key", "authentication", "not logged in")):
                 raise Fatal(message)
             raise Retryable(message)
         answer = result.get("structured_output")
+        if isinstance(answer, dict) and set(answer) == {"output"} and isinstance(answer["output"], dict):
+            answer = answer["output"]  # some CLI versions wrap the tool input once
         if answer is None and isinstance(result.get("result"), str):
             answer = result["result"]  # a version without structured_output: the text must be the JSON
         if answer is None:
