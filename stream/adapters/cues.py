@@ -74,6 +74,14 @@ def _english_rows() -> tuple[Cue, ...]:
         _en("consult-first", "restraint", "medium", p._CONSULT.pattern, "ask me before changes / let me review first"),
         _en("contrast", "contrastive", "medium", p._CONTRAST.pattern, "a directive '..., not Y' / 'use X not Y'"),
         _en("paren-not", "contrastive", "medium", p._PAREN_NOT.pattern, "an instruction with '(not Y)'"),
+        _en("avoid-modal", "explicit", "high", r"^(?:you|we) (?:should|must|need to) avoid V", "we should avoid X"),
+        _en("important-that-not", "explicit", "medium", r"^it's important that <it> doesn't V", "it's important that it doesn't V"),
+        _en("requirement-not-adjective", "explicit", "medium", r"<it> should not be <V-able>", "X should NOT be freely editable"),
+        _en("plan-context-requirement", "explicit", "medium", p._NO_CHANGES_TO.pattern,
+            "a requirement (should not be V-ed / No changes to X) in a plan's context section"),
+        _en("plan-no-x", "explicit", "medium", p._NO_NP.pattern, "a plan's sentence or item that is only 'No X'"),
+        _en("plan-paren-not", "contrastive", "medium", p._PAREN_NOT.pattern, "a plan item with '(not Y)'"),
+        _en("paren-unchanged", "preserve", "medium", p._PAREN_KEEP.pattern, "X (unchanged) / ### X (no changes)"),
         _en("decline", "implicit", "low", p._IMPLICIT.pattern, "a decline of the agent's proposal ('no, ignore this part')"),
         _en("dislike-rule", "explicit", "low", p._DISLIKE.pattern, "i don't like it when you V"),
         Cue("hedged", "en", "veto", None, p._HEDGED.pattern, note="maybe ... or we shouldn't ...: an idea floated"),
@@ -269,6 +277,7 @@ DROP_CUES: tuple[Cue, ...] = (
     Cue("unquoted-again", "*", "drop", None, "an earlier summary quoted the rule; this one neither quotes nor restates it", "high"),
     Cue("removed", "en", "drop", None, "the summary names the thing while saying it was removed / replaced", "high"),
     Cue("not-quoted", "*", "drop", None, "the summary lists the user's messages since the last one and not this rule's", "medium"),
+    Cue("not-quoted-long", "*", "drop", None, "the same for a long message (lists describe long messages, not quote them)", "low"),
     Cue("plan-unstated", "*", "drop", None, "a rule of an approved plan the summary does not state", "medium"),
     Cue("unmatched", "*", "drop", None, "nothing in the summary states it", "medium"),
     Cue("uncertain", "en", "drop", None, "only a partial restatement (dropped at the recall end only)", "low"),
@@ -320,7 +329,7 @@ _DROPS = frozenset({"unquoted-again", "removed", "not-quoted", "plan-unstated", 
 PRECISION_LEVELS: dict[str, Level] = {
     "precise": Level("precise", frozenset({"high"}), _DROPS, frozenset({"unquoted-again", "not-quoted"}), False),
     "balanced": Level("balanced", frozenset(STRENGTHS), _DROPS, frozenset({"unquoted-again", "not-quoted", "plan-unstated"}), False),
-    "recall": Level("recall", frozenset(STRENGTHS), _DROPS | {"uncertain"}, _DROPS, True),
+    "recall": Level("recall", frozenset(STRENGTHS), _DROPS | {"uncertain", "not-quoted-long"}, _DROPS | {"not-quoted-long"}, True),
 }
 DEFAULT_PRECISION = "balanced"
 

@@ -39,6 +39,9 @@ _SOURCE = {"plan": "plan", "rule_file": "rule_file", "system": "system"}
 _USER_WORDS = frozenset({"typed", "queued", "answer", "rejection", "command_args"})
 #: Share of a rule's word trigrams a summary must hold to quote it (0.5: a quote trimmed or annotated still counts).
 QUOTED = 0.5
+#: Longer messages are described, not quoted, in a summary's list of the user's messages ("/spec with a detailed
+#: description of ..."): a rule of theirs missing from the list is weak evidence of a drop.
+QUOTABLE = 400
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+", re.UNICODE)
 _USER_LIST = re.compile(r"all\s+(?:of\s+the\s+)?user(?:'s)?\s+messages|user\s+messages\s*:", re.I)
@@ -207,7 +210,7 @@ class RulesJudge:
         if c.channel == "plan":
             return "plan-unstated"
         if c.channel in _USER_WORDS and now.lists_user_messages:
-            return "not-quoted"
+            return "not-quoted" if len(c.text) <= QUOTABLE else "not-quoted-long"
         return "unmatched"
 
 

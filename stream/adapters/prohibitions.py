@@ -130,6 +130,7 @@ def make_prohibition(text: str, *, source: str = "user", form: str = "explicit",
 _WRAPPER = re.compile(
     r"<(system-reminder|local-command-stdout|local-command-stderr|local-command-caveat|bash-input|bash-stdout|"
     r"bash-stderr|command-message|command-name|task-notification|agent-notification|user-prompt-submit-hook|"
+    r"teammate-message|"
     r"[a-z]+-notification)\b[^>]*>.*?(?:</\1>|\Z)",
     re.IGNORECASE | re.DOTALL,
 )
@@ -145,8 +146,16 @@ _PASTED = re.compile(
     r"(?:fatal|error|warning|panic|hint|remote|note|go|npm|ok|FAIL|PASS|---\s?FAIL|E\d{3,})(?::|\t|\s{2,}|$)|"
     r"npm\s+(?:ERR!|WARN|warn|notice)(?:\s|$)|Traceback\b|"
     r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d|at \S+\(|File \"|create mode|delete mode|modified:|new file:|On branch|"
-    r"Your branch|Changes (?:not )?(?:staged|to be)|commit [0-9a-f]{7,}|Author:|Date:|\|)",
+    r"Your branch|Changes (?:not )?(?:staged|to be)|commit [0-9a-f]{7,}|Author:|Date:|\||"
+    # log lines ("LOG  [Storage] ...", "[Reanimated] ..."), HTTP requests / responses and headers, config keys
+    r"(?:LOG|WARN|WARNING|ERROR|INFO|DEBUG|TRACE|FATAL|CRITICAL)\b\s*[\[:(]|\[[\w .:/@-]{1,40}\]\s|"
+    r"(?:GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS)\s+(?:/|https?:)|HTTP/\d|"
+    r"[A-Z][A-Za-z0-9]*(?:-[A-Z][A-Za-z0-9]*)+:\s|(?:Host|Accept|Authorization|Cookie|Set-Cookie|Server|Connection|Origin|"
+    r"Referer|Pragma|Vary|Expires|Location):\s|[a-z][a-z0-9]*(?:[_.-][a-z0-9]+)+\s*[:=]\s|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=)",
 )
+#: A message that opens by announcing that what it holds is someone else's output ("These are all logs I got ...").
+_PASTE_OPENING = re.compile(r"^(?:(?:these|those)\s+are|here\s+(?:are|is)|this\s+is|i\s+(?:got|get|see)|got)\b[^.!?\n]{0,40}?"
+                            r"\b(?:logs?|output|errors?|warnings?|traces?|stack\s*traces?|console)\b", re.I)
 #: A review comment pasted from a bot (title, "High Severity", body, "Fix in ..."): someone else's words.
 _REVIEW_SEVERITY = re.compile(r"^(?:low|medium|high|critical)\s+severity$", re.IGNORECASE)
 _REVIEW_END = re.compile(r"^(?:fix in (?:cursor|web)|<!--|---+$)", re.IGNORECASE)
@@ -211,7 +220,7 @@ def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, 
     """
     if not text:
         return
-    if any(text.lstrip().startswith(p) for p in _NOT_WORDS):
+    if any(text.lstrip().startswith(p) for p in _NOT_WORDS) or _PASTE_OPENING.match(text.lstrip()):
         return
     text = _WRAPPER.sub("\n", text)
     text = _ARGS.sub("\n", text)
@@ -265,8 +274,11 @@ def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, 
         if m:
             yield from flush()
             section = m.group(1).strip()
-            descriptive = source == "plan" and (bool(_TEST_SECTION.search(section)) or (
+            descriptive = source == "plan" and ((bool(_TEST_SECTION.search(section)) and not _TASK_HEADING.match(section)) or (
                 bool(_DESCRIPTIVE_SECTION.search(section)) and not _DIRECTIVE_SECTION.search(section)))
+            if _PAREN_KEEP_HEADING.search(section):  # "### API contracts (unchanged)": the heading is the rule
+                yield section, section, False, False, block
+                block += 1
             continue
         if stripped.startswith(">") or (quoting and raw[:1].isspace()):
             yield from flush()  # a quote, and the indented lines that continue it
@@ -430,7 +442,7 @@ _PURPOSE_NOT = re.compile(rf"^so\s+(?:that\s+)?{_PURPOSE_SUBJECT}\s+{_PURPOSE_NE
                           r"(?:break|mess\s+up|screw\s+up)\s+(?:things|anything|stuff|everything|it|something)\b)[a-z]",
                           re.IGNORECASE)
 _CLAUSE_SPLIT = re.compile(
-    r"\s*(?:;|\s[—–]\s|\s--?\s|:\s+|,\s*but\s+|\s+but\s+(?=(?:also\s+)?(?:don'?t|do not|never|not|no|let'?s|please|we|you|i|it|just)\b)|"
+    r"\s*(?:;|\s[—–]\s|\s--?\s|:\s+|,\s*but\s+|\s+but\s+(?=(?:also\s+)?(?:don'?t|do not|never|not|no|let'?s|please|we|you|i|it|just|ideally|preferably)\b)|"
     r",?\s+(?=so\s+(?:that\s+)?" + _PURPOSE_SUBJECT + r"\s+" + _PURPOSE_NEG + r"\s)|"
     r",\s*(?:and|so|then|or)\s+|,\s+(?=(?:let'?s|please|pls|kindly|don'?t|dont|do\s+not|never|avoid|just|but|so|and|also|then|no|"
     r"defer|keep|leave|stop|skip)\s)|"
@@ -588,7 +600,7 @@ _MARKERS = re.compile(
     r"^(?:ok(?:ay)?|yes|yeah|yep|yup|sure|right|fine|great|cool|alright|hmm+|hm+|ah+|oh+|so|and|but|also|then|"
     r"just|(?:pretty\s+)?please|pls|plz|kindly|actually|well|again|now|first|finally|btw|plus|lol|haha|sorry|thanks|thank you|"
     r"intentional|intentionally|(?:it\s+|this\s+)?(?:is\s+)?(?:very\s+)?important|note|nb|again|instead|otherwise|however|and also|but also|"
-    r"like|for now|this time|from now on|going forward|in general|generally|remember|reminder|q|question|fyi|"
+    r"like|for now|this time|from now on|going forward|in general|generally|remember|reminder|q|question|fyi|ideally|preferably|"
     r"nice|perfect|lgtm|awesome|excellent|good|got\s+it|looks\s+good|sounds\s+good|"
     r"that'?s\s+(?:good|fine|great|ok(?:ay)?|right|perfect|nice|correct|better)|thats\s+(?:good|fine|great|ok|right|perfect|nice)|"
     r"nit|nitpick|suggestion|oh|ah|anyway|anyways|et(?=\s+(?:pas|ne|n'|jamais|surtout)\b)|y(?=\s+no\b))\b[\s,.:!-]*",
@@ -944,6 +956,17 @@ _PAREN_NOT = re.compile(r"^(?:but\s+)?not\s+(?!only\b|just\b|sure\b|yet\b|needed
                         r"(?:a|an|the|any|via|through|in|with|from|on|`|[\w./-]+)\b.{0,80}$", re.I)
 
 
+#: A parenthetical that keeps its host as it is: "API contracts (unchanged)", "the schema (no changes)".
+_PAREN_KEEP = re.compile(r"^(?:stays?\s+)?(?:unchanged|untouched|unmodified|as[- ]is|keep\s+(?:it\s+)?as[- ]is|no\s+changes?|"
+                         r"do\s+not\s+change|don'?t\s+change|stays?\s+the\s+same|kept\s+as[- ]is)$", re.I)
+#: "No changes to X" / "No modifications to X": a scope rule wherever a plan says it.
+_NO_CHANGES_TO = re.compile(r"^no\s+(?:changes?|modifications?|edits?)\s+(?:to|in)\s+\S.{0,80}$", re.I)
+#: A plan heading that names a work item ("Task 1: Storage integration tests"): what it says is to be done.
+_TASK_HEADING = re.compile(r"^(?:\W*)(?:task|phase|part|milestone|stage)\s*[\d#:.-]", re.I)
+_PAREN_KEEP_HEADING = re.compile(r"\((?:unchanged|untouched|unmodified|as[- ]is|keep\s+as[- ]is|no\s+changes?|do\s+not\s+change|"
+                                 r"don'?t\s+change|read[- ]only)\)", re.I)
+
+
 #: A rule whose thing is a pronoun: "don't drop it", "never rename them" (about the thing of the clause before).
 _ANAPHORIC_RULE = re.compile(r"^(?:please\s+)?(?:don'?t|dont|do\s+not|never)\s+(?:ever\s+)?[a-z'-]+\s+(?:it|them|that|this|those|these)\b", re.I)
 
@@ -1014,6 +1037,13 @@ _EXPLICIT_FRAMES: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("forbidden", _FORBIDDEN, "c"),
     ("fronted-please-not", _FRONTED_PLEASE_NOT, "c"),
     ("out-of-scope-lead", re.compile(r"^(?:out\s+of\s+scope(?:\s+for\s+now)?|non-goals?)\s*:\s*\S", re.I), "c"),
+    ("avoid-modal", re.compile(r"^(?:you|we)\s+(?:should|must|need\s+to|have\s+to|'?d\s+better|ought\s+to)\s+(?:always\s+|really\s+|also\s+)?"
+                               r"(?:avoid|refrain\s+from|stay\s+away\s+from)\s+[a-z`]", re.I), "c"),
+    ("important-that-not", re.compile(r"^(?:it'?s|it\s+is)\s+(?:very\s+|really\s+|super\s+)?(?:important|crucial|essential|critical|vital)\s+"
+                                      r"that\s+(?:it|this|the\s+[\w`.-]+(?:\s+[\w`.-]+)?)\s+(?:doesn'?t|does\s+not|never|won'?t|will\s+not|"
+                                      r"isn'?t|is\s+not)\s+[a-z]", re.I), "c"),
+    ("requirement-not-adjective", re.compile(r"^(?:it|this|that|they|the\s+[\w`.*-]+(?:\s+[\w`.*-]+){0,3}|`[^`]+`(?:\s+\w+)?)\s+"
+                                             r"(?:must|should|shall)\s+(?:not|never)\s+(?:be|get)\s+(?:\w+ly\s+)?\w+(?:able|ible)\b", re.I), "c"),
 )
 
 
@@ -1034,8 +1064,13 @@ def classify_cue(unit: Unit, clause: str, parenthetical: bool, *, source: str) -
     lang = _foreign_frame_language(stripped) if c != stripped else ""
     if len(c) < 4 or _OPINION.match(c) or _POSSIBILITY.search(c) or _HEDGED.search(sent):
         return None
-    if unit.descriptive:  # plan sections that describe: only explicit imperatives
-        return ("explicit", lang + "plan-descriptive-imperative") if _NEG_IMPERATIVE.match(c) and not c.lower().startswith("no ") else None
+    if unit.descriptive:  # plan sections that describe: only explicit imperatives, and requirements outside test sections
+        if _NEG_IMPERATIVE.match(c) and not c.lower().startswith("no "):
+            return "explicit", lang + "plan-descriptive-imperative"
+        if not _TEST_SECTION.search(unit.section) and (_REQUIREMENT.match(c) or _EXPLICIT_FRAMES[-1][1].match(c)
+                                                       or _NO_CHANGES_TO.match(c)):
+            return "explicit", "plan-context-requirement"  # "## Context ... No changes to the pipeline."
+        return None
     for name, pattern, on in _EXPLICIT_FRAMES:
         if pattern.match(raw if on == "raw" else c):
             return "explicit", lang + name
@@ -1057,6 +1092,9 @@ def classify_cue(unit: Unit, clause: str, parenthetical: bool, *, source: str) -
             return "explicit", lang + "no-x-then-instead"
         if not parenthetical and _beside_directive(clause, unit, np, source):
             return "explicit", lang + "no-x-beside-instruction"
+        if (source == "plan" and not parenthetical and not _NO_RESULT.match(np) and not _NO_REPORT_TAIL.search(np)
+                and _plain(unit.text).strip(" .;*_").lower() == _plain(clause).strip(" .;*_").lower()):
+            return "explicit", "plan-no-x"  # a plan's sentence or item that is only "No production code changes."
     if _PRESERVE.match(c) and not _PRESERVE_BAD.search(c):
         return "preserve", "keep-existing"
     if _MUST_STAY.match(c):
@@ -1105,7 +1143,8 @@ _PRESERVE_VERB = re.compile(
 _CONSULT = re.compile(
     r"^(?:please\s+)?(?:always\s+)?(?:ask|check\s+with|consult|confirm\s+with|ping)\s+me\s+(?:first\b|before\s+\w)"
     r"|^(?:please\s+)?(?:let|have)\s+me\s+(?:review|look\s+at|check|approve|decide|see)\b.{0,60}\b(?:before|first)\b"
-    r"|^(?:please\s+)?(?:get|wait\s+for)\s+my\s+(?:approval|ok(?:ay)?|sign[- ]off|go[- ]ahead|confirmation)\s+before\b",
+    r"|^(?:please\s+)?(?:get|wait\s+for)\s+my\s+(?:approval|ok(?:ay)?|sign[- ]off|go[- ]ahead|confirmation)\s+before\b"
+    r"|\bask\s+me\s+to\s+(?:test|run|check|verify|try|review|approve|merge|deploy|commit|push|confirm)\b",
     re.IGNORECASE,
 )
 #: A dislike stated as a rule: "i don't like it when you X", "i hate when you X" (about the agent's conduct).
@@ -1746,6 +1785,12 @@ class ProhibitionMatcher:
                     found.append((read[0], clause, par, read[1]))
                 elif par and _PAREN_NOT.match(_plain(clause).strip()) and not unit.descriptive and _directive_host(unit):
                     found.append(("contrastive", clause, par, "paren-not"))  # "Use the queue (not a cron job)"
+                elif par and _PAREN_NOT.match(_plain(clause).strip()) and not unit.descriptive and source == "plan":
+                    found.append(("contrastive", clause, par, "plan-paren-not"))  # "SQL returned as text (not executed)"
+                elif par and _PAREN_KEEP.match(_plain(clause).strip(" .")) and not unit.descriptive:
+                    host = _PAREN.sub(" ", unit.text).strip(" .:-*")
+                    if content_words(host):
+                        found.append(("preserve", f"{host} ({clause.strip()})", par, "paren-unchanged"))
             if not found:
                 found = [(f, c, False, cue) for f, c, cue in sentence_forms(unit)]
             for k in range(len(found) - 1, 0, -1):  # "keep X, dont drop it": one rule, "it" is X
