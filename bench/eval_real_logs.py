@@ -26,8 +26,11 @@ read the rule, the drop cue that judged it not carried: ``x_cue`` / ``x_not_carr
 the events), and, unless ``--quiet``, every false alarm and miss with its text, what the
 extractor read, and the *natural negatives* (the user's words after each log's last
 compaction are in no label, so every prohibition read there is listed to be checked by
-eye). Exit 0 (also when DIR does not exist: a clear message, nothing measured); 2 on bad
-options or a judge that cannot be built.
+eye). ``--judge model`` scores the LLM judge of ``ingest --judge model`` (``CG_JUDGE_*``
+settings; answers cached; its usage line on stderr; no natural negatives, as it is asked
+only at compactions). Exit 0 (also when DIR does not exist: a clear message, nothing
+measured); 2 on bad options or a judge that cannot be built; 1 when the model cannot be
+reached.
 """
 
 from __future__ import annotations
@@ -172,11 +175,13 @@ def make_judge(name: str, matcher: ProhibitionMatcher, precision: str) -> Judge:
     if name == "rules":
         return RulesJudge(matcher, precision)
     if name == "model":
+        from stream.adapters.model_judge import JudgeConfigError, build_model_judge
+        from stream.settings import Settings
+
         try:
-            from stream.adapters import judges_model  # type: ignore[attr-defined]
-        except ImportError:
-            raise ValueError("the model judge is not part of this build (stream/adapters/judges_model.py)") from None
-        return judges_model.model_judge()  # type: ignore[no-any-return]
+            return build_model_judge(Settings())
+        except JudgeConfigError as exc:
+            raise ValueError(f"--judge model: {exc}") from None
     raise ValueError(f"unknown judge {name!r} (rules, model)")
 
 
@@ -430,6 +435,11 @@ def main(argv: list[str] | None = None) -> int:
     if not roots:
         return 0
     levels = list(PRECISION_LEVELS) if args.judge_precision == "all" else [args.judge_precision]
+    if args.judge == "model":
+        if args.sweep or args.ablation:
+            print("eval_real_logs: error: --sweep and --ablation tune the rules judge, not --judge model", file=sys.stderr)
+            return 2
+        levels = levels[:1]
     try:
         forms = frozenset(f.strip() for f in args.forms.split(",") if f.strip())
         matcher = ProhibitionMatcher(threshold=args.match_threshold, forms=forms, alert_uncertain=args.alert_uncertain)
@@ -474,9 +484,20 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     figures: dict[str, Any] = {}
     for lvl, judge in judges:
-        cases, scores, per_root = pooled(judge)
+        if args.judge == "model":
+            from stream.adapters.model_judge import JudgeUnavailable
+
+            try:
+                cases, scores, per_root = pooled(judge)
+            except JudgeUnavailable as exc:
+                print(f"eval_real_logs: error: --judge model: {exc}", file=sys.stderr)
+                return 1
+            finally:
+                print(judge.tally.line(judge.model), file=sys.stderr)  # type: ignore[attr-defined]
+        else:
+            cases, scores, per_root = pooled(judge)
         comps = sum(len(c.label["compactions"]) for c in cases)
-        name = f"{args.judge}" + (f" (precision {lvl})" if args.judge == "rules" else "")
+        name = f"{args.judge}" + (f" (precision {lvl})" if args.judge == "rules" else f" {judge.model}")  # type: ignore[attr-defined]
         print(f"judge {name}: {', '.join(map(str, roots))} ({len(cases)} transcripts, {comps} compactions); match threshold "
               f"{args.match_threshold}; forms {','.join(sorted(forms))}" + (f"; fold {args.split}" if args.split else ""))
         print()

@@ -108,3 +108,23 @@ def test_every_prohibition_read_after_the_last_compaction_is_listed_as_a_natural
     out = capsys.readouterr().out
     assert "natural negatives (the user's words after each log's last compaction, in no label): 3 texts, 1 read" in out
     assert f'  {SESSION[:8]} line 17: "don\'t delete the price snapshots"' in out
+
+
+def test_judge_model_scores_the_llm_judges_alerts_through_a_stand_in(tmp_path, capsys, monkeypatch):
+    from tests.model_judge_standins import claude_calls, write_claude
+
+    claude = write_claude(tmp_path / "bin")
+    monkeypatch.setenv("CG_JUDGE_BACKEND", "claude-cli")
+    monkeypatch.setenv("CG_JUDGE_CLAUDE_BIN", str(claude))
+    monkeypatch.setenv("CG_JUDGE_CACHE_DIR", str(tmp_path / "cache"))
+    assert eval_real_logs.main([str(labelled_dir(tmp_path)), "--judge", "model", "--quiet"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[0].startswith("judge model claude-cli:default: ")
+    # the stand-in knows P1 (dropped: alerted) and P3 (carried: not alerted), not the other three dropped ones
+    overall = next(line for line in out.splitlines() if line.startswith("overall")).split()
+    assert overall[1:] == ["1.00", "0.25", "1", "0", "3", "1"]
+    assert "judge model claude-cli:default: 1 compactions, 1 requests" in err and len(claude_calls(tmp_path / "bin")) == 1
+    monkeypatch.setenv("CG_JUDGE_CLAUDE_BIN", str(tmp_path / "gone"))
+    monkeypatch.setenv("CG_JUDGE_CACHE_DIR", str(tmp_path / "empty-cache"))
+    assert eval_real_logs.main([str(labelled_dir(tmp_path / "again")), "--judge", "model"]) == 1
+    assert "eval_real_logs: error: --judge model: " in capsys.readouterr().err
