@@ -82,7 +82,7 @@ def _english_rows() -> tuple[Cue, ...]:
         _en("plan-no-x", "explicit", "medium", p._NO_NP.pattern, "a plan's sentence or item that is only 'No X'"),
         _en("plan-paren-not", "contrastive", "medium", p._PAREN_NOT.pattern, "a plan item with '(not Y)'"),
         _en("paren-unchanged", "preserve", "medium", p._PAREN_KEEP.pattern, "X (unchanged) / ### X (no changes)"),
-        _en("decline", "implicit", "low", p._IMPLICIT.pattern, "a decline of the agent's proposal ('no, ignore this part')"),
+        _en("decline", "implicit", "medium", p._IMPLICIT.pattern, "a decline of the agent's proposal ('no, ignore this part')"),
         _en("dislike-rule", "explicit", "low", p._DISLIKE.pattern, "i don't like it when you V"),
         Cue("hedged", "en", "veto", None, p._HEDGED.pattern, note="maybe ... or we shouldn't ...: an idea floated"),
         Cue("opinion", "en", "veto", None, p._OPINION.pattern, note="I think / I don't think / maybe"),
@@ -269,6 +269,7 @@ CARRY_CUES: tuple[Cue, ...] = (
     Cue("stays", "en", "carry", None, "the thing left untouched / still in place", "high"),
     Cue("someone-else", "en", "carry", None, "someone else acts on the thing", "high"),
     Cue("no-thing", "en", "carry", None, "'no X' / 'without X' governing the thing", "high"),
+    Cue("thing-removed", "en", "carry", None, "the summary says the forbidden thing was removed / replaced", "medium"),
     Cue("partial", "en", "carry", None, "half the key words and the action in a cued sentence (uncertain)", "low"),
     Cue("code-name", "*", "carry", None, "a code name of the rule next to a negation / keep word (rules in other languages)", "medium"),
 )
@@ -326,12 +327,15 @@ class Level:
 
 
 _DROPS = frozenset({"unquoted-again", "removed", "not-quoted", "plan-unstated", "unmatched"})
+#: The levels of the precision setting (``--judge-precision`` / ``CG_JUDGE_PRECISION``); measured in docs/REAL_LOGS.md.
 PRECISION_LEVELS: dict[str, Level] = {
-    "precise": Level("precise", frozenset({"high"}), _DROPS, frozenset({"unquoted-again", "not-quoted"}), False),
-    "balanced": Level("balanced", frozenset(STRENGTHS), _DROPS, frozenset({"unquoted-again", "not-quoted", "plan-unstated"}), False),
-    "recall": Level("recall", frozenset(STRENGTHS), _DROPS | {"uncertain", "not-quoted-long"}, _DROPS | {"not-quoted-long"}, True),
+    "precise": Level("precise", frozenset({"high", "medium"}), _DROPS,
+                     frozenset({"unquoted-again", "not-quoted", "plan-unstated"}), False),
+    "balanced": Level("balanced", frozenset(STRENGTHS), _DROPS, _DROPS - {"removed"}, False),
+    "recall": Level("recall", frozenset(STRENGTHS), _DROPS | {"uncertain", "not-quoted-long"},
+                    _DROPS | {"not-quoted-long"}, True),
 }
-DEFAULT_PRECISION = "balanced"
+DEFAULT_PRECISION = "precise"
 
 _SCRIPTS = (
     ("ja", re.compile(r"[\u3040-\u30ff\u31f0-\u31ff]")),  # kana

@@ -169,16 +169,19 @@ class RulesJudge:
               earlier_summaries: Sequence[str] = ()) -> Judgement:
         found: dict[str, tuple[Instruction, Prohibition, Candidate, str]] = {}
         skipped: dict[str, None] = {}
+        unread: list[tuple[str, str]] = []
         for c in candidates:
             reading = self.read(c)
             skipped.update(dict.fromkeys(reading.skipped))
+            unread += [(c.id, lang) for lang in reading.skipped]
             langs = dict((p.id, lang) for p, lang in reading.rules)
             for i, p in self.instructions(c):
                 found.setdefault(i.id, (i, p, c, langs.get(p.id, "en")))
         now = _summary(summary) if summary else None
         before = [_summary(t) for t in earlier_summaries if t]
         carries = tuple(self._carry(i, p, c, lang, now, before) for i, p, c, lang in found.values())
-        return Judgement("rules", None, tuple(i for i, *_ in found.values()), carries, skipped_languages=tuple(skipped))
+        return Judgement("rules", None, tuple(i for i, *_ in found.values()), carries, skipped_languages=tuple(skipped),
+                         unread=tuple(unread))
 
     def _carry(self, i: Instruction, p: Prohibition, c: Candidate, lang: str, now: _Summary | None,
                before: list[_Summary]) -> Carry:
