@@ -470,7 +470,8 @@ _CLAUSE_SPLIT = re.compile(
 _INTERJECTION = re.compile(r"\b((?:do\s+not|don'?t|dont|never)(?:\s+ever)?)\s*,\s*[^,]{1,40}?,\s*"
                            r"(?=(?!(?:do\s+not|don'?t|dont|never)\b)[a-z])", re.IGNORECASE)
 #: A lead that puts what follows its ":" out of scope: "Not in this PR: the router refactor".
-_SCOPE_LEAD = re.compile(r"^(?:not\s+(?:in|for)\s+(?:this|the\s+current)\s+\w+|out\s+of\s+scope(?:\s+for\s+now)?|non-goals?)$", re.I)
+_SCOPE_LEAD = re.compile(r"^(?:not\s+(?:in|for)\s+(?:this|the\s+current)\s+\w+|out\s+of\s+scope(?:\s+for\s+now)?|non-goals?|"
+                         r"keep\s+(?:unchanged|untouched|as[- ]is|intact)|(?:do\s+not|don'?t)\s+change)$", re.I)
 _CONDITION_START = re.compile(r"^(?:if|when|unless|once|before|after|while|until|whenever|in\s+case)\b", re.I)
 
 

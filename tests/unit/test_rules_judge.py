@@ -67,7 +67,7 @@ def test_the_precision_levels_admit_cues_by_strength():
 @pytest.mark.parametrize("text, rule, form", [
     ("Maintain the current public API of the client.", "Maintain the current public API of the client", "preserve"),
     ("stick with SQLite for now", "stick with SQLite for now", "preserve"),
-    ("Leave the migration files unchanged.", "Leave the migration files unchanged", "preserve"),
+    ("Leave the migration files unchanged.", "Leave the migration files unchanged", "explicit"),  # "leave X alone" frame
     ("Keep unchanged: steps 1 to 3 of the wizard.", "Keep unchanged: steps 1 to 3 of the wizard", "preserve"),
     ("ask me before changing the database schema", "ask me before changing the database schema", "restraint"),
     ("check with me first before you push anything", "check with me first before you push anything", "restraint"),
