@@ -1167,7 +1167,7 @@ _PRESERVE_VERB = re.compile(
 #: Restraint without a negation word: "ask me before changing X", "check with me first", "let me review before you commit".
 _CONSULT = re.compile(
     r"^(?:please\s+)?(?:always\s+)?(?:ask|check\s+with|consult|confirm\s+with|ping)\s+me\s+(?:first\b|before\s+\w)"
-    r"|^(?:please\s+)?(?:let|have)\s+me\s+(?:review|look\s+at|check|approve|decide|see)\b.{0,60}\b(?:before|first)\b"
+    r"|^(?:please\s+)?(?:let|have)\s+me\s+(?:review|approve|sign\s+off\s+on)\b.{0,60}\bbefore\s+(?:you|we|it|anything)\b"
     r"|^(?:please\s+)?(?:get|wait\s+for)\s+my\s+(?:approval|ok(?:ay)?|sign[- ]off|go[- ]ahead|confirmation)\s+before\b"
     r"|\bask\s+me\s+to\s+(?:test|run|check|verify|try|review|approve|merge|deploy|commit|push|confirm)\b",
     re.IGNORECASE,
@@ -1819,7 +1819,7 @@ class ProhibitionMatcher:
                     found.append(("contrastive", clause, par, "paren-not"))  # "Use the queue (not a cron job)"
                 elif par and _PAREN_NOT.match(_plain(clause).strip()) and not unit.descriptive and source == "plan":
                     found.append(("contrastive", clause, par, "plan-paren-not"))  # "SQL returned as text (not executed)"
-                elif par and _PAREN_KEEP.match(_plain(clause).strip(" .")) and not unit.descriptive:
+                elif par and _PAREN_KEEP.match(_plain(clause).strip(" .")) and not unit.descriptive and source == "plan":
                     host = _PAREN.sub(" ", unit.text).strip(" .:-*")
                     if content_words(host):
                         found.append(("preserve", f"{host} ({clause.strip()})", par, "paren-unchanged"))
