@@ -201,3 +201,14 @@ def test_a_bare_matcher_still_judges_as_it_did():
     (p,) = m.prohibitions("Do not edit the generated files.")
     assert m.judge("The user said never to edit generated files.", p) == "carried"
     assert m.judge_cue("The user said never to edit generated files.", p)[1] == "negated-mention"
+
+
+def test_the_structural_signal_needs_no_language_a_japanese_rule_quoted_once_then_gone_is_unquoted_again():
+    rule = "本番データベースには絶対に接続しないでください。"
+    first = f'Summary.\n\n6. All user messages:\n   - "CSVエクスポートを追加して"\n   - "{rule}"\n'
+    second = 'Summary.\n\n6. All user messages:\n   - "合計行もお願いします"\n'
+    assert judge_one(rule, first) == [(rule, True, "quoted")]
+    assert judge_one(rule, second, (first,)) == [(rule, False, "unquoted-again")]
+    # an English summary that restates it with a code name the rule gives keeps it
+    coded = "`prod-db` には接続しないでください。"
+    assert judge_one(coded, "Summary: the user said never to connect to `prod-db`.")[0][1:] == (True, "code-name")
