@@ -121,6 +121,13 @@ def test_a_teammates_message_is_not_the_users_words():
     ("Ne modifie pas les fichiers de migration.", "fr", "explicit"),
     ("Bitte die Datenbankschemata nicht ändern.", "de", "explicit"),
     ("Пожалуйста, не трогай файлы миграций.", "ru", "explicit"),
+    ("No quiero que cambies la API pública.", "es", "explicit"),
+    ("Mantén la estructura de carpetas actual.", "es", "preserve"),
+    ("Você não deve alterar o arquivo de configuração.", "pt", "explicit"),
+    ("Je ne veux pas que tu touches au schéma.", "fr", "explicit"),
+    ("Garde le format de sortie actuel.", "fr", "preserve"),
+    ("Die Tests darfst du auf keinen Fall löschen.", "de", "explicit"),
+    ("Die alte Schnittstelle bitte beibehalten.", "de", "preserve"),
 ])
 def test_each_language_table_reads_a_prohibition(text, lang, form):
     found = read(text)
