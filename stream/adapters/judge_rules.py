@@ -7,13 +7,11 @@ Both decisions name a row of :mod:`stream.adapters.cues`:
   cue), other languages by their own cue tables; a line in a language no table reads is
   counted (``Judgement.skipped_languages``), never taken as "no prohibition". The
   precision level (:data:`cues.PRECISION_LEVELS`) admits instruction cues by strength.
-* **Carried.** Structure first: Claude Code summaries quote the user's messages ("All user
-  messages"), so a rule whose words are quoted is carried (``quoted``); then the matcher's
-  restatement cues (``negated-mention``, ``stays``, ``no-thing``, ...). Not carried, the
-  reason is a drop cue — ``unquoted-again`` (an earlier summary quoted it, this one does
-  not: the strongest), ``removed`` (the summary says the thing is gone), ``not-quoted``,
-  ``plan-unstated``, ``unmatched`` — and a drop alerts only if the level admits its cue
-  (else it is kept as carried with the cue ``below-precision:<cue>``).
+* **Carried.** Structure first: a rule whose words a summary quotes ("All user messages") is
+  carried (``quoted``); then the matcher's restatement cues (``negated-mention``, ``stays``, ...).
+  Not carried, the reason is a drop cue (``unquoted-again``: an earlier summary quoted it, this
+  one does not; ``removed``, ``not-quoted``, ``plan-unstated``, ``unmatched``), which alerts only
+  if the level admits it (else it is carried with the cue ``below-precision:<cue>``).
 """
 
 from __future__ import annotations
