@@ -22,13 +22,17 @@ per line, append-only), or directories holding them. Output: the events of DESIG
   AskUserQuestion answers (``toolUseResult.answers``, typed or picked) and slash-command arguments
   (``<command-args>``); an approved plan (a user record with ``planContent``, or
   "Implement the following plan:") is source ``plan``; ``isMeta`` records (skill
-  files, caveats) are not the user's words;
+  files, caveats), sidechain records and ``<teammate-message>`` blocks (agent teams) are not
+  the user's words. Each text is a :class:`~stream.adapters.judge.Candidate`; the judge decides
+  once per compaction (:class:`~stream.adapters.compaction_logs.JudgedContext`);
 * a ``system`` record with ``subtype: "compact_boundary"`` followed by the
   ``isCompactSummary`` user record -> one checkpoint named by the summary's ``uuid``:
   ``leaf`` for the first compaction, ``section`` with the previous summary as its child
   after that. Covered = every record still in view except the boundary's
-  ``preservedSegment`` (``headUuid`` .. ``tailUuid`` in file order); they are evicted
-  from ``live`` right after the checkpoint. **Parent links are not trusted**: dangling
+  ``preservedSegment`` (``headUuid`` .. ``tailUuid`` in file order) and
+  ``preservedMessages`` (``uuids``/``allUuids``); they are evicted from ``live`` right after
+  the checkpoint. A file that *starts* with a compaction (a continued session): the messages
+  its summary quotes are the user's words, covered by the next compaction. **Parent links are not trusted**: dangling
   ``parentUuid`` / ``logicalParentUuid`` and a ``tailUuid`` that is not a message are
   known defects, so coverage follows file order and broken links are only counted;
 * the transcript a summary names ("read the full transcript at: <path>.jsonl" — the
@@ -61,11 +65,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from stream.adapters.compaction_logs import (
+    MAX_RAW_PER_CHECKPOINT,
     ContextEvents,
+    JudgedContext,
     ProhibitionMatcher,
     ReadStats,
     find_values,
@@ -73,7 +80,9 @@ from stream.adapters.compaction_logs import (
     rfc3339_or_none,
     texts_of,
 )
-from stream.adapters.prohibitions import Prohibition
+from stream.adapters.judge import Candidate, Judge
+from stream.adapters.trajectories import json_value_problem
+from stream.adapters.judge_rules import as_judge
 
 #: Record types known to carry nothing for the rules (counted as ignored, not unknown).
 IGNORED_TYPES = frozenset({
@@ -111,13 +120,20 @@ def discover(paths: list[str | Path]) -> tuple[list[Path], list[str]]:
     return [found[k] for k in sorted(found)], errors
 
 
-def record_key(rec: dict[str, Any]) -> str:
-    """A record's native identity: its ``uuid``, else a hash of its content (queue operations, snapshots)."""
+def record_key(rec: dict[str, Any], occurrence: int = 0) -> str:
+    """A record's native identity: its ``uuid``, else a hash of its content (queue operations, snapshots,
+    ``permission-mode`` / ``mode`` records) and ``occurrence``: the how-manieth record of that content in its file
+    (newer versions write the same ``permission-mode`` record at every turn: repeats in one file are records of
+    their own, while a second copy of the file repeats the same keys)."""
     uuid = rec.get("uuid")
     if isinstance(uuid, str) and uuid:
         return f"uuid:{uuid}"
+    return f"sha:{content_hash(rec)}" + (f"#{occurrence}" if occurrence else "")
+
+
+def content_hash(rec: dict[str, Any]) -> str:
     canonical = json.dumps(rec, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return f"sha:{hashlib.sha256(canonical.encode('utf-8')).hexdigest()[:24]}"
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:24]
 
 
 def decode_line(line: bytes) -> tuple[list[Any], json.JSONDecodeError | None]:
@@ -146,19 +162,21 @@ def decode_line(line: bytes) -> tuple[list[Any], json.JSONDecodeError | None]:
 class ClaudeCodeSession:
     """One session's records (from one or more transcripts) -> the events of its context."""
 
-    def __init__(self, session_id: str, matcher: ProhibitionMatcher) -> None:
-        self.matcher = matcher
+    def __init__(self, session_id: str, judge: Judge | ProhibitionMatcher | None = None) -> None:
+        self.judge = as_judge(judge)
         self.out = ContextEvents(f"cc:{session_id}")
+        self.judged = JudgedContext(self.judge)
         self.seen: set[str] = set()
         self._uuids: list[str] = []  # file order
         self._uuid_pos: dict[str, int] = {}
-        self._raw: dict[str, list[Prohibition]] = {}  # ev holder -> prohibitions
         self._boundary: tuple[dict[str, Any], str, str | None] | None = None
         self._summary: str | None = None  # the summary node in view
-        self._rules: dict[str, Prohibition] = {}  # every rule-file prohibition seen
-        self._rules_in_view: dict[str, Prohibition] = {}
+        self._rules: dict[str, dict[str, Any]] = {}  # every rule-file prohibition judged (wire objects)
+        self._rules_in_view: set[str] = set()  # texts of the rule files re-injected since the last boundary
         self._root_dirty = False
         self._queued: list[tuple[str, str, int]] = []  # (record key, text, line) waiting in the queue
+        self._inherited: list[str] = []  # holders of a continued session's quoted messages, covered by the next compaction
+        self._summary_line = 0
 
     @property
     def context_id(self) -> str:
@@ -170,7 +188,7 @@ class ClaudeCodeSession:
     # ---- records
 
     def record(self, rec: dict[str, Any], file: "ClaudeCodeTranscript", lineno: int) -> None:
-        key = record_key(rec)
+        key = record_key(rec, file.occurrence(rec))
         if key in self.seen:
             file.stats.repeated += 1
             self.out.also_held_by(key, file.holder, None)
@@ -225,15 +243,20 @@ class ClaudeCodeSession:
         content = msg.get("content")
         blocks = content if isinstance(content, list) else []
         if rtype == "user":
-            found: list[Prohibition] = []
-            origin = ("line", lineno)
-            if not rec.get("isMeta"):
+            n = 0
+
+            def candidate(text: str, channel: str, question: str | None = None) -> None:
+                nonlocal n
+                self.judged.add(Candidate(f"{key}#{n}", text, channel, at, ("line", lineno), question), holder)
+                n += 1
+
+            if not rec.get("isMeta") and rec.get("isSidechain") is not True:  # a sidechain's "user" is the agent
                 texts = [content] if isinstance(content, str) else [
                     b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
                 ]
                 text = "\n".join(texts)
                 plan = isinstance(rec.get("planContent"), str) or bool(_PLAN.match(text))
-                found += self.matcher.prohibitions(text, source="plan" if plan else "user", origin=origin)
+                candidate(text, "plan" if plan else ("command_args" if "<command-args>" in text else "typed"))
             for b in blocks:
                 if not (isinstance(b, dict) and b.get("type") == "tool_result"):
                     continue
@@ -242,11 +265,13 @@ class ClaudeCodeSession:
                                   durable=file.holder, names=[b["tool_use_id"]])
                 feedback = _rejection_feedback(b)
                 if feedback:
-                    found += self.matcher.prohibitions(feedback, source="user", origin=origin)
-            for question, answer in _answers(rec.get("toolUseResult")):  # one utterance each: joined, a long answer ran
-                found += self.matcher.prohibitions(answer, source="user", origin=origin, about=question)  # into the next
-            if found:
-                self._raw[holder] = list({p.id: p for p in found}.values())
+                    candidate(feedback, "rejection")
+            answers = _answers(rec.get("toolUseResult"))
+            for b in blocks if not answers else ():  # older / other records: the answers only in the result's text
+                if isinstance(b, dict) and b.get("type") == "tool_result":
+                    answers += _answers_in_text("\n".join(texts_of(b.get("content"))))
+            for question, answer in answers:  # one utterance each: joined, a long answer ran into the next
+                candidate(answer, "answer", question)
             for p in _strings(find_values(rec.get("toolUseResult"), "filePath")):
                 self._file(p, holder, key, file, at)
         else:
@@ -283,9 +308,7 @@ class ClaudeCodeSession:
                     at: str | None) -> None:
         """A message of the user's that reached the model outside a user record (a raw item of its own)."""
         self.out.hold(holder, "raw_span", key, at, live=holder, durable=file.holder)
-        found = self.matcher.prohibitions(text, source="user", origin=("line", lineno))
-        if found:
-            self._raw[holder] = found
+        self.judged.add(Candidate(f"{key}#0", text, "queued", at, ("line", lineno)), holder)
 
     def _microcompact(self, rec: dict[str, Any], key: str, at: str | None) -> None:
         meta = rec.get("microcompactMetadata") if isinstance(rec.get("microcompactMetadata"), dict) else {}
@@ -297,18 +320,20 @@ class ClaudeCodeSession:
     def _attachment(self, rec: dict[str, Any], key: str, file: "ClaudeCodeTranscript", lineno: int,
                     at: str | None) -> None:
         att = rec.get("attachment") if isinstance(rec.get("attachment"), dict) else {}
-        if att.get("type") == "queued_command" and isinstance(att.get("prompt"), str):
+        prompt = att.get("prompt")
+        if att.get("type") == "queued_command" and isinstance(prompt, (str, list)):
             origin = att.get("origin") if isinstance(att.get("origin"), dict) else {}
-            if origin.get("kind", "human") == "human":  # a message the user typed while the agent worked
-                self._user_words(f"ev:queued:{key.split(':', 1)[1]}", key, att["prompt"], file, lineno, at)
+            text = prompt if isinstance(prompt, str) else "\n".join(texts_of(prompt))
+            if origin.get("kind", "human") == "human" and text.strip():  # a message the user typed while the agent worked
+                self._user_words(f"ev:queued:{key.split(':', 1)[1]}", key, text, file, lineno, at)
                 return
         if att.get("type") != "nested_memory":
             file.stats.ignored[f"attachment:{att.get('type')}"] += 1
             return
         text = "\n".join(texts_of(att.get("content"), keys=("content", "text")))
-        for c in self.matcher.prohibitions(text, source="rule_file", origin=("line", lineno)):
-            self._rules.setdefault(c.id, c)
-            self._rules_in_view.setdefault(c.id, c)
+        if text.strip():
+            self.judged.add(Candidate(f"{key}#0", text, "rule_file", at, ("line", lineno)), f"rule:{key}")
+            self._rules_in_view.add(text)
         self._root_dirty = True
 
     def _compact_summary(self, rec: dict[str, Any], key: str, uuid: str | None, file: "ClaudeCodeTranscript",
@@ -320,6 +345,7 @@ class ClaudeCodeSession:
         else:
             boundary = self._boundary[0]
         self._boundary = None
+        self._summary_line = lineno
         msg = rec.get("message") if isinstance(rec.get("message"), dict) else {}
         text = "\n".join(texts_of(msg.get("content"))).strip() or None
         if text is not None:
@@ -345,40 +371,55 @@ class ClaudeCodeSession:
                  at: str | None, stats: ReadStats) -> None:
         preserved = self._preserved(boundary, stats)
         covered = [h for h in self.out.live_holders() if h.startswith("ev:") and h not in preserved]
-        raw: dict[str, Prohibition] = {}
-        for h in covered:
-            for c in self._raw.get(h, ()):
-                raw.setdefault(c.id, c)
-        self.out.summary_node(
-            node_id, key, at, children=[self._summary] if self._summary else [], raw=raw.values(),
-            text=text, matcher=self.matcher, opaque_reason=reason,
+        continued = self._summary is None and not covered and text is not None  # a file that starts with a compaction
+        raw, carried, extra = self.judged.judge(text, covered + self._inherited)
+        self._inherited = []
+        for _, wire in self.judged.always_kept("rule_file"):
+            self._rules.setdefault(wire["id"], wire)
+        event = self.out.summary_node(
+            node_id, key, at, children=[self._summary] if self._summary else [], raw=raw,
+            carried=carried, text=text, extra=extra, opaque_reason=reason,
         )
+        if event.get("x_constraints_not_listed"):
+            stats.warn(f"summary {node_id}: {event['x_constraints_not_listed']} more prohibitions than a checkpoint lists "
+                       f"(the first {MAX_RAW_PER_CHECKPOINT} are required of it)")
         for h in covered:
             self.out.release_live(h, key, at)
         self._summary = node_id
-        self._rules_in_view = {}  # rule files must be re-injected after the boundary to be in view
+        if continued:
+            # A continued session: the user's words of the earlier one reach the agent only as the summary's quotes.
+            holder = f"inherited:{node_id}"
+            for n, (quoted, line) in enumerate(_quoted_user_messages(text)):
+                self.judged.add(Candidate(f"{key}#q{n}", quoted, "typed", at, ("line", self._summary_line)), holder)
+            self._inherited = [holder]
+        self._rules_in_view = set()  # rule files must be re-injected after the boundary to be in view
         self._root_dirty = True
 
     def _preserved(self, boundary: dict[str, Any], stats: ReadStats) -> set[str]:
-        seg = boundary.get("compactMetadata", {}) if isinstance(boundary.get("compactMetadata"), dict) else {}
-        seg = seg.get("preservedSegment") if isinstance(seg.get("preservedSegment"), dict) else {}
+        """Holders the compaction keeps in view: ``preservedSegment`` (``headUuid`` .. ``tailUuid`` in file order)
+        and, in newer versions, ``preservedMessages`` (``uuids`` / ``allUuids``: the records kept verbatim)."""
+        meta = boundary.get("compactMetadata", {}) if isinstance(boundary.get("compactMetadata"), dict) else {}
+        kept: set[str] = set()
+        listed = meta.get("preservedMessages") if isinstance(meta.get("preservedMessages"), dict) else {}
+        for k in ("uuids", "allUuids"):
+            ids = listed.get(k) if isinstance(listed.get(k), list) else []
+            kept.update(f"ev:{u}" for u in ids if isinstance(u, str) and u)
+        seg = meta.get("preservedSegment") if isinstance(meta.get("preservedSegment"), dict) else {}
         head, tail = seg.get("headUuid"), seg.get("tailUuid")
         if not head and not tail:
-            return set()
+            return kept
         if head not in self._uuid_pos or tail not in self._uuid_pos:
-            stats.broken_links += 1  # e.g. a tailUuid that is no message: nothing is taken as preserved
-            return set()
+            stats.broken_links += 1  # e.g. a tailUuid that is no message: nothing more is taken as preserved
+            return kept
         lo, hi = sorted((self._uuid_pos[head], self._uuid_pos[tail]))
-        return {f"ev:{u}" for u in self._uuids[lo : hi + 1]}
+        return kept | {f"ev:{u}" for u in self._uuids[lo : hi + 1]}
 
     def _flush_root(self, key: str) -> None:
         if not self._root_dirty or self._boundary is not None:
             return
         self._root_dirty = False
-        self.out.root(
-            key, None, children=[self._summary] if self._summary else [],
-            kept=self._rules_in_view.values(), raw=self._rules.values(), matcher=self.matcher,
-        )
+        kept = [wire for c, wire in self.judged.always_kept("rule_file") if c.text in self._rules_in_view]
+        self.out.root(key, None, children=[self._summary] if self._summary else [], kept=kept, raw=self._rules.values())
 
     def file_deleted(self, file: "ClaudeCodeTranscript") -> None:
         """``--follow`` saw ``file`` disappear: what only it held leaves ``durable``."""
@@ -393,10 +434,10 @@ class ClaudeCodeTranscript:
     carrying a ``sessionId`` has been read (:attr:`session`).
     """
 
-    def __init__(self, path: str | Path, matcher: ProhibitionMatcher | None = None,
+    def __init__(self, path: str | Path, judge: Judge | ProhibitionMatcher | None = None,
                  sessions: dict[str, ClaudeCodeSession] | None = None) -> None:
         self.path = Path(path)
-        self.matcher = matcher or ProhibitionMatcher()
+        self.judge = as_judge(judge)
         self.stats = ReadStats(source=str(self.path))
         self.sessions = sessions if sessions is not None else {}
         self.session: ClaudeCodeSession | None = None
@@ -406,6 +447,17 @@ class ClaudeCodeTranscript:
         self._lineno = 0
         self._started = False
         self._early: list[tuple[dict[str, Any], int]] = []  # records before the first sessionId
+        self._seen_content: Counter[str] = Counter()  # uuid-less records of this file, by content hash
+
+    def occurrence(self, rec: dict[str, Any]) -> int:
+        """How many records of ``rec``'s content (without a uuid) this file held before it."""
+        uuid = rec.get("uuid")
+        if isinstance(uuid, str) and uuid:
+            return 0
+        digest = content_hash(rec)
+        n = self._seen_content[digest]
+        self._seen_content[digest] += 1
+        return n
 
     @property
     def context_id(self) -> str | None:
@@ -468,6 +520,10 @@ class ClaudeCodeTranscript:
             self.stats.records += 1
             self.stats.error(f"{self.path}:{self._lineno}: not valid JSON: nested too deeply")
             return
+        except ValueError as exc:  # an integer over Python's digit limit: this line is lost, the file goes on
+            self.stats.records += 1
+            self.stats.error(f"{self.path}:{self._lineno}: {json_value_problem(exc)}")
+            return
         if bad is not None:  # what follows the records read (if any) is lost, and said so
             self.stats.records += 1
             after = f" after {len(values)} record(s)" if values else ""
@@ -490,7 +546,7 @@ class ClaudeCodeTranscript:
                 return
             self.session = self.sessions.get(sid)
             if self.session is None:
-                self.session = self.sessions[sid] = ClaudeCodeSession(sid, self.matcher)
+                self.session = self.sessions[sid] = ClaudeCodeSession(sid, self.judge)
             early, self._early = self._early, []
             for r, n in early:
                 self.session.record(r, self, n)
@@ -504,6 +560,28 @@ def _answers(result: Any) -> list[tuple[str, str]]:
     return [(str(q), _RECOMMENDED.sub("", a).strip()) for q, a in result["answers"].items() if isinstance(a, str) and a.strip()]
 
 
+#: How AskUserQuestion results open, across versions.
+_ANSWERED = re.compile(r"(?:User has answered your questions?|Your questions? (?:has|have) been answered|The user answered)\s*:\s*",
+                       re.IGNORECASE)
+_PAIR = re.compile(r'"(.+?)"\s*=\s*"(.*?)"(?=\s*,\s*"|\s*\.\s|\s*\.?\s*$|\s*user notes:)', re.DOTALL)
+_NOTES = re.compile(r"user notes:\s*(.+?)(?:\s*\.?\s*(?:You can now continue|$))", re.IGNORECASE | re.DOTALL)
+
+
+def _answers_in_text(text: str) -> list[tuple[str, str]]:
+    """``(question, answer)`` pairs of an AskUserQuestion result as written in its text ('User has answered your
+    questions: "Q"="A", ...', 'Your questions have been answered: ...', 'The user answered: ...'); free-text
+    ``user notes: ...`` are an answer of their own."""
+    m = _ANSWERED.search(text or "")
+    if not m:
+        return []
+    body = text[m.end():]
+    out = [(q.strip(), _RECOMMENDED.sub("", a).strip()) for q, a in _PAIR.findall(body) if a.strip()]
+    for note in _NOTES.findall(body):
+        if note.strip():
+            out.append((out[-1][0] if out else "", note.strip().strip('"')))
+    return out
+
+
 def _rejection_feedback(block: dict[str, Any]) -> str | None:
     """The user's words of a rejected tool call ("... the user said:\\n<words>"), if any."""
     content = block.get("content")
@@ -514,6 +592,27 @@ def _rejection_feedback(block: dict[str, Any]) -> str | None:
     if not m or m.group(1).lstrip().startswith(_CLARIFY):  # boilerplate of a "clarify" answer, no words typed
         return None
     return m.group(1).strip()
+
+
+_USER_MESSAGES = re.compile(r"^\s*(?:#+\s*|\d+\.\s*|\*\*)*all\s+(?:of\s+the\s+)?user(?:'s)?\s+messages\b.*$", re.I | re.M)
+_NEXT_SECTION = re.compile(r"^\s*(?:#+\s+|\d+\.\s+\S|\*\*\d+\.)", re.M)
+_QUOTE = re.compile(r'"([^"\n]{3,})"|“([^”\n]{3,})”')
+
+
+def _quoted_user_messages(summary: str) -> list[tuple[str, int]]:
+    """The user's messages a summary's "All user messages" section quotes: ``(text, item index)``."""
+    m = _USER_MESSAGES.search(summary)
+    if not m:
+        return []
+    rest = summary[m.end():]
+    end = _NEXT_SECTION.search(rest)
+    out = []
+    for k, item in enumerate(re.split(r"\n\s*[-*•]\s+", "\n" + (rest[: end.start()] if end else rest))):
+        quotes = [a or b for a, b in _QUOTE.findall(item)]
+        text = max(quotes, key=len) if quotes else ""
+        if text.strip():
+            out.append((text.strip(), k))
+    return out
 
 
 def _strings(values: list[Any]) -> list[str]:

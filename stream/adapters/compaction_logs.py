@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from stream.adapters.judge import Candidate, Carry, Instruction, Judge, Judgement, Usage
 from stream.adapters.prohibitions import (  # noqa: F401 - re-exported for the CLI and tests
     DEFAULT_MATCH_THRESHOLD,
     Prohibition,
@@ -132,8 +133,8 @@ def bounded_id(text: str) -> str:
 
 @dataclass
 class _Node:
-    pool: dict[str, Prohibition]  # prohibitions of the raw context under the node (transitive)
-    carried: dict[str, Prohibition]
+    pool: dict[str, dict[str, Any]]  # constraint id -> wire object: the raw context under the node (transitive)
+    carried: dict[str, dict[str, Any]]  # every constraint the node's judgement says its text carries (or discharges)
     text: str | None = None
 
 
@@ -165,7 +166,7 @@ class ContextEvents:
         self._ids_at: Counter[tuple[str, str]] = Counter()
         self.root_id = bounded_id(f"root:{context_id}")
         self._root_emitted: tuple | None = None
-        self._root_pool: dict[str, Prohibition] = {}  # what the root requires: every summary it ever showed
+        self._root_pool: dict[str, dict[str, Any]] = {}  # what the root requires: every summary it ever showed
 
     # ---- low level
 
@@ -293,50 +294,60 @@ class ContextEvents:
         at: str | None,
         *,
         children: Iterable[str],
-        raw: Iterable[Prohibition],
+        raw: Iterable[dict[str, Any]],
+        carried: Mapping[str, dict[str, Any]],
         text: str | None,
-        matcher: ProhibitionMatcher,
+        extra: Mapping[str, Any] | None = None,
         opaque_reason: str | None = None,
         exclude_referents: Iterable[str] = (),
     ) -> dict[str, Any]:
         """Emit one summary checkpoint (format notes, "Levels" .. "referents").
 
         ``children``: earlier summary nodes this one covers (-> ``section``; none ->
-        ``leaf``). ``raw``: prohibitions in the raw items it directly covers
-        (``raw_negative_constraints``). ``negative_constraints`` = the prohibitions of
-        its whole subtree that ``matcher`` finds again in ``text``, under the same id.
-        ``referents`` = :func:`mentioned_artifacts` of ``text``. ``text=None``: an opaque
-        or missing summary — emitted with ``text: null``, ``opaque: true`` (DESIGN.md §3,
-        the ``unverifiable_checkpoint`` rule) and ``x_opaque_reason``; it carries nothing
-        and names nothing.
+        ``leaf``). ``raw``: wire objects of the prohibitions in force first seen in the raw
+        items it directly covers (``raw_negative_constraints``). ``carried``: id -> wire
+        object of every prohibition its judgement says the text carries (or discharges:
+        no longer in force); ``negative_constraints`` = those of its whole subtree.
+        ``extra``: informational ``x_`` fields (the judge's). ``referents`` =
+        :func:`mentioned_artifacts` of ``text``. ``text=None``: an opaque or missing
+        summary — emitted with ``text: null``, ``opaque: true`` (DESIGN.md §3, the
+        ``unverifiable_checkpoint`` rule) and ``x_opaque_reason``; it names nothing.
         """
         node_id = bounded_id(node_id)
         children = [bounded_id(c) for c in children]
-        raw_map = {c.id: c for c in raw}
+        raw_map = {c["id"]: c for c in raw}
+        cut = max(0, len(raw_map) - MAX_RAW_PER_CHECKPOINT)  # the event stays under DESIGN.md §3's size limits
+        if cut:
+            raw_map = dict(list(raw_map.items())[:MAX_RAW_PER_CHECKPOINT])
+        if len(raw_map) > _SLIM_OVER:
+            raw_map = {k: _slim(v, text=True) for k, v in raw_map.items()}
         pool = dict(raw_map)
         for child in children:
             if child in self.nodes:
                 pool.update(self.nodes[child].pool)
-        carried = {c.id: c for c in matcher.carried(text, pool.values())} if text else {}
         skip = set(exclude_referents)
         referents = [a for a in mentioned_artifacts(text, self.identifiers) if a not in skip] if text else []
-        self.nodes[node_id] = _Node(pool=pool, carried=carried, text=text)
+        self.nodes[node_id] = _Node(pool=pool, carried=dict(carried), text=text)
         body: dict[str, Any] = {
             "node_id": node_id,
             "level": "section" if children else "leaf",
             "parent_id": self.root_id,
             "children": sorted(set(children)),
             "referents": referents,
-            "negative_constraints": [c.as_wire() for c in carried.values()],
-            "raw_negative_constraints": [c.as_wire() for c in raw_map.values()],
+            "negative_constraints": _listed([carried[k] for k in pool if k in carried]),
+            "raw_negative_constraints": list(raw_map.values()),
             "text": text,
         }
+        if cut:
+            body["x_constraints_not_listed"] = cut  # a warning of the adapter says so too
         if text is not None and len(text) > MAX_TEXT_CHARS:  # keep the event under the 1 MiB limit
             body["text"] = text[:MAX_TEXT_CHARS]
             body["x_text_truncated"] = True
         if text is None:
             body["opaque"] = True
             body["x_opaque_reason"] = opaque_reason or "summary text not available"
+        if extra:
+            body.update(extra)
         return self._event(where, at, body)
 
     def root(
@@ -345,29 +356,28 @@ class ContextEvents:
         at: str | None,
         *,
         children: Iterable[str],
-        kept: Iterable[Prohibition],
-        raw: Iterable[Prohibition],
-        matcher: ProhibitionMatcher,
+        kept: Iterable[dict[str, Any]],
+        raw: Iterable[dict[str, Any]],
     ) -> dict[str, Any] | None:
         """(Re-)emit the synthetic root ``root:<context>`` if it changed.
 
-        ``children``: the summaries currently in view. ``raw``: prohibitions of the
-        always-kept channel (system prompt, rule files). Carried: ``kept`` (that channel
-        as it is in view now) plus every prohibition the root requires — those under any
-        summary it ever showed (the engine's ledger keeps them required) — that the texts
-        in view state: the root *is* the view. Returns the event, or None when unchanged.
+        ``children``: the summaries currently in view. ``raw``: wire objects of the
+        always-kept channel's prohibitions (system prompt, rule files). Carried: ``kept``
+        (that channel as it is in view now) plus every prohibition the root requires —
+        those under any summary it ever showed (the engine's ledger keeps them required)
+        — that the judgement of a summary in view says it carries: the root *is* the view.
+        Returns the event, or None when unchanged.
         """
         children = sorted({bounded_id(c) for c in children})
         for child in children:
             if child in self.nodes:
                 self._root_pool.update(self.nodes[child].pool)
-        carried: dict[str, Prohibition] = {c.id: c for c in kept}
+        carried: dict[str, dict[str, Any]] = {c["id"]: c for c in kept}
         for child in children:
             node = self.nodes.get(child)
             if node is not None:
-                carried.update(node.carried)
-                carried.update((c.id, c) for c in matcher.carried(node.text, self._root_pool.values()))
-        raw_map = {c.id: c for c in raw}
+                carried.update((k, v) for k, v in node.carried.items() if k in self._root_pool and k not in carried)
+        raw_map = {c["id"]: c for c in raw}
         state = (tuple(children), tuple(sorted(carried)), tuple(sorted(raw_map)))
         if state == self._root_emitted or (self._root_emitted is None and not children and not raw_map):
             return None  # unchanged, or nothing to say yet
@@ -380,10 +390,156 @@ class ContextEvents:
                 "level": "root",
                 "children": children,
                 "referents": [],
-                "negative_constraints": [carried[k].as_wire() for k in sorted(carried)],
-                "raw_negative_constraints": [raw_map[k].as_wire() for k in sorted(raw_map)],
+                "negative_constraints": _listed([carried[k] for k in sorted(carried)]),
+                "raw_negative_constraints": _listed([raw_map[k] for k in sorted(raw_map)]),
             },
         )
+
+
+#: At most this many prohibitions are listed as raw in one checkpoint (a message of thousands of rules would make an
+#: event over the 1 MiB / 10,000-entry limits of DESIGN.md §3, and a dead-lettered checkpoint loses every alert).
+MAX_RAW_PER_CHECKPOINT = 1_000
+#: Longer lists are written with short constraint objects (id, a 200-character text or none, the cue).
+_SLIM_OVER = 200
+_MAX_LISTED = 5_000
+
+
+def _slim(obj: dict[str, Any], *, text: bool = False) -> dict[str, Any]:
+    keep = {"id": obj["id"], **({"x_cue": obj["x_cue"]} if "x_cue" in obj else {})}
+    if text and "text" in obj:
+        keep["text"] = obj["text"][:200]
+    return keep
+
+
+def _listed(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A constraint list that keeps its event under the size limits: short objects past :data:`_SLIM_OVER`."""
+    if len(objs) <= _SLIM_OVER:
+        return objs
+    return [_slim(o) for o in objs[:_MAX_LISTED]]
+
+
+# --------------------------------------------------------------------------- judging
+
+
+#: The ``source`` of a constraint object, by the channel its candidate came through.
+SOURCE_OF_CHANNEL = {"plan": "plan", "rule_file": "rule_file", "system": "system"}
+#: Constraint texts on the wire stay far under DESIGN.md §3's 4,096 characters.
+MAX_CONSTRAINT_TEXT = 1_000
+_QUOTE_CHARS = 200
+
+
+class JudgedContext:
+    """The user-side texts of one context (:class:`~stream.adapters.judge.Candidate`) and its judgements.
+
+    The adapter adds each candidate (:meth:`add`) with the holder (the raw item) that
+    shows it, and calls :meth:`judge` once per compaction with the holders the
+    summary covers. It returns what the checkpoint needs: ``raw`` (wire objects of the
+    instructions in force whose candidate is covered), ``carried`` (id -> wire object:
+    carried by the summary's judgement, or discharged — required by an earlier
+    checkpoint but no longer in force, e.g. revoked) and ``extra`` (the ``x_`` fields:
+    ``x_judge``, ``x_model``, ``x_not_carried`` with each dropped id's cue and reason,
+    ``x_skipped_languages``). ``always_kept`` gives the rule-file / system-prompt
+    instructions of the latest judgement (the root's channel).
+    """
+
+    def __init__(self, judge: Judge) -> None:
+        self.judge_impl = judge
+        self.candidates: list[Candidate] = []
+        self._by_id: dict[str, Candidate] = {}
+        self._holder: dict[str, str] = {}  # candidate id -> holder
+        self.summaries: list[str] = []  # texts of the summaries judged so far, oldest first
+        self.required: dict[str, dict[str, Any]] = {}  # every instruction ever emitted as raw
+        self.last: Judgement | None = None
+        self.skipped_languages: Counter[str] = Counter()  # candidates the judge could not read, by language
+        self._unread: set[tuple[str, str]] = set()
+        self.usage: list[Usage] = []
+        self._always_kept_texts: set[str] = set()
+
+    def add(self, candidate: Candidate, holder: str) -> None:
+        if candidate.id in self._by_id or not candidate.text.strip():
+            return
+        if candidate.channel in ("rule_file", "system"):  # re-injected: the same text is the same candidate
+            if candidate.text in self._always_kept_texts:
+                return
+            self._always_kept_texts.add(candidate.text)
+        self._by_id[candidate.id] = candidate
+        self._holder[candidate.id] = holder
+        self.candidates.append(candidate)
+
+    def judge(self, summary: str | None, covered: Iterable[str]) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]],
+                                                                          dict[str, Any]]:
+        covered = set(covered)
+        j = self.judge_impl.judge(tuple(self.candidates), summary, tuple(self.summaries))
+        self.last = j
+        self.usage.append(j.usage)
+        for cid, lang in getattr(j, "unread", ()):
+            if (cid, lang) not in self._unread:
+                self._unread.add((cid, lang))
+                self.skipped_languages[lang] += 1
+        if summary is not None:
+            self.summaries.append(summary)
+        in_force = {i.id: i for i in j.in_force}
+        raw = []
+        for i in j.in_force:
+            c = self._by_id.get(i.candidate_id)
+            if c is not None and self._holder.get(c.id) in covered and c.channel not in ("rule_file", "system"):
+                wire = self.wire(i)
+                raw.append(wire)
+                self.required.setdefault(i.id, wire)
+        carried: dict[str, dict[str, Any]] = {}
+        not_carried = []
+        for carry in j.carries:
+            i = in_force.get(carry.instruction_id)
+            if i is None:
+                continue
+            c = self._by_id.get(i.candidate_id)
+            if carry.carried:
+                carried[i.id] = self.wire(i, carry)
+            elif c is None or c.channel not in ("rule_file", "system"):  # those are the root's (kept channel)
+                not_carried.append(_x({"id": i.id, "cue": carry.cue, "reason": carry.reason}))
+        for k, wire in self.required.items():
+            if k not in in_force:  # required by an earlier checkpoint, no longer in force (revoked)
+                carried[k] = {**wire, "x_cue": "not-in-force"}
+        extra: dict[str, Any] = {"x_judge": j.judge}
+        if j.model:
+            extra["x_model"] = j.model
+        if not_carried:
+            extra["x_not_carried"] = not_carried[:_SLIM_OVER]
+        if j.skipped_languages:
+            extra["x_skipped_languages"] = list(j.skipped_languages)
+        return raw, carried, extra
+
+    def always_kept(self, channel: str) -> list[tuple[Candidate, dict[str, Any]]]:
+        """(candidate, wire object) of the latest judgement's instructions read from ``channel``."""
+        if self.last is None:
+            return []
+        out = []
+        for i in self.last.in_force:
+            c = self._by_id.get(i.candidate_id)
+            if c is not None and c.channel == channel:
+                out.append((c, self.wire(i)))
+        return out
+
+    def wire(self, i: Instruction, carry: Carry | None = None) -> dict[str, Any]:
+        """The constraint object of an instruction (DESIGN.md §3; ``x_`` fields informational)."""
+        c = self._by_id.get(i.candidate_id)
+        text = i.text if len(i.text) <= MAX_CONSTRAINT_TEXT else i.text[: MAX_CONSTRAINT_TEXT - 1] + "…"
+        wire: dict[str, Any] = {"id": i.id, "text": text, "source": SOURCE_OF_CHANNEL.get(c.channel, "user") if c else "user",
+                                "form": i.form}
+        if c is not None and c.origin is not None:
+            wire[c.origin[0]] = c.origin[1]
+        if c is not None:
+            wire["x_channel"] = c.channel
+        if carry is None:
+            wire.update(_x({"x_cue": i.cue, "x_reason": i.reason}))
+        else:
+            quote = carry.quote[:_QUOTE_CHARS] if carry.quote else None
+            wire.update(_x({"x_cue": carry.cue, "x_reason": carry.reason, "x_quote": quote}))
+        return wire
+
+
+def _x(fields: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in fields.items() if v is not None}
 
 
 # --------------------------------------------------------------------------- referents

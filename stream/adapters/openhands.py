@@ -56,7 +56,9 @@ from pathlib import Path
 from typing import Any
 
 from stream.adapters.compaction_logs import (
+    MAX_RAW_PER_CHECKPOINT,
     ContextEvents,
+    JudgedContext,
     ProhibitionMatcher,
     ReadStats,
     find_values,
@@ -64,7 +66,9 @@ from stream.adapters.compaction_logs import (
     rfc3339_or_none,
     texts_of,
 )
-from stream.adapters.prohibitions import Prohibition
+from stream.adapters.judge import Candidate, Judge
+from stream.adapters.trajectories import json_value_problem
+from stream.adapters.judge_rules import as_judge
 
 _EVENT_FILE = re.compile(r"^event-(\d+)-.*\.json$")
 #: Kinds that are raw items of the model's view (each admitted as ``ev:<id>``).
@@ -151,16 +155,16 @@ def _event_files(events_dir: Path) -> list[Path]:
 class OpenHandsContext:
     """One conversation's events (from one or more directories) -> the events of its context."""
 
-    def __init__(self, conversation: str, matcher: ProhibitionMatcher) -> None:
-        self.matcher = matcher
+    def __init__(self, conversation: str, judge: Judge | ProhibitionMatcher | None = None) -> None:
+        self.judge = as_judge(judge)
         self.out = ContextEvents(f"oh:{conversation}")
+        self.judged = JudgedContext(self.judge)
         self.seen: set[str] = set()
         self._paths_by_call: dict[str, list[str]] = {}
-        self._raw: dict[str, list[Prohibition]] = {}  # ev holder -> prohibitions (user messages)
         self._known: set[str] = set()
         self._in_view: dict[str, None] = {}  # summary node ids in view, oldest first
         self._legacy = False  # summaries with random ids: only the latest is in view
-        self._system: list[Prohibition] = []
+        self._system: list[dict[str, Any]] = []  # the system prompt's prohibitions (wire objects), as last judged
 
     @property
     def context_id(self) -> str:
@@ -178,8 +182,7 @@ class OpenHandsContext:
         at = rfc3339_or_none(ev.get("timestamp"), naive_as_utc=True, stats=reader.stats)
         if kind == "SystemPromptEvent":
             text = "\n".join(texts_of(ev.get("system_prompt")))
-            self._system = self.matcher.prohibitions(text, source="system", origin=("event", index))
-            self._emit_root(key, at)
+            self.judged.add(Candidate(f"{key}#0", text, "system", at, ("event", index)), f"system:{key}")
         elif kind in RAW_KINDS:
             self._raw_item(ev, kind, key, durable, reader, index, at)
         elif kind == "Condensation":
@@ -199,13 +202,13 @@ class OpenHandsContext:
         if kind == "MessageEvent":
             if ev.get("source") == "user":  # extended_content is context the SDK adds, not the user's words
                 msg = ev.get("llm_message") if isinstance(ev.get("llm_message"), dict) else {}
-                self._raw[holder] = self.matcher.prohibitions(
-                    "\n".join(texts_of(msg.get("content"))), source="user", origin=("event", index))
+                self.judged.add(Candidate(f"{key}#0", "\n".join(texts_of(msg.get("content"))), "typed", at,
+                                          ("event", index)), holder)
             return
         if kind == "UserRejectObservation":
             reason = ev.get("rejection_reason")
             if isinstance(reason, str) and reason.strip() and reason.strip() != _DEFAULT_REJECTION:
-                self._raw[holder] = self.matcher.prohibitions(reason, source="user", origin=("event", index))
+                self.judged.add(Candidate(f"{key}#0", reason, "rejection", at, ("event", index)), holder)
         if kind == "ActionEvent":
             if call_id:
                 self._paths_by_call[call_id] = _paths(ev.get("action"))
@@ -246,20 +249,21 @@ class OpenHandsContext:
         node_id = f"{ev['id']}-summary"
         node = not (summary is None and offset is None)  # both null: a pure eviction (no node)
         if node:
-            raw: dict[str, Prohibition] = {}
-            for f in raws:
-                for c in self._raw.get(f"ev:{f}", ()):
-                    raw.setdefault(c.id, c)
             text = summary if isinstance(summary, str) and summary.strip() else None
             reason = None
             if text is None:
                 reason = "summary not recorded" if summary is None else (
                     "empty summary" if isinstance(summary, str) else f"summary is not text ({type(summary).__name__})"
                 )
-            self.out.summary_node(
-                node_id, key, at, children=summaries, raw=raw.values(), text=text,
-                matcher=self.matcher, opaque_reason=reason,
+            raw, carried, extra = self.judged.judge(text, {f"ev:{f}" for f in raws})
+            self._system = [wire for _, wire in self.judged.always_kept("system")]
+            event = self.out.summary_node(
+                node_id, key, at, children=summaries, raw=raw, carried=carried, text=text, extra=extra,
+                opaque_reason=reason,
             )
+            if event.get("x_constraints_not_listed"):
+                reader.stats.warn(f"summary {node_id}: {event['x_constraints_not_listed']} more prohibitions than a "
+                                  f"checkpoint lists (the first {MAX_RAW_PER_CHECKPOINT} are required of it)")
         for f in raws:
             self.out.release_live(f"ev:{f}", key, at)
         for s in summaries:
@@ -271,7 +275,7 @@ class OpenHandsContext:
         self._emit_root(key, at)
 
     def _emit_root(self, key: str, at: str | None) -> None:
-        self.out.root(key, at, children=self._in_view, kept=self._system, raw=self._system, matcher=self.matcher)
+        self.out.root(key, at, children=self._in_view, kept=self._system, raw=self._system)
 
 
 class OpenHandsConversation:
@@ -284,17 +288,17 @@ class OpenHandsConversation:
     ``contexts``.
     """
 
-    def __init__(self, path: str | Path, matcher: ProhibitionMatcher | None = None,
+    def __init__(self, path: str | Path, judge: Judge | ProhibitionMatcher | None = None,
                  contexts: dict[str, OpenHandsContext] | None = None) -> None:
         self.path = Path(path)
         self.events_dir = events_dir_of(self.path) or self.path
-        self.matcher = matcher or ProhibitionMatcher()
+        self.judge = as_judge(judge)
         self.stats = ReadStats(source=str(self.path))
         conv = conversation_id(self.events_dir)
         contexts = contexts if contexts is not None else {}
         self.context = contexts.get(conv)
         if self.context is None:
-            self.context = contexts[conv] = OpenHandsContext(conv, self.matcher)
+            self.context = contexts[conv] = OpenHandsContext(conv, self.judge)
         self.finished = False
         self.save_dirs: dict[str, Path] = {}  # durable holder -> directory
         self._read: set[str] = set()
@@ -353,14 +357,18 @@ class OpenHandsConversation:
             return None
         try:
             data = json.loads(raw.decode("utf-8-sig"))
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # ValueError: also an integer over the digit limit
             sig = (st.st_size, st.st_mtime_ns)
             if not final and self._waiting.get(f.name) != sig:
                 self._waiting[f.name] = sig
                 return _WAIT
             self.stats.records += 1
-            problem = f"{exc.msg} at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
-            self.stats.error(f"{where}: not valid JSON: {problem}")
+            if isinstance(exc, json.JSONDecodeError):
+                self.stats.error(f"{where}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
+            elif isinstance(exc, ValueError) and not isinstance(exc, UnicodeDecodeError):
+                self.stats.error(f"{where}: {json_value_problem(exc)}")
+            else:
+                self.stats.error(f"{where}: not valid JSON: {type(exc).__name__}")
             return None
         self._waiting.pop(f.name, None)
         self.stats.records += 1
