@@ -411,6 +411,11 @@ class ClaudeCodeTranscript:
     def context_id(self) -> str | None:
         return self.session.context_id if self.session else None
 
+    @property
+    def offset(self) -> int:
+        """Bytes of the file read so far: a line boundary after ``poll(final=False)`` (the hook's cursor)."""
+        return self._offset
+
     def poll(self, *, final: bool = True) -> list[dict[str, Any]]:
         """New events of this file's session since the last poll."""
         if self.finished:
