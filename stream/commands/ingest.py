@@ -111,6 +111,9 @@ def _fmt(rates: tuple[float, ...]) -> str:
     option("--alert-uncertain", is_flag=True, default=False,
            help="openhands/claude-code: a summary that only partly restates a prohibition (the "
                 "'uncertain' verdict) does not carry it, so it alerts [default: uncertain counts as carried]."),
+    option("--spool", is_flag=True, default=False,
+           help="Send what the Claude Code hook holds to the input topics (CG_BROKER): the rest of every "
+                "followed transcript, then its spool under CG_HOOK_DIR; nothing twice (docs/HOOK.md)."),
 )
 def ingest(
     paths: tuple[str, ...],
@@ -132,6 +135,7 @@ def ingest(
     poll_interval: float,
     match_threshold: float,
     alert_uncertain: bool,
+    spool: bool,
 ) -> int:
     """Turn agent runs or compaction logs into checkpoint and artifact events (JSONL or Kafka).
 
@@ -139,6 +143,7 @@ def ingest(
     ingest [PATH...]               trajectories + compaction simulation
     ingest openhands DIR...        OpenHands conversation dirs (events/*.json)
     ingest claude-code FILE...     Claude Code transcripts (<sessionId>.jsonl)
+    ingest --spool                 what the Claude Code hook spooled -> the input topics
 
     PATH... are trajectory files or directories (searched for *.json: mini-swe-agent
     *.traj.json and tau-bench arrays); default: the traces shipped with the project.
@@ -159,6 +164,10 @@ def ingest(
     Same input + options => byte-identical output.
     """
     started = time.monotonic()
+    if spool:
+        if paths or out or follow:
+            fail("--spool takes no PATH, --out or --follow: it sends the hook's spool to Kafka")
+        return _ingest_spool(started)
     if out:
         check_output_file(out)
     if paths and paths[0] in LOG_FORMATS:
@@ -289,6 +298,21 @@ def _summary(counts: Counter[str], failed: int, where: str, seconds: float) -> s
         f"{counts['re-emitted']} of them re-emissions) "
         f"-> {where}; {failed} file(s) failed; {seconds:.1f}s"
     )
+
+
+def _ingest_spool(started: float) -> int:
+    """``ingest --spool``: the Claude Code hook's spool to the input topics (:mod:`stream.hook.drain`)."""
+    from stream.hook.drain import drain_all
+
+    report = drain_all(settings)
+    for note in report.notes:
+        print(f"checkpoint-guard: ingest: {note}", file=sys.stderr)
+    if report.error:
+        fail(f"{report.error}; {report.left} event(s) stay in the spool under {settings.hook_dir}", code=1)
+    print(f"ingest --spool: {report.sessions} session(s), {report.read} event(s) read from their transcripts, "
+          f"{report.sent} sent to {settings.compaction_topic}/{settings.artifact_topic}, {report.left} left in "
+          f"the spool; {time.monotonic() - started:.1f}s", file=sys.stderr)
+    return 1 if report.left else 0
 
 
 # --------------------------------------------------------------------------- compaction logs

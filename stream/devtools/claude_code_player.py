@@ -159,3 +159,108 @@ def hook_env(hook_dir: Path, **overrides: str) -> dict[str, str]:
     env["CG_HOOK_DIR"] = str(hook_dir)
     env.update(overrides)
     return env
+
+
+# --------------------------------------------------------------------------- synthetic sessions
+
+#: Prohibitions a synthetic user says (the rules judge reads each as one).
+RULES = (
+    "Do not add new dependencies to package.json.",
+    "Never push to the main branch.",
+    "Don't touch the database migrations.",
+    "Do not change the public API of the parser.",
+    "Never delete the fixtures folder.",
+    "Don't rename the config keys.",
+    "Do not disable the linter.",
+    "Never commit the .env file.",
+)
+_WORDS = ("parser", "token", "buffer", "index", "cache", "schema", "router", "handler", "queue", "render")
+
+
+def synthetic_session(session_id: str, *, turns: int = 40, compact_every: int = 15, rule_every: int = 4,
+                      pad_chars: int = 1500, seed: int = 0) -> list[dict[str, Any]]:
+    """A deterministic Claude Code transcript (records): a rule file, ``turns`` turns (prompt,
+    a Read tool call and its ``pad_chars`` result, a reply), a prohibition every ``rule_every``-th
+    prompt, an AskUserQuestion answer and a queued message now and then, and a compaction
+    (boundary + summary) every ``compact_every`` turns whose summary quotes every other rule
+    said since the previous one and drops the rest. Synthetic text only."""
+    import random
+
+    rng = random.Random(seed)
+    recs: list[dict[str, Any]] = []
+    clock = [0]
+    parent: list[str | None] = [None]
+
+    def rec(kind: str, uuid: str | None, **body: Any) -> dict[str, Any]:
+        clock[0] += 7
+        r: dict[str, Any] = {"parentUuid": parent[0], "isSidechain": False, "userType": "external",
+                             "cwd": "/home/dev/app", "sessionId": session_id, "version": "2.1.40",
+                             "timestamp": f"2026-03-0{1 + clock[0] // 86400 % 9}T{clock[0] // 3600 % 24:02d}:"
+                                          f"{clock[0] // 60 % 60:02d}:{clock[0] % 60:02d}.000Z",
+                             "type": kind}
+        if uuid is not None:
+            r["uuid"] = uuid
+            parent[0] = uuid
+        r.update(body)
+        recs.append(r)
+        return r
+
+    rec("attachment", f"{session_id}-att", attachment={"type": "nested_memory", "path": "/home/dev/app/CLAUDE.md",
+                                                     "content": {"type": "Project", "content": "Never commit secrets."}})
+    said: list[str] = []
+    summaries = 0
+    for t in range(1, turns + 1):
+        words = " ".join(rng.choice(_WORDS) for _ in range(6))
+        prompt = f"Turn {t}: look at the {words} code and fix the failing case."
+        if t % rule_every == 0:
+            rule = RULES[(t // rule_every - 1) % len(RULES)]
+            prompt = f"{prompt} {rule}"
+            said.append(rule)
+        rec("user", f"{session_id}-u{t}", message={"role": "user", "content": prompt})
+        tool = f"toolu_{session_id[:8]}_{t}"
+        path = f"/home/dev/app/src/{rng.choice(_WORDS)}_{t}.py"
+        rec("assistant", f"{session_id}-a{t}", message={"role": "assistant", "content": [
+            {"type": "text", "text": f"Reading {path}."},
+            {"type": "tool_use", "id": tool, "name": "Read", "input": {"file_path": path}}]})
+        body = "".join(f"def {rng.choice(_WORDS)}_{i}(x):\n    return x + {i}\n" for i in range(pad_chars // 30 + 1))
+        rec("user", f"{session_id}-r{t}", message={"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": tool, "content": body[:pad_chars]}]},
+            toolUseResult={"type": "text", "file": {"filePath": path}})
+        if t % 7 == 3:
+            q = f"toolu_{session_id[:8]}_q{t}"
+            rec("assistant", f"{session_id}-aq{t}", message={"role": "assistant", "content": [
+                {"type": "tool_use", "id": q, "name": "AskUserQuestion", "input": {"questions": []}}]})
+            rec("user", f"{session_id}-rq{t}", message={"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": q, "content": "User has answered your questions."}]},
+                toolUseResult={"answers": {f"Should we rewrite the {words.split()[0]} module?": "No, keep the old module."}})
+            said.append("keep the old module")
+        if t % 9 == 5:
+            rec("queue-operation", None, operation="enqueue", content="and never squash the history")
+            rec("queue-operation", None, operation="remove")
+            said.append("never squash the history")
+        rec("assistant", f"{session_id}-b{t}", message={"role": "assistant", "content": [
+            {"type": "text", "text": f"Fixed the {words.split()[1]} case in {path}."}]})
+        if t % compact_every == 0 and t < turns:
+            summaries += 1
+            kept = [r for i, r in enumerate(said) if i % 2 == 0]
+            quoted = "\n".join(f"- The user said: {r}" for r in kept)
+            b = rec("system", f"{session_id}-cb{summaries}", subtype="compact_boundary", content="Conversation compacted",
+                    isMeta=False, level="info",
+                    compactMetadata={"trigger": "manual" if summaries % 2 == 0 else "auto", "preTokens": 150000})
+            b["logicalParentUuid"] = b["parentUuid"]
+            rec("user", f"{session_id}-s{summaries}", isCompactSummary=True, isVisibleInTranscriptOnly=True,
+                message={"role": "user", "content":
+                         "This session is being continued from a previous conversation that ran out of context. "
+                         f"Summary:\n1. Primary Request and Intent: fix the failing cases, turn by turn.\n"
+                         f"2. All user messages:\n{quoted}\n3. Current work: turn {t}."})
+            rec("attachment", f"{session_id}-att{summaries}", attachment={  # Claude Code re-reads CLAUDE.md
+                "type": "nested_memory", "path": "/home/dev/app/CLAUDE.md",
+                "content": {"type": "Project", "content": "Never commit secrets."}})
+            said = []
+    return recs
+
+
+def write_jsonl(records: list[dict[str, Any]], path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), "utf-8")
+    return path

@@ -31,7 +31,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +131,12 @@ class Budget:
         self._expired = True
         if not self._critical:
             raise BudgetExceeded()
+
+    @property
+    def lock_deadline(self) -> float | None:
+        """How long to wait for a session's lock: most of the budget, so a busy session is a
+        :class:`LockTimeout` (the holder reads the records) rather than a budget overrun."""
+        return None if self.seconds is None else self.started + 0.8 * self.seconds
 
     def remaining(self) -> float:
         return float("inf") if self.deadline is None else max(0.0, self.deadline - time.monotonic())
@@ -444,10 +450,11 @@ def handle(inp: HookInput, settings: Any, options: Options, budget: Budget, *, c
     paths = Paths(settings.hook_dir)
     session = Session(paths, inp.session_id, options, inp.event)
     output: dict[str, Any] | None = None
-    with locked(paths.lock(session.key), budget.deadline if not catch_up else None):
+    with locked(paths.lock(session.key), budget.lock_deadline):
         cursor = session.load_cursor(inp.transcript)
         cursor.calls += 1
         cursor.last_call, cursor.last_event = now_iso(), inp.event
+        cursor.options = asdict(options)
         if inp.event == "PreCompact" and inp.trigger:
             cursor.trigger = inp.trigger
         if inp.transcript is None:
@@ -457,9 +464,9 @@ def handle(inp: HookInput, settings: Any, options: Options, budget: Budget, *, c
             output = _after_compaction(session, cursor, inp, settings, budget)
         with budget.critical():
             cursor.save(paths.cursor(session.key))
-    if inp.event in SENDING_EVENTS or catch_up:
-        if settings.hook_kafka:
-            asyncio.run(send_spools(settings, paths, budget, respect_backoff=not catch_up))
+    if (inp.event in SENDING_EVENTS or catch_up) and settings.hook_kafka:
+        budget.disarm()  # from here on the time limit is asyncio's (a signal inside the loop would leak a client)
+        asyncio.run(send_spools(settings, paths, budget, respect_backoff=not catch_up))
     return output
 
 

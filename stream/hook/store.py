@@ -191,7 +191,8 @@ class Cursor:
     (node id -> children, raw constraints with the time they were said, carried keys),
     enough to compute a compaction's dropped set from the events alone. ``summaries``:
     their ids in order; ``handed_back``: those a ``SessionStart`` already answered for.
-    ``trigger``: the last ``PreCompact`` trigger not yet used.
+    ``trigger``: the last ``PreCompact`` trigger not yet used. ``options``: the judge
+    settings of the calls (a catch-up by ``ingest --spool`` uses the same).
     """
 
     session_id: str
@@ -206,6 +207,7 @@ class Cursor:
     summaries: list[str] = field(default_factory=list)
     handed_back: list[str] = field(default_factory=list)
     trigger: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
     records: int = 0
     calls: int = 0
     last_call: str | None = None
