@@ -1,11 +1,13 @@
 """How far the dropped-prohibition alerts of real compaction logs can be trusted.
 
-    python bench/eval_real_logs.py [DIR] [--match-threshold X] [--forms explicit,preserve,...]
-                                   [--sweep 0.4,0.5,...] [--ablation] [--split N/M] [--json FILE] [--quiet]
+    python bench/eval_real_logs.py [DIR ...] [--judge rules|model] [--judge-precision LEVEL|all]
+                                   [--match-threshold X] [--forms explicit,preserve,...] [--sweep 0.4,0.5,...]
+                                   [--ablation] [--split N/M] [--json FILE] [--quiet]
 
 Runs the compaction-log adapters (``ingest claude-code`` / ``ingest openhands``, in
-process) and the engine (the same as ``replay``) over every labelled log of DIR (default
-``../shared/real-logs`` beside the repository; its README.md describes the labels), and
+process) with the chosen judge and the engine (the same as ``replay``) over every
+labelled log of each DIR (default ``../shared/real-logs`` beside the repository; its
+README.md describes the labels; each DIR is one split, scored alone and pooled), and
 scores the ``negative_constraint_dropped`` alerts against the hand-made labels:
 
 * one item per (summary, prohibition) pair: a summary node's missing set, plus the
@@ -18,12 +20,17 @@ scores the ``negative_constraint_dropped`` alerts against the hand-made labels:
   ``dropped`` and not alerted; true negative = labelled ``carried``, not alerted. Pairs
   labelled ``not_in_force`` (revoked) are not scored (they are listed).
 
-Prints precision / recall per source and overall, the confusion table, every false
-alarm and every miss with its text, and what the extractor found (gold prohibitions
-read, and what else it read) — so anyone can see where the extractor stands. Also the
-*natural negatives*: the user's words after each log's last compaction are in no label,
-so every prohibition read there is listed to be checked by eye. Exit 0
-(also when DIR does not exist: a clear message, nothing measured); 2 on bad options.
+Prints P / R / TP / FP / FN per judge, per split and pooled (and per language when the
+labels say it), the precision of every cue that raised an alert (the instruction cue that
+read the rule, the drop cue that judged it not carried: ``x_cue`` / ``x_not_carried`` of
+the events), and, unless ``--quiet``, every false alarm and miss with its text, what the
+extractor read, and the *natural negatives* (the user's words after each log's last
+compaction are in no label, so every prohibition read there is listed to be checked by
+eye). ``--judge model`` scores the LLM judge of ``ingest --judge model`` (``CG_JUDGE_*``
+settings; answers cached; its usage line on stderr; no natural negatives, as it is asked
+only at compactions). Exit 0 (also when DIR does not exist: a clear message, nothing
+measured); 2 on bad options or a judge that cannot be built; 1 when the model cannot be
+reached.
 """
 
 from __future__ import annotations
@@ -44,6 +51,8 @@ if str(REPO) not in sys.path:
 
 from stream.adapters import encode_event  # noqa: E402
 from stream.adapters.claude_code import ClaudeCodeTranscript  # noqa: E402
+from stream.adapters.cues import DEFAULT_PRECISION, PRECISION_LEVELS  # noqa: E402
+from stream.adapters.judge import Judge  # noqa: E402
 from stream.adapters.judge_rules import RulesJudge  # noqa: E402
 from stream.adapters.openhands import OpenHandsConversation  # noqa: E402
 from stream.adapters.prohibitions import (  # noqa: E402
@@ -104,6 +113,8 @@ class Case:
     predicted: list[set[str]] = field(default_factory=list)  # per compaction: our ids alerted
     mapping: dict[str, str | None] = field(default_factory=dict)  # our id -> gold pid or None
     after_last: list[tuple[int, list[str]]] = field(default_factory=list)  # (line / event, texts read) after the last compaction
+    drop_cues: list[dict[str, str]] = field(default_factory=list)  # per compaction: our id -> the drop cue of its node
+    skipped_languages: Counter = field(default_factory=Counter)  # texts the judge could not read, by language
 
     @property
     def name(self) -> str:
@@ -159,25 +170,24 @@ def summary_nodes(label: dict[str, Any], root: Path) -> list[str]:
     return out
 
 
-class _Recording:
-    """A matcher that remembers every text the adapters hand to the extractor: (source, origin, what it read)."""
+def make_judge(name: str, matcher: ProhibitionMatcher, precision: str) -> Judge:
+    """The judge to evaluate: ``rules`` (with ``matcher`` and ``precision``) or ``model`` (its settings from CG_JUDGE_*)."""
+    if name == "rules":
+        return RulesJudge(matcher, precision)
+    if name == "model":
+        from stream.adapters.model_judge import JudgeConfigError, build_model_judge
+        from stream.settings import Settings
 
-    def __init__(self, matcher: ProhibitionMatcher) -> None:
-        self._matcher = matcher
-        self.calls: list[tuple[str, tuple[str, int] | None, list[str]]] = []
-
-    def prohibitions(self, text: str | None, *, source: str = "user", origin: tuple[str, int] | None = None,
-                     about: str | None = None) -> list[Any]:
-        found = self._matcher.prohibitions(text, source=source, origin=origin, about=about)
-        if text and text.strip():
-            self.calls.append((source, origin, [p.text for p in found]))
-        return found
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._matcher, name)
+        try:
+            return build_model_judge(Settings())
+        except JudgeConfigError as exc:
+            raise ValueError(f"--judge model: {exc}") from None
+    raise ValueError(f"unknown judge {name!r} (rules, model)")
 
 
-def run_case(label: dict[str, Any], root: Path, matcher: ProhibitionMatcher) -> Case:
+def run_case(label: dict[str, Any], root: Path, judge: Judge | ProhibitionMatcher) -> Case:
+    if isinstance(judge, ProhibitionMatcher):
+        judge = RulesJudge(judge)
     source = SOURCES[label["format"]]
     gold = {
         p["id"]: Gold(p["id"], p["text"], p.get("line", p.get("event")), p.get("form", ""), p.get("source", ""),
@@ -186,28 +196,36 @@ def run_case(label: dict[str, Any], root: Path, matcher: ProhibitionMatcher) -> 
     }
     case = Case(label, source, summary_nodes(label, root), gold)
     path = root / label["file"]
-    recording = _Recording(matcher)
-    judge = RulesJudge(recording)  # type: ignore[arg-type]
-    reader = (ClaudeCodeTranscript(path, judge) if source == "claude-code"
-              else OpenHandsConversation(path, judge))
+    reader = (ClaudeCodeTranscript(path, judge) if source == "claude-code" else OpenHandsConversation(path, judge))
     events = reader.poll(final=True)
     last = max((int(c.get("summary_line") or 0) for c in label["compactions"]), default=0)
     context = reader.session if source == "claude-code" else reader.context
     judged = context.judged if context is not None else None
-    case.after_last = [(c.origin[1], [i.text for i, _ in judge.instructions(c)])
-                       for c in (judged.candidates if judged else [])
-                       if c.channel not in ("rule_file", "system") and c.origin is not None and c.origin[1] > last]
+    if judged is not None:
+        case.skipped_languages = Counter(judged.skipped_languages)
+    if isinstance(judge, RulesJudge):
+        case.after_last = [(c.origin[1], [i.text for i, _ in judge.instructions(c)])
+                           for c in (judged.candidates if judged else [])
+                           if c.channel not in ("rule_file", "system") and c.origin is not None and c.origin[1] > last]
     rp = Replayer()
     node_index = {n: i for i, n in enumerate(case.summaries)}
     root_view: list[str] = []
     last_set: dict[str, list[str]] = {}  # summary node -> its last alert set
     root_sets: dict[str, list[str]] = {}  # summary node -> root's last alert set while it was in view
+    not_carried: dict[str, dict[str, str]] = {}  # summary node -> our id -> drop cue
+    raw_ids: set[str] = set()
     for n, e in enumerate(events, 1):
         if e["type"] == "checkpoint":
-            for c in (e.get("raw_negative_constraints") or []) + (e.get("negative_constraints") or []):
+            for c in (e.get("raw_negative_constraints") or []):
+                if c["id"] not in raw_ids:  # the raw object carries the instruction cue
+                    case.constraints[c["id"]] = c
+                    raw_ids.add(c["id"])
+            for c in (e.get("negative_constraints") or []):
                 case.constraints.setdefault(c["id"], c)
             if e["level"] == "root":
                 root_view = list(e["children"])
+            else:
+                not_carried[e["node_id"]] = {d["id"]: d.get("cue") or "?" for d in e.get("x_not_carried") or []}
         for a in rp.feed(encode_event(e).encode("utf-8"), n) or []:
             if a.get("type") != "alert" or a["rule"] != NCD:
                 continue
@@ -220,6 +238,7 @@ def run_case(label: dict[str, Any], root: Path, matcher: ProhibitionMatcher) -> 
                     root_sets[max(in_view, key=node_index.get)] = a["missing_constraints"] or []
     for node in case.summaries:
         case.predicted.append(set(last_set.get(node, [])) | set(root_sets.get(node, [])))
+        case.drop_cues.append(not_carried.get(node, {}))
     case.mapping = {cid: map_to_gold(obj, gold) for cid, obj in case.constraints.items()}
     return case
 
@@ -236,6 +255,7 @@ class Score:
     fp_items: list[str] = field(default_factory=list)
     fn_items: list[str] = field(default_factory=list)
     unscored: list[str] = field(default_factory=list)
+    cues: Counter = field(default_factory=Counter)  # ("instruction" | "drop", cue, "tp" | "fp") -> alerts
 
     def add(self, other: "Score") -> None:
         self.tp += other.tp
@@ -245,6 +265,11 @@ class Score:
         self.fp_items += other.fp_items
         self.fn_items += other.fn_items
         self.unscored += other.unscored
+        self.cues.update(other.cues)
+
+    def count_cues(self, obj: dict[str, Any], drop: str | None, outcome: str) -> None:
+        self.cues[("instruction", str(obj.get("x_cue") or "?"), outcome)] += 1
+        self.cues[("drop", drop or "?", outcome)] += 1
 
     @property
     def precision(self) -> float | None:
@@ -261,40 +286,47 @@ def score(case: Case) -> Score:
         where = f"{case.name[:8]} C{i + 1} (line {comp.get('summary_line')})"
         dropped, carried = set(comp.get("dropped", [])), set(comp.get("carried", []))
         not_in_force = set(comp.get("not_in_force", []))
-        alerted_gold: set[str] = set()
-        extra: dict[str, str] = {}
+        drops = case.drop_cues[i] if i < len(case.drop_cues) else {}
+        alerted_gold: dict[str, str] = {}  # gold pid -> our id
+        extra: dict[str, tuple[str, str]] = {}
         for cid in sorted(case.predicted[i]):
             pid = case.mapping.get(cid)
             obj = case.constraints.get(cid, {})
             if pid is None:
-                extra.setdefault(normalize(obj.get("text", cid)), f"{where}: {_describe(obj)}")
+                extra.setdefault(normalize(obj.get("text", cid)), (f"{where}: {_describe(obj)}", cid))
             else:
-                alerted_gold.add(pid)
-        for pid in sorted(alerted_gold):
+                alerted_gold.setdefault(pid, cid)
+        for pid, cid in sorted(alerted_gold.items()):
             g = case.gold[pid]
+            obj = case.constraints.get(cid, {})
             if pid in dropped:
                 s.tp += 1
+                s.count_cues(obj, drops.get(cid), "tp")
             elif pid in not_in_force or pid not in carried:
                 s.unscored.append(f"{where}: {pid} \"{g.text}\" (not in force: revoked)")
             else:
                 s.fp += 1
-                s.fp_items.append(f"{where}: {pid} \"{g.text}\" [{g.form}] labelled carried: {comp.get('carried_quotes', {}).get(pid, '')!r}")
-        for text in extra.values():
+                s.count_cues(obj, drops.get(cid), "fp")
+                s.fp_items.append(f"{where}: {pid} \"{g.text}\" [{g.form}] labelled carried: "
+                                  f"{comp.get('carried_quotes', {}).get(pid, '')!r} (cues {obj.get('x_cue')}, {drops.get(cid)})")
+        for text, cid in extra.values():
             s.fp += 1
+            s.count_cues(case.constraints.get(cid, {}), drops.get(cid), "fp")
             s.fp_items.append(text + " (not a gold prohibition)")
-        for pid in sorted(dropped - alerted_gold):
+        for pid in sorted(dropped - set(alerted_gold)):
             g = case.gold[pid]
             read = any(v == pid for v in case.mapping.values())
-            why = "read, but the matcher thinks the summary carries it" if read else "never read as a prohibition"
+            why = "read, but judged carried" if read else "never read as a prohibition"
             s.fn += 1
             s.fn_items.append(f"{where}: {pid} \"{g.text}\" [{g.form}, {g.channel}] — {why}")
-        s.tn += len(carried - alerted_gold)
+        s.tn += len(carried - set(alerted_gold))
     return s
 
 
 def _describe(obj: dict[str, Any]) -> str:
     where = f"line {obj['line']}" if "line" in obj else (f"event {obj['event']}" if "event" in obj else "?")
-    return f"\"{obj.get('text', '')}\" [{obj.get('source', '?')}, {obj.get('form', '?')}, {where}]"
+    cue = f", {obj['x_cue']}" if obj.get("x_cue") else ""
+    return f"\"{obj.get('text', '')}\" [{obj.get('source', '?')}, {obj.get('form', '?')}, {where}{cue}]"
 
 
 def extraction_report(cases: list[Case]) -> tuple[list[str], list[str], Counter]:
@@ -327,19 +359,23 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.2f}"
 
 
-def evaluate(root: Path, matcher: ProhibitionMatcher, only: set[str] | None = None) -> tuple[list[Case], dict[str, Score]]:
+def evaluate(root: Path, judge: Judge | ProhibitionMatcher, only: set[str] | None = None) -> tuple[list[Case], dict[str, Score]]:
+    """Every labelled log of ``root`` run with ``judge`` (a bare matcher: the rules judge with it), scored:
+    ``{"claude-code" | "openhands" | "lang:<xx>" | "overall": Score}``."""
     cases = []
     for f in sorted((root / "labels").glob("*.json")):
         label = json.loads(f.read_text())
         if only is not None and label["session_id"] not in only:
             continue
-        cases.append(run_case(label, root, matcher))
+        cases.append(run_case(label, root, judge))
     by_source: dict[str, Score] = defaultdict(Score)
     total = Score()
     for c in cases:
-        s = score(c)
-        by_source[c.source].add(s)
-        total.add(s)
+        sc = score(c)
+        by_source[c.source].add(sc)
+        if c.label.get("language"):
+            by_source[f"lang:{c.label['language']}"].add(sc)
+        total.add(sc)
     by_source["overall"] = total
     return cases, dict(by_source)
 
@@ -357,41 +393,83 @@ def split_sessions(root: Path, spec: str) -> set[str]:
     return out
 
 
+def _row(name: str, s: Score) -> str:
+    return f"{name:<22} {_fmt(s.precision):>9} {_fmt(s.recall):>6}  {s.tp:>3} {s.fp:>3} {s.fn:>3} {s.tn:>3}"
+
+
+def cue_table(s: Score) -> list[str]:
+    """Precision of every cue that raised an alert: ``kind cue TP FP precision``."""
+    rows = []
+    keys = sorted({(k, c) for k, c, _ in s.cues})
+    for kind, cue in keys:
+        tp, fp = s.cues[(kind, cue, "tp")], s.cues[(kind, cue, "fp")]
+        rows.append(f"  {kind:<12} {cue:<34} {tp:>3} {fp:>3} {_fmt(tp / (tp + fp) if tp + fp else None):>9}")
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("dir", nargs="?", default=str(DEFAULT_DIR), help=f"labelled logs (default: {DEFAULT_DIR})")
+    ap.add_argument("dirs", nargs="*", metavar="DIR", help=f"labelled logs, one split each (default: {DEFAULT_DIR})")
+    ap.add_argument("--judge", default="rules", choices=("rules", "model"), help="the judge to score (default: rules)")
+    ap.add_argument("--judge-precision", default=DEFAULT_PRECISION,
+                    help=f"rules judge: {', '.join(PRECISION_LEVELS)} or 'all' for one line each (default: {DEFAULT_PRECISION})")
     ap.add_argument("--match-threshold", type=float, default=DEFAULT_MATCH_THRESHOLD,
                     help=f"as ingest --match-threshold (default {DEFAULT_MATCH_THRESHOLD})")
     ap.add_argument("--alert-uncertain", action="store_true",
                     help="alert on a partial match too (default: a partial match counts as carried, for precision)")
     ap.add_argument("--forms", default=",".join(FORMS),
                     help=f"prohibition forms to extract, comma-separated (default: all: {','.join(FORMS)})")
-    ap.add_argument("--sweep", default=None, help="thresholds to compare, comma-separated (one line each)")
+    ap.add_argument("--sweep", default=None, help="match thresholds to compare, comma-separated (one line each)")
     ap.add_argument("--ablation", action="store_true",
                     help="one line per set of forms: explicit only, explicit + each extra form, all but each, all")
     ap.add_argument("--split", default=None, help="score fold N of M only (N/M, by session id hash)")
     ap.add_argument("--json", default=None, help="also write the figures as JSON to this file")
-    ap.add_argument("--quiet", action="store_true", help="figures only, no item lists")
+    ap.add_argument("--quiet", action="store_true", help="figures and per-cue precision only, no item lists")
     args = ap.parse_args(argv)
-    root = Path(args.dir)
-    if not (root / "labels").is_dir():
-        print(f"eval_real_logs: no labelled logs at {root} (expected {root / 'labels'}/*.json and the logs beside it); "
-              "nothing measured. Pass the directory: python bench/eval_real_logs.py DIR", file=sys.stderr)
+    roots = [Path(d) for d in (args.dirs or [str(DEFAULT_DIR)])]
+    missing = [r for r in roots if not (r / "labels").is_dir()]
+    for r in missing:
+        print(f"eval_real_logs: no labelled logs at {r} (expected {r / 'labels'}/*.json and the logs beside it); "
+              "nothing measured there. Pass the directory: python bench/eval_real_logs.py DIR", file=sys.stderr)
+    roots = [r for r in roots if r not in missing]
+    if not roots:
         return 0
+    levels = list(PRECISION_LEVELS) if args.judge_precision == "all" else [args.judge_precision]
+    if args.judge == "model":
+        if args.sweep or args.ablation:
+            print("eval_real_logs: error: --sweep and --ablation tune the rules judge, not --judge model", file=sys.stderr)
+            return 2
+        levels = levels[:1]
     try:
         forms = frozenset(f.strip() for f in args.forms.split(",") if f.strip())
         matcher = ProhibitionMatcher(threshold=args.match_threshold, forms=forms, alert_uncertain=args.alert_uncertain)
-        only = split_sessions(root, args.split) if args.split else None
+        judges = [(lvl, make_judge(args.judge, matcher, lvl)) for lvl in levels]
+        folds = {r: (split_sessions(r, args.split) if args.split else None) for r in roots}
     except ValueError as exc:
         print(f"eval_real_logs: error: {exc}", file=sys.stderr)
         return 2
     started = time.monotonic()
+
+    def pooled(judge: Judge | ProhibitionMatcher) -> tuple[list[Case], dict[str, Score], dict[Path, dict[str, Score]]]:
+        all_cases, per_root, total = [], {}, defaultdict(Score)
+        for r in roots:
+            cases, scores = evaluate(r, judge, folds[r])
+            all_cases += cases
+            per_root[r] = scores
+            for k, v in scores.items():
+                total[k].add(v)
+        return all_cases, dict(total), per_root
+
+    def line(name: str, judge: Judge | ProhibitionMatcher) -> None:
+        _, scores, _ = pooled(judge)
+        sc = scores["overall"]
+        print(f"{name:>9}  {_fmt(sc.precision):>9}  {_fmt(sc.recall):>6}  {sc.tp:>2}  {sc.fp:>2}  {sc.fn:>2}  {sc.tn:>2}")
+
     if args.sweep:
         print(f"{'threshold':>9}  {'precision':>9}  {'recall':>6}  tp  fp  fn  tn")
         for t in (float(x) for x in args.sweep.split(",")):
-            _, scores = evaluate(root, ProhibitionMatcher(threshold=t, forms=forms, alert_uncertain=args.alert_uncertain), only)
-            s = scores["overall"]
-            print(f"{t:>9.2f}  {_fmt(s.precision):>9}  {_fmt(s.recall):>6}  {s.tp:>2}  {s.fp:>2}  {s.fn:>2}  {s.tn:>2}")
+            line(f"{t:.2f}", make_judge(args.judge, ProhibitionMatcher(threshold=t, forms=forms, alert_uncertain=args.alert_uncertain),
+                                        levels[0]))
         return 0
     if args.ablation:
         extras = [f for f in FORMS if f != "explicit"]
@@ -399,61 +477,82 @@ def main(argv: list[str] | None = None) -> int:
         sets += [(f"all but {f}", set(FORMS) - {f}) for f in extras] + [("all forms", set(FORMS))]
         print(f"{'forms':<26} {'precision':>9}  {'recall':>6}  tp  fp  fn  tn")
         for name, fs in sets:
-            _, scores = evaluate(root, ProhibitionMatcher(threshold=args.match_threshold, forms=frozenset(fs),
-                                                          alert_uncertain=args.alert_uncertain), only)
-            s = scores["overall"]
-            print(f"{name:<26} {_fmt(s.precision):>9}  {_fmt(s.recall):>6}  {s.tp:>2}  {s.fp:>2}  {s.fn:>2}  {s.tn:>2}")
+            _, scores, _ = pooled(make_judge(args.judge, ProhibitionMatcher(threshold=args.match_threshold, forms=frozenset(fs),
+                                                                            alert_uncertain=args.alert_uncertain), levels[0]))
+            sc = scores["overall"]
+            print(f"{name:<26} {_fmt(sc.precision):>9}  {_fmt(sc.recall):>6}  {sc.tp:>2}  {sc.fp:>2}  {sc.fn:>2}  {sc.tn:>2}")
         return 0
-    cases, scores = evaluate(root, matcher, only)
-    comps = sum(len(c.label["compactions"]) for c in cases)
-    print(f"labelled logs: {root} ({len(cases)} transcripts, {comps} compactions); match threshold "
-          f"{args.match_threshold}; forms {','.join(sorted(forms))}" + (f"; fold {args.split}" if args.split else ""))
-    print()
-    print(f"{'source':<12} {'precision':>9} {'recall':>6}   TP  FP  FN  TN")
-    for name in [k for k in sorted(scores) if k != "overall"] + ["overall"]:
-        s = scores[name]
-        print(f"{name:<12} {_fmt(s.precision):>9} {_fmt(s.recall):>6}  {s.tp:>3} {s.fp:>3} {s.fn:>3} {s.tn:>3}")
-    s = scores["overall"]
-    print()
-    print("confusion (per (summary, prohibition) pair)   labelled dropped   labelled carried / not gold")
-    print(f"  alerted                                      {s.tp:>6} (TP)          {s.fp:>6} (FP)")
-    print(f"  not alerted                                  {s.fn:>6} (FN)          {s.tn:>6} (TN; not-gold pairs not counted)")
-    if not args.quiet:
-        print(f"\nfalse alarms ({len(s.fp_items)}):")
-        for line in s.fp_items:
-            print(f"  {line}")
-        print(f"\nmisses ({len(s.fn_items)}):")
-        for line in s.fn_items:
-            print(f"  {line}")
-        if s.unscored:
-            print(f"\nnot scored ({len(s.unscored)}):")
-            for line in s.unscored:
-                print(f"  {line}")
-        missed, extra, forms_seen = extraction_report(cases)
-        print(f"\nextraction: gold prohibitions in force never read ({len(missed)}):")
-        for line in missed:
-            print(f"  {line}")
-        print(f"\nextraction: read but not gold ({len(extra)}; harmless while every summary carries them):")
-        for line in extra:
-            print(f"  {line}")
-        texts = [(c.name, line, found) for c in cases for line, found in c.after_last]
-        read = [(name, line, t) for name, line, found in texts for t in found]
-        print(f"\nnatural negatives (the user's words after each log's last compaction, in no label): {len(texts)} texts, "
-              f"{len(read)} read as prohibitions (each should be a real one):")
-        for name, line, t in read:
-            print(f"  {name[:8]} line {line}: \"{t}\"")
-        print("\nextraction by form (gold prohibitions issued before a compaction; the form is the label's for the"
-              " first two columns, ours for the last two):")
-        print(f"  {'form':<12} {'labelled':>8} {'read':>5} {'ours: gold':>11} {'ours: other':>12}")
-        for f in FORMS:
-            print(f"  {f:<12} {forms_seen[(f, 'labelled')]:>8} {forms_seen[(f, 'labelled and read')]:>5} "
-                  f"{forms_seen[(f, 'gold')]:>11} {forms_seen[(f, 'other')]:>12}")
-    print(f"\n{time.monotonic() - started:.1f}s", file=sys.stderr)
+    figures: dict[str, Any] = {}
+    for lvl, judge in judges:
+        if args.judge == "model":
+            from stream.adapters.model_judge import JudgeUnavailable
+
+            try:
+                cases, scores, per_root = pooled(judge)
+            except JudgeUnavailable as exc:
+                print(f"eval_real_logs: error: --judge model: {exc}", file=sys.stderr)
+                return 1
+            finally:
+                print(judge.tally.line(judge.model), file=sys.stderr)  # type: ignore[attr-defined]
+        else:
+            cases, scores, per_root = pooled(judge)
+        comps = sum(len(c.label["compactions"]) for c in cases)
+        name = f"{args.judge}" + (f" (precision {lvl})" if args.judge == "rules" else f" {judge.model}")  # type: ignore[attr-defined]
+        print(f"judge {name}: {', '.join(map(str, roots))} ({len(cases)} transcripts, {comps} compactions); match threshold "
+              f"{args.match_threshold}; forms {','.join(sorted(forms))}" + (f"; fold {args.split}" if args.split else ""))
+        print()
+        print(f"{'split / source':<22} {'precision':>9} {'recall':>6}   TP  FP  FN  TN")
+        if len(roots) > 1:
+            for r in roots:
+                print(_row(f"split {r.name}", per_root[r]["overall"]))
+        for k in [k for k in sorted(scores) if k != "overall"] + ["overall"]:
+            print(_row(k if k != "overall" else ("pooled" if len(roots) > 1 else "overall"), scores[k]))
+        s = scores["overall"]
+        skipped: Counter = Counter()
+        for c in cases:
+            skipped.update(c.skipped_languages)
+        print(f"\ntexts in a language the judge cannot read: {sum(skipped.values())}"
+              + (f" ({', '.join(f'{k} {v}' for k, v in sorted(skipped.items()))})" if skipped else ""))
+        print("\nprecision per cue (alerts it raised; the instruction cue read the rule, the drop cue judged it not carried):")
+        print(f"  {'kind':<12} {'cue':<34} {'TP':>3} {'FP':>3} {'precision':>9}")
+        for row in cue_table(s):
+            print(row)
+        figures[lvl] = {name: {"precision": sc.precision, "recall": sc.recall, "tp": sc.tp, "fp": sc.fp, "fn": sc.fn,
+                               "tn": sc.tn} for name, sc in scores.items()}
+        if not args.quiet:
+            print(f"\nfalse alarms ({len(s.fp_items)}):")
+            for item in s.fp_items:
+                print(f"  {item}")
+            print(f"\nmisses ({len(s.fn_items)}):")
+            for item in s.fn_items:
+                print(f"  {item}")
+            if s.unscored:
+                print(f"\nnot scored ({len(s.unscored)}):")
+                for item in s.unscored:
+                    print(f"  {item}")
+            missed, extra, forms_seen = extraction_report(cases)
+            print(f"\nextraction: gold prohibitions in force never read ({len(missed)}):")
+            for item in missed:
+                print(f"  {item}")
+            print(f"\nextraction: read but not gold ({len(extra)}; harmless while every summary carries them):")
+            for item in extra:
+                print(f"  {item}")
+            texts = [(c.name, ln, found) for c in cases for ln, found in c.after_last]
+            read = [(n, ln, t) for n, ln, found in texts for t in found]
+            print(f"\nnatural negatives (the user's words after each log's last compaction, in no label): {len(texts)} texts, "
+                  f"{len(read)} read as prohibitions (each should be a real one):")
+            for n, ln, t in read:
+                print(f"  {n[:8]} line {ln}: \"{t}\"")
+            print("\nextraction by form (gold prohibitions issued before a compaction; the form is the label's for the"
+                  " first two columns, ours for the last two):")
+            print(f"  {'form':<12} {'labelled':>8} {'read':>5} {'ours: gold':>11} {'ours: other':>12}")
+            for f in FORMS:
+                print(f"  {f:<12} {forms_seen[(f, 'labelled')]:>8} {forms_seen[(f, 'labelled and read')]:>5} "
+                      f"{forms_seen[(f, 'gold')]:>11} {forms_seen[(f, 'other')]:>12}")
+        print()
+    print(f"{time.monotonic() - started:.1f}s", file=sys.stderr)
     if args.json:
-        Path(args.json).write_text(json.dumps({
-            name: {"precision": sc.precision, "recall": sc.recall, "tp": sc.tp, "fp": sc.fp, "fn": sc.fn, "tn": sc.tn}
-            for name, sc in scores.items()
-        }, indent=2) + "\n")
+        Path(args.json).write_text(json.dumps(figures if len(figures) > 1 else next(iter(figures.values())), indent=2) + "\n")
     return 0
 
 

@@ -228,6 +228,61 @@ class Settings(BaseSettings):
         "starting a fresh local one (tests/conftest.py).",
     )
 
+    # --- the model judge (ingest openhands|claude-code --judge model) ----------------------
+    judge_backend: Literal["anthropic", "openai", "claude-cli"] = Field(
+        "claude-cli",
+        description="Where the model judge asks: the Anthropic Messages API, an OpenAI-compatible Chat "
+        "Completions endpoint (OpenAI, Ollama, llama.cpp server, vLLM), or the local claude CLI (print mode, "
+        "the user's own login).",
+    )
+    judge_model: str | None = Field(
+        None,
+        description="Model id. Default: claude-sonnet-4-5 (anthropic), the CLI's own default (claude-cli); "
+        "required for openai (e.g. gpt-4.1-mini, qwen2.5:14b).",
+    )
+    judge_url: str | None = Field(
+        None,
+        description="Base URL. Default https://api.anthropic.com (anthropic; /v1/messages is appended) or "
+        "https://api.openai.com/v1 (openai; /chat/completions is appended; Ollama: http://localhost:11434/v1).",
+    )
+    judge_api_key: SecretStr | None = Field(
+        None, description="API key of the judge's endpoint (sent to CG_JUDGE_URL, whatever host that is)."
+    )
+    anthropic_api_key: SecretStr | None = Field(
+        None, validation_alias="ANTHROPIC_API_KEY",
+        description="ANTHROPIC_API_KEY: used by the anthropic backend when CG_JUDGE_API_KEY is unset and "
+        "CG_JUDGE_URL is Anthropic's own.",
+    )
+    openai_api_key: SecretStr | None = Field(
+        None, validation_alias="OPENAI_API_KEY",
+        description="OPENAI_API_KEY: used by the openai backend when CG_JUDGE_API_KEY is unset and "
+        "CG_JUDGE_URL is OpenAI's own.",
+    )
+    judge_timeout: float = Field(120.0, gt=0, le=3600, description="Seconds one judge request may take.")
+    judge_retries: int = Field(
+        3, ge=0, le=20,
+        description="Retries of a failed judge request (timeout, connection error, HTTP 408/409/429/5xx, an "
+        "invalid answer); never for a refused key or a bad request.",
+    )
+    judge_backoff: float = Field(
+        1.0, ge=0, le=60,
+        description="Seconds before the first retry; doubled each time (the server's retry-after when longer), "
+        "at most 60.",
+    )
+    judge_max_tokens: int = Field(4096, ge=256, le=65_536, description="Most tokens one judge answer may have.")
+    judge_cache_dir: Path = Field(
+        USER_DATA_DIR / "judge-cache",
+        description="The judge's answers by request hash: re-ingesting the same logs makes no new call and "
+        "gives byte-identical events. Delete it to ask again.",
+    )
+    judge_claude_bin: str = Field("claude", description="The claude CLI of the claude-cli backend (name or path).")
+    judge_price_input: float | None = Field(
+        None, ge=0,
+        description="USD per million input tokens, for the cost in the ingest summary (the claude CLI reports "
+        "its own cost; without a price the HTTP backends' cost is 'unknown').",
+    )
+    judge_price_output: float | None = Field(None, ge=0, description="USD per million output tokens (see above).")
+
     # --- logs ------------------------------------------------------------------------
     log_format: Literal["text", "json"] = Field(
         "text",

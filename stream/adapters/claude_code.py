@@ -61,10 +61,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from stream.adapters.compaction_logs import (
+    MAX_RAW_PER_CHECKPOINT,
     ContextEvents,
     JudgedContext,
     ProhibitionMatcher,
@@ -75,6 +77,7 @@ from stream.adapters.compaction_logs import (
     texts_of,
 )
 from stream.adapters.judge import Candidate, Judge
+from stream.adapters.trajectories import json_value_problem
 from stream.adapters.judge_rules import as_judge
 
 #: Record types known to carry nothing for the rules (counted as ignored, not unknown).
@@ -113,13 +116,20 @@ def discover(paths: list[str | Path]) -> tuple[list[Path], list[str]]:
     return [found[k] for k in sorted(found)], errors
 
 
-def record_key(rec: dict[str, Any]) -> str:
-    """A record's native identity: its ``uuid``, else a hash of its content (queue operations, snapshots)."""
+def record_key(rec: dict[str, Any], occurrence: int = 0) -> str:
+    """A record's native identity: its ``uuid``, else a hash of its content (queue operations, snapshots,
+    ``permission-mode`` / ``mode`` records) and ``occurrence``: the how-manieth record of that content in its file
+    (newer versions write the same ``permission-mode`` record at every turn: repeats in one file are records of
+    their own, while a second copy of the file repeats the same keys)."""
     uuid = rec.get("uuid")
     if isinstance(uuid, str) and uuid:
         return f"uuid:{uuid}"
+    return f"sha:{content_hash(rec)}" + (f"#{occurrence}" if occurrence else "")
+
+
+def content_hash(rec: dict[str, Any]) -> str:
     canonical = json.dumps(rec, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return f"sha:{hashlib.sha256(canonical.encode('utf-8')).hexdigest()[:24]}"
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:24]
 
 
 def decode_line(line: bytes) -> tuple[list[Any], json.JSONDecodeError | None]:
@@ -161,6 +171,8 @@ class ClaudeCodeSession:
         self._rules_in_view: set[str] = set()  # texts of the rule files re-injected since the last boundary
         self._root_dirty = False
         self._queued: list[tuple[str, str, int]] = []  # (record key, text, line) waiting in the queue
+        self._inherited: list[str] = []  # holders of a continued session's quoted messages, covered by the next compaction
+        self._summary_line = 0
 
     @property
     def context_id(self) -> str:
@@ -172,7 +184,7 @@ class ClaudeCodeSession:
     # ---- records
 
     def record(self, rec: dict[str, Any], file: "ClaudeCodeTranscript", lineno: int) -> None:
-        key = record_key(rec)
+        key = record_key(rec, file.occurrence(rec))
         if key in self.seen:
             file.stats.repeated += 1
             self.out.also_held_by(key, file.holder, None)
@@ -234,7 +246,7 @@ class ClaudeCodeSession:
                 self.judged.add(Candidate(f"{key}#{n}", text, channel, at, ("line", lineno), question), holder)
                 n += 1
 
-            if not rec.get("isMeta"):
+            if not rec.get("isMeta") and rec.get("isSidechain") is not True:  # a sidechain's "user" is the agent
                 texts = [content] if isinstance(content, str) else [
                     b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
                 ]
@@ -250,8 +262,12 @@ class ClaudeCodeSession:
                 feedback = _rejection_feedback(b)
                 if feedback:
                     candidate(feedback, "rejection")
-            for question, answer in _answers(rec.get("toolUseResult")):  # one utterance each: joined, a long answer ran
-                candidate(answer, "answer", question)  # into the next
+            answers = _answers(rec.get("toolUseResult"))
+            for b in blocks if not answers else ():  # older / other records: the answers only in the result's text
+                if isinstance(b, dict) and b.get("type") == "tool_result":
+                    answers += _answers_in_text("\n".join(texts_of(b.get("content"))))
+            for question, answer in answers:  # one utterance each: joined, a long answer ran into the next
+                candidate(answer, "answer", question)
             for p in _strings(find_values(rec.get("toolUseResult"), "filePath")):
                 self._file(p, holder, key, file, at)
         else:
@@ -300,10 +316,12 @@ class ClaudeCodeSession:
     def _attachment(self, rec: dict[str, Any], key: str, file: "ClaudeCodeTranscript", lineno: int,
                     at: str | None) -> None:
         att = rec.get("attachment") if isinstance(rec.get("attachment"), dict) else {}
-        if att.get("type") == "queued_command" and isinstance(att.get("prompt"), str):
+        prompt = att.get("prompt")
+        if att.get("type") == "queued_command" and isinstance(prompt, (str, list)):
             origin = att.get("origin") if isinstance(att.get("origin"), dict) else {}
-            if origin.get("kind", "human") == "human":  # a message the user typed while the agent worked
-                self._user_words(f"ev:queued:{key.split(':', 1)[1]}", key, att["prompt"], file, lineno, at)
+            text = prompt if isinstance(prompt, str) else "\n".join(texts_of(prompt))
+            if origin.get("kind", "human") == "human" and text.strip():  # a message the user typed while the agent worked
+                self._user_words(f"ev:queued:{key.split(':', 1)[1]}", key, text, file, lineno, at)
                 return
         if att.get("type") != "nested_memory":
             file.stats.ignored[f"attachment:{att.get('type')}"] += 1
@@ -323,6 +341,7 @@ class ClaudeCodeSession:
         else:
             boundary = self._boundary[0]
         self._boundary = None
+        self._summary_line = lineno
         msg = rec.get("message") if isinstance(rec.get("message"), dict) else {}
         text = "\n".join(texts_of(msg.get("content"))).strip() or None
         if text is not None:
@@ -348,30 +367,48 @@ class ClaudeCodeSession:
                  at: str | None, stats: ReadStats) -> None:
         preserved = self._preserved(boundary, stats)
         covered = [h for h in self.out.live_holders() if h.startswith("ev:") and h not in preserved]
-        raw, carried, extra = self.judged.judge(text, covered)
+        continued = self._summary is None and not covered and text is not None  # a file that starts with a compaction
+        raw, carried, extra = self.judged.judge(text, covered + self._inherited)
+        self._inherited = []
         for _, wire in self.judged.always_kept("rule_file"):
             self._rules.setdefault(wire["id"], wire)
-        self.out.summary_node(
+        event = self.out.summary_node(
             node_id, key, at, children=[self._summary] if self._summary else [], raw=raw,
             carried=carried, text=text, extra=extra, opaque_reason=reason,
         )
+        if event.get("x_constraints_not_listed"):
+            stats.warn(f"summary {node_id}: {event['x_constraints_not_listed']} more prohibitions than a checkpoint lists "
+                       f"(the first {MAX_RAW_PER_CHECKPOINT} are required of it)")
         for h in covered:
             self.out.release_live(h, key, at)
         self._summary = node_id
+        if continued:
+            # A continued session: the user's words of the earlier one reach the agent only as the summary's quotes.
+            holder = f"inherited:{node_id}"
+            for n, (quoted, line) in enumerate(_quoted_user_messages(text)):
+                self.judged.add(Candidate(f"{key}#q{n}", quoted, "typed", at, ("line", self._summary_line)), holder)
+            self._inherited = [holder]
         self._rules_in_view = set()  # rule files must be re-injected after the boundary to be in view
         self._root_dirty = True
 
     def _preserved(self, boundary: dict[str, Any], stats: ReadStats) -> set[str]:
-        seg = boundary.get("compactMetadata", {}) if isinstance(boundary.get("compactMetadata"), dict) else {}
-        seg = seg.get("preservedSegment") if isinstance(seg.get("preservedSegment"), dict) else {}
+        """Holders the compaction keeps in view: ``preservedSegment`` (``headUuid`` .. ``tailUuid`` in file order)
+        and, in newer versions, ``preservedMessages`` (``uuids`` / ``allUuids``: the records kept verbatim)."""
+        meta = boundary.get("compactMetadata", {}) if isinstance(boundary.get("compactMetadata"), dict) else {}
+        kept: set[str] = set()
+        listed = meta.get("preservedMessages") if isinstance(meta.get("preservedMessages"), dict) else {}
+        for k in ("uuids", "allUuids"):
+            ids = listed.get(k) if isinstance(listed.get(k), list) else []
+            kept.update(f"ev:{u}" for u in ids if isinstance(u, str) and u)
+        seg = meta.get("preservedSegment") if isinstance(meta.get("preservedSegment"), dict) else {}
         head, tail = seg.get("headUuid"), seg.get("tailUuid")
         if not head and not tail:
-            return set()
+            return kept
         if head not in self._uuid_pos or tail not in self._uuid_pos:
-            stats.broken_links += 1  # e.g. a tailUuid that is no message: nothing is taken as preserved
-            return set()
+            stats.broken_links += 1  # e.g. a tailUuid that is no message: nothing more is taken as preserved
+            return kept
         lo, hi = sorted((self._uuid_pos[head], self._uuid_pos[tail]))
-        return {f"ev:{u}" for u in self._uuids[lo : hi + 1]}
+        return kept | {f"ev:{u}" for u in self._uuids[lo : hi + 1]}
 
     def _flush_root(self, key: str) -> None:
         if not self._root_dirty or self._boundary is not None:
@@ -406,6 +443,17 @@ class ClaudeCodeTranscript:
         self._lineno = 0
         self._started = False
         self._early: list[tuple[dict[str, Any], int]] = []  # records before the first sessionId
+        self._seen_content: Counter[str] = Counter()  # uuid-less records of this file, by content hash
+
+    def occurrence(self, rec: dict[str, Any]) -> int:
+        """How many records of ``rec``'s content (without a uuid) this file held before it."""
+        uuid = rec.get("uuid")
+        if isinstance(uuid, str) and uuid:
+            return 0
+        digest = content_hash(rec)
+        n = self._seen_content[digest]
+        self._seen_content[digest] += 1
+        return n
 
     @property
     def context_id(self) -> str | None:
@@ -473,6 +521,10 @@ class ClaudeCodeTranscript:
             self.stats.records += 1
             self.stats.error(f"{self.path}:{self._lineno}: not valid JSON: nested too deeply")
             return
+        except ValueError as exc:  # an integer over Python's digit limit: this line is lost, the file goes on
+            self.stats.records += 1
+            self.stats.error(f"{self.path}:{self._lineno}: {json_value_problem(exc)}")
+            return
         if bad is not None:  # what follows the records read (if any) is lost, and said so
             self.stats.records += 1
             after = f" after {len(values)} record(s)" if values else ""
@@ -509,6 +561,28 @@ def _answers(result: Any) -> list[tuple[str, str]]:
     return [(str(q), _RECOMMENDED.sub("", a).strip()) for q, a in result["answers"].items() if isinstance(a, str) and a.strip()]
 
 
+#: How AskUserQuestion results open, across versions.
+_ANSWERED = re.compile(r"(?:User has answered your questions?|Your questions? (?:has|have) been answered|The user answered)\s*:\s*",
+                       re.IGNORECASE)
+_PAIR = re.compile(r'"(.+?)"\s*=\s*"(.*?)"(?=\s*,\s*"|\s*\.\s|\s*\.?\s*$|\s*user notes:)', re.DOTALL)
+_NOTES = re.compile(r"user notes:\s*(.+?)(?:\s*\.?\s*(?:You can now continue|$))", re.IGNORECASE | re.DOTALL)
+
+
+def _answers_in_text(text: str) -> list[tuple[str, str]]:
+    """``(question, answer)`` pairs of an AskUserQuestion result as written in its text ('User has answered your
+    questions: "Q"="A", ...', 'Your questions have been answered: ...', 'The user answered: ...'); free-text
+    ``user notes: ...`` are an answer of their own."""
+    m = _ANSWERED.search(text or "")
+    if not m:
+        return []
+    body = text[m.end():]
+    out = [(q.strip(), _RECOMMENDED.sub("", a).strip()) for q, a in _PAIR.findall(body) if a.strip()]
+    for note in _NOTES.findall(body):
+        if note.strip():
+            out.append((out[-1][0] if out else "", note.strip().strip('"')))
+    return out
+
+
 def _rejection_feedback(block: dict[str, Any]) -> str | None:
     """The user's words of a rejected tool call ("... the user said:\\n<words>"), if any."""
     content = block.get("content")
@@ -519,6 +593,27 @@ def _rejection_feedback(block: dict[str, Any]) -> str | None:
     if not m or m.group(1).lstrip().startswith(_CLARIFY):  # boilerplate of a "clarify" answer, no words typed
         return None
     return m.group(1).strip()
+
+
+_USER_MESSAGES = re.compile(r"^\s*(?:#+\s*|\d+\.\s*|\*\*)*all\s+(?:of\s+the\s+)?user(?:'s)?\s+messages\b.*$", re.I | re.M)
+_NEXT_SECTION = re.compile(r"^\s*(?:#+\s+|\d+\.\s+\S|\*\*\d+\.)", re.M)
+_QUOTE = re.compile(r'"([^"\n]{3,})"|“([^”\n]{3,})”')
+
+
+def _quoted_user_messages(summary: str) -> list[tuple[str, int]]:
+    """The user's messages a summary's "All user messages" section quotes: ``(text, item index)``."""
+    m = _USER_MESSAGES.search(summary)
+    if not m:
+        return []
+    rest = summary[m.end():]
+    end = _NEXT_SECTION.search(rest)
+    out = []
+    for k, item in enumerate(re.split(r"\n\s*[-*•]\s+", "\n" + (rest[: end.start()] if end else rest))):
+        quotes = [a or b for a, b in _QUOTE.findall(item)]
+        text = max(quotes, key=len) if quotes else ""
+        if text.strip():
+            out.append((text.strip(), k))
+    return out
 
 
 def _strings(values: list[Any]) -> list[str]:

@@ -316,6 +316,11 @@ class ContextEvents:
         node_id = bounded_id(node_id)
         children = [bounded_id(c) for c in children]
         raw_map = {c["id"]: c for c in raw}
+        cut = max(0, len(raw_map) - MAX_RAW_PER_CHECKPOINT)  # the event stays under DESIGN.md §3's size limits
+        if cut:
+            raw_map = dict(list(raw_map.items())[:MAX_RAW_PER_CHECKPOINT])
+        if len(raw_map) > _SLIM_OVER:
+            raw_map = {k: _slim(v, text=True) for k, v in raw_map.items()}
         pool = dict(raw_map)
         for child in children:
             if child in self.nodes:
@@ -329,10 +334,12 @@ class ContextEvents:
             "parent_id": self.root_id,
             "children": sorted(set(children)),
             "referents": referents,
-            "negative_constraints": [carried[k] for k in pool if k in carried],
+            "negative_constraints": _listed([carried[k] for k in pool if k in carried]),
             "raw_negative_constraints": list(raw_map.values()),
             "text": text,
         }
+        if cut:
+            body["x_constraints_not_listed"] = cut  # a warning of the adapter says so too
         if text is not None and len(text) > MAX_TEXT_CHARS:  # keep the event under the 1 MiB limit
             body["text"] = text[:MAX_TEXT_CHARS]
             body["x_text_truncated"] = True
@@ -383,10 +390,32 @@ class ContextEvents:
                 "level": "root",
                 "children": children,
                 "referents": [],
-                "negative_constraints": [carried[k] for k in sorted(carried)],
-                "raw_negative_constraints": [raw_map[k] for k in sorted(raw_map)],
+                "negative_constraints": _listed([carried[k] for k in sorted(carried)]),
+                "raw_negative_constraints": _listed([raw_map[k] for k in sorted(raw_map)]),
             },
         )
+
+
+#: At most this many prohibitions are listed as raw in one checkpoint (a message of thousands of rules would make an
+#: event over the 1 MiB / 10,000-entry limits of DESIGN.md §3, and a dead-lettered checkpoint loses every alert).
+MAX_RAW_PER_CHECKPOINT = 1_000
+#: Longer lists are written with short constraint objects (id, a 200-character text or none, the cue).
+_SLIM_OVER = 200
+_MAX_LISTED = 5_000
+
+
+def _slim(obj: dict[str, Any], *, text: bool = False) -> dict[str, Any]:
+    keep = {"id": obj["id"], **({"x_cue": obj["x_cue"]} if "x_cue" in obj else {})}
+    if text and "text" in obj:
+        keep["text"] = obj["text"][:200]
+    return keep
+
+
+def _listed(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A constraint list that keeps its event under the size limits: short objects past :data:`_SLIM_OVER`."""
+    if len(objs) <= _SLIM_OVER:
+        return objs
+    return [_slim(o) for o in objs[:_MAX_LISTED]]
 
 
 # --------------------------------------------------------------------------- judging
@@ -472,7 +501,7 @@ class JudgedContext:
         if j.model:
             extra["x_model"] = j.model
         if not_carried:
-            extra["x_not_carried"] = not_carried
+            extra["x_not_carried"] = not_carried[:_SLIM_OVER]
         if j.skipped_languages:
             extra["x_skipped_languages"] = list(j.skipped_languages)
         return raw, carried, extra

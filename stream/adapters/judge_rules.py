@@ -1,58 +1,254 @@
 """The ``rules`` judge: the offline default of the judge port (:mod:`stream.adapters.judge`).
 
-Reads every candidate with the prohibition extractor and decides each carry with the
-matcher of :mod:`stream.adapters.prohibitions`; each decision names the cue that made it.
+Both decisions name a row of :mod:`stream.adapters.cues`:
+
+* **In force.** Each candidate is read line by line in its language (:func:`cues.language_of`):
+  English by the extractor of :mod:`stream.adapters.prohibitions` (each rule named by its
+  cue), other languages by their own cue tables; a line in a language no table reads is
+  counted (``Judgement.skipped_languages``), never taken as "no prohibition". The
+  precision level (:data:`cues.PRECISION_LEVELS`) admits instruction cues by strength.
+* **Carried.** Structure first: Claude Code summaries quote the user's messages ("All user
+  messages"), so a rule whose words are quoted is carried (``quoted``); then the matcher's
+  restatement cues (``negated-mention``, ``stays``, ``no-thing``, ...). Not carried, the
+  reason is a drop cue — ``unquoted-again`` (an earlier summary quoted it, this one does
+  not: the strongest), ``removed`` (the summary says the thing is gone), ``not-quoted``,
+  ``plan-unstated``, ``unmatched`` — and a drop alerts only if the level admits its cue
+  (else it is kept as carried with the cue ``below-precision:<cue>``).
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
+from stream.adapters import cues
 from stream.adapters.judge import Candidate, Carry, Instruction, Judge, Judgement
-from stream.adapters.prohibitions import Prohibition, ProhibitionMatcher, SummaryIndex
+from stream.adapters.prohibitions import (
+    Prohibition,
+    ProhibitionMatcher,
+    SummaryIndex,
+    make_prohibition,
+    prose_lines,
+    sentences,
+)
 
 _SOURCE = {"plan": "plan", "rule_file": "rule_file", "system": "system"}
+_USER_WORDS = frozenset({"typed", "queued", "answer", "rejection", "command_args"})
+#: Share of a rule's word trigrams a summary must hold to quote it (0.5: a quote trimmed or annotated still counts).
+QUOTED = 0.5
+#: Longer messages are described, not quoted, in a summary's list of the user's messages ("/spec with a detailed
+#: description of ..."): a rule of theirs missing from the list is weak evidence of a drop.
+QUOTABLE = 400
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+", re.UNICODE)
+_USER_LIST = re.compile(r"all\s+(?:of\s+the\s+)?user(?:'s)?\s+messages|user\s+messages\s*:", re.I)
+_FOREIGN_SENTENCE = re.compile(r"(?<=[。！？!?．])\s*")
+_CODE_NAME = re.compile(r"`([^`\n]{2,80})`|((?:[\w.-]+/)+[\w.-]+|\b\w+\.(?:py|go|ts|tsx|js|rs|java|md|json|ya?ml|toml|sql)\b|"
+                        r"\b[a-z]+_[a-z_]+\b|\b[A-Za-z][a-z0-9]+[A-Z]\w*\b)")
+_NEGATION_OR_KEEP = re.compile(r"\b(?:not?|never|don'?t|without|avoid\w*|keep\w*|kept|unchanged|untouched|preserv\w*|"
+                               r"off[- ]limits|forbid\w*|prohibit\w*)\b|ない|不|别|禁止|保持|지\s*마|금지|유지", re.I)
+
+
+def tokens(text: str) -> list[str]:
+    """Words of ``text`` for quote comparison: NFKC, casefolded, markdown and quotes away; each CJK character a word."""
+    return _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold().replace("_", " "))
+
+
+def _shingles(words: list[str]) -> frozenset[tuple[str, ...]]:
+    return frozenset(tuple(words[i : i + 3]) for i in range(len(words) - 2))
+
+
+@dataclass(frozen=True)
+class _Summary:
+    text: str
+    words: str  # " ".join(tokens), padded with spaces
+    shingles: frozenset[tuple[str, ...]]
+    lists_user_messages: bool
+
+    @property
+    def index(self) -> SummaryIndex:
+        return _index(self.text)
+
+
+@lru_cache(maxsize=256)
+def _summary(text: str) -> _Summary:
+    words = tokens(text)
+    return _Summary(text, f" {' '.join(words)} ", _shingles(words), bool(_USER_LIST.search(text)))
+
+
+@lru_cache(maxsize=64)
+def _index(text: str) -> SummaryIndex:
+    return SummaryIndex.of(text)
+
+
+def quoted_share(rule: str, summary: _Summary) -> float:
+    """Share of ``rule``'s word trigrams found in the summary (a rule under three words: 1.0 if said whole, else 0);
+    0 when a word that names something (a number, an identifier, a word of four letters or more) is missing."""
+    words = tokens(rule)
+    if not words:
+        return 0.0
+    if len(words) < 3:
+        return 1.0 if f" {' '.join(words)} " in summary.words else 0.0
+    naming = {w for w in words if len(w) >= 4 or any(ch.isdigit() for ch in w)}
+    if naming and sum(f" {w} " in summary.words for w in naming) < 0.8 * len(naming):
+        return 0.0
+    own = _shingles(words)
+    return len(own & summary.shingles) / len(own)
+
+
+@dataclass(frozen=True)
+class _Read:
+    """One candidate read: its rules (each with its language) and the languages it has lines in that no table reads."""
+
+    rules: tuple[tuple[Prohibition, str], ...]
+    skipped: tuple[str, ...]
 
 
 class RulesJudge:
-    """The ``rules`` judge (module docstring). ``matcher``: the extractor and matcher settings."""
+    """The ``rules`` judge (module docstring).
+
+    ``matcher``: the English extractor and matcher settings; ``precision``: a level of
+    :data:`cues.PRECISION_LEVELS` (default ``precise``).
+    """
 
     name = "rules"
 
-    def __init__(self, matcher: ProhibitionMatcher | None = None) -> None:
+    def __init__(self, matcher: ProhibitionMatcher | None = None, precision: str = cues.DEFAULT_PRECISION) -> None:
+        if precision not in cues.PRECISION_LEVELS:
+            raise ValueError(f"unknown judge precision {precision!r} (known: {', '.join(cues.PRECISION_LEVELS)})")
         self.matcher = matcher or ProhibitionMatcher()
+        self.level = cues.PRECISION_LEVELS[precision]
         self._read = lru_cache(maxsize=65_536)(self._read_uncached)
 
-    def _read_uncached(self, text: str, source: str, question: str | None) -> tuple[Prohibition, ...]:
-        return tuple(self.matcher.prohibitions(text, source=source, about=question))
+    @property
+    def precision(self) -> str:
+        return self.level.name
+
+    # ---- in force
+
+    def _read_uncached(self, text: str, channel: str, question: str | None) -> _Read:
+        source = _SOURCE.get(channel, "user")
+        by_lang: dict[str, list[str]] = {}
+        for line, *_ in prose_lines(text, source=source):
+            by_lang.setdefault(cues.language_of(line), []).append(line)
+        rules: dict[str, tuple[Prohibition, str]] = {}
+        if any(lang in ("en", "und") for lang in by_lang):
+            for p in self.matcher.prohibitions(text, source=source, about=question):
+                lang = cues.language_of(p.text)
+                if lang in ("en", "und"):
+                    rules.setdefault(p.id, (p, "en"))
+        skipped = []
+        for lang, lines in by_lang.items():
+            if lang in ("en", "und"):
+                continue
+            table = cues.FOREIGN.get(lang)
+            if table is None:
+                skipped.append(lang)
+                continue
+            for p in _read_foreign(table, lines, source):
+                rules.setdefault(p.id, (p, lang))
+        return _Read(tuple(rules.values()), tuple(sorted(skipped)))
+
+    def read(self, candidate: Candidate) -> _Read:
+        return self._read(candidate.text, candidate.channel, candidate.question)
 
     def instructions(self, candidate: Candidate) -> list[tuple[Instruction, Prohibition]]:
-        """The prohibitions one candidate states, each with the extractor's object (for matching)."""
+        """The prohibitions one candidate states that this precision level admits, each with the extractor's object."""
         out = []
-        for p in self._read(candidate.text, _SOURCE.get(candidate.channel, "user"), candidate.question):
-            out.append((Instruction(p.id, p.text, candidate.id, p.form, cue=f"extract:{p.form}"), p))
+        for p, _ in self.read(candidate).rules:
+            if cues.strength_of(p.cue) in self.level.instruction and p.form in self.matcher.forms:
+                out.append((Instruction(p.id, p.text, candidate.id, p.form, cue=p.cue or p.form), p))
         return out
+
+    # ---- the judgement
 
     def judge(self, candidates: Sequence[Candidate], summary: str | None,
               earlier_summaries: Sequence[str] = ()) -> Judgement:
-        found: dict[str, tuple[Instruction, Prohibition]] = {}
+        found: dict[str, tuple[Instruction, Prohibition, Candidate, str]] = {}
+        skipped: dict[str, None] = {}
         for c in candidates:
+            reading = self.read(c)
+            skipped.update(dict.fromkeys(reading.skipped))
+            langs = dict((p.id, lang) for p, lang in reading.rules)
             for i, p in self.instructions(c):
-                found.setdefault(i.id, (i, p))
-        index = SummaryIndex.of(summary) if summary else None
-        carries = []
-        for i, p in found.values():
-            if index is None:
-                carries.append(Carry(i.id, False, cue="opaque" if summary is None else "empty"))
+                found.setdefault(i.id, (i, p, c, langs.get(p.id, "en")))
+        now = _summary(summary) if summary else None
+        before = [_summary(t) for t in earlier_summaries if t]
+        carries = tuple(self._carry(i, p, c, lang, now, before) for i, p, c, lang in found.values())
+        return Judgement("rules", None, tuple(i for i, *_ in found.values()), carries, skipped_languages=tuple(skipped))
+
+    def _carry(self, i: Instruction, p: Prohibition, c: Candidate, lang: str, now: _Summary | None,
+               before: list[_Summary]) -> Carry:
+        if now is None:
+            return Carry(i.id, False, cue="opaque")
+        if quoted_share(i.text, now) >= QUOTED:
+            return Carry(i.id, True, cue="quoted")
+        matcher_cue = None
+        if lang == "en":
+            verdict, cue, sentence = self.matcher.judge_cue(now.index, p)
+            if verdict == "carried":
+                return Carry(i.id, True, cue=cue, quote=sentence)
+            if verdict == "uncertain" and not (self.level.uncertain_drops or self.matcher.alert_uncertain):
+                return Carry(i.id, True, cue="partial", quote=sentence)
+            matcher_cue = "uncertain" if verdict == "uncertain" else cue
+        else:
+            quote = _code_name_kept(i.text, now.text)
+            if quote is not None:
+                return Carry(i.id, True, cue="code-name", quote=quote)
+        drop = self._drop_cue(i, c, matcher_cue, now, before)
+        allowed = self.level.drops if lang == "en" else self.level.foreign_drops
+        if drop not in allowed and not (drop == "uncertain" and self.matcher.alert_uncertain):
+            return Carry(i.id, True, cue=f"below-precision:{drop}",
+                         reason=f"not stated, but a '{drop}' drop does not alert at precision '{self.level.name}'")
+        return Carry(i.id, False, cue=drop)
+
+    @staticmethod
+    def _drop_cue(i: Instruction, c: Candidate, matcher_cue: str | None, now: _Summary, before: list[_Summary]) -> str:
+        if matcher_cue in ("removed", "uncertain"):
+            return matcher_cue
+        if any(quoted_share(i.text, s) >= QUOTED for s in before):
+            return "unquoted-again"
+        if c.channel == "plan":
+            return "plan-unstated"
+        if c.channel in _USER_WORDS and now.lists_user_messages:
+            return "not-quoted" if len(c.text) <= QUOTABLE else "not-quoted-long"
+        return "unmatched"
+
+
+def _read_foreign(table: cues.ForeignTable, lines: list[str], source: str) -> list[Prohibition]:
+    """The rules a language's cue table reads in ``lines`` (sentence by sentence; a veto wins)."""
+    out = []
+    for line in lines:
+        pieces = [s for part in _FOREIGN_SENTENCE.split(line) for s in (sentences(part) if table.lang in cues.LATIN_TABLES
+                                                                       else [part]) if s.strip()]
+        for sentence in pieces:
+            s = sentence.strip()
+            if len(s) < 3 or any(pattern.search(s) for _, pattern in table.veto):
                 continue
-            verdict = self.matcher.judge(index, p)
-            carried = verdict == "carried" or (verdict == "uncertain" and not self.matcher.alert_uncertain)
-            carries.append(Carry(i.id, carried, cue=f"match:{verdict}"))
-        return Judgement("rules", None, tuple(i for i, _ in found.values()), tuple(carries))
+            for cue, pattern in table.instruction:
+                if pattern.search(s):
+                    out.append(make_prohibition(s[:500], source=source, form=cue.form or "explicit",
+                                                cue=f"{table.lang}:{cue.name}"))
+                    break
+    return out
 
 
-def as_judge(judge: "Judge | ProhibitionMatcher | None") -> "Judge":
+def _code_name_kept(rule: str, summary: str) -> str | None:
+    """A summary sentence naming a code name of ``rule`` (a path, an identifier) next to a negation or keep word."""
+    names = {m.group(1) or m.group(2) for m in _CODE_NAME.finditer(rule)}
+    names = {n.strip() for n in names if n and len(n.strip()) >= 3}
+    if not names:
+        return None
+    for sentence in re.split(r"(?<=[.!?。])\s+|\n", summary):
+        if any(n in sentence for n in names) and _NEGATION_OR_KEEP.search(sentence):
+            return sentence.strip()
+    return None
+
+
+def as_judge(judge: Judge | ProhibitionMatcher | None) -> Judge:
     """The judge an adapter was given: None -> the default ``rules`` judge; a bare
     :class:`ProhibitionMatcher` (the adapters' former argument) -> the ``rules`` judge with it."""
     if judge is None:

@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from stream.adapters.compaction_logs import (
+    MAX_RAW_PER_CHECKPOINT,
     ContextEvents,
     JudgedContext,
     ProhibitionMatcher,
@@ -66,6 +67,7 @@ from stream.adapters.compaction_logs import (
     texts_of,
 )
 from stream.adapters.judge import Candidate, Judge
+from stream.adapters.trajectories import json_value_problem
 from stream.adapters.judge_rules import as_judge
 
 _EVENT_FILE = re.compile(r"^event-(\d+)-.*\.json$")
@@ -255,10 +257,13 @@ class OpenHandsContext:
                 )
             raw, carried, extra = self.judged.judge(text, {f"ev:{f}" for f in raws})
             self._system = [wire for _, wire in self.judged.always_kept("system")]
-            self.out.summary_node(
+            event = self.out.summary_node(
                 node_id, key, at, children=summaries, raw=raw, carried=carried, text=text, extra=extra,
                 opaque_reason=reason,
             )
+            if event.get("x_constraints_not_listed"):
+                reader.stats.warn(f"summary {node_id}: {event['x_constraints_not_listed']} more prohibitions than a "
+                                  f"checkpoint lists (the first {MAX_RAW_PER_CHECKPOINT} are required of it)")
         for f in raws:
             self.out.release_live(f"ev:{f}", key, at)
         for s in summaries:
@@ -352,14 +357,18 @@ class OpenHandsConversation:
             return None
         try:
             data = json.loads(raw.decode("utf-8-sig"))
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # ValueError: also an integer over the digit limit
             sig = (st.st_size, st.st_mtime_ns)
             if not final and self._waiting.get(f.name) != sig:
                 self._waiting[f.name] = sig
                 return _WAIT
             self.stats.records += 1
-            problem = f"{exc.msg} at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
-            self.stats.error(f"{where}: not valid JSON: {problem}")
+            if isinstance(exc, json.JSONDecodeError):
+                self.stats.error(f"{where}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
+            elif isinstance(exc, ValueError) and not isinstance(exc, UnicodeDecodeError):
+                self.stats.error(f"{where}: {json_value_problem(exc)}")
+            else:
+                self.stats.error(f"{where}: not valid JSON: {type(exc).__name__}")
             return None
         self._waiting.pop(f.name, None)
         self.stats.records += 1

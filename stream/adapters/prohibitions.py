@@ -104,6 +104,7 @@ class Prohibition:
     form: str = "explicit"
     origin: tuple[str, int] | None = None
     about: str = ""  # the question an elliptical answer ("not in this phase") answers: what it is about (not on the wire)
+    cue: str = ""  # the extraction cue that read it (:data:`EXTRACTION_CUES`; not on the wire, not in the id)
 
     @property
     def polarity(self) -> str:  # the trajectory adapters' Constraint has one too
@@ -117,10 +118,10 @@ class Prohibition:
 
 
 def make_prohibition(text: str, *, source: str = "user", form: str = "explicit",
-                     origin: tuple[str, int] | None = None, about: str = "") -> Prohibition:
+                     origin: tuple[str, int] | None = None, about: str = "", cue: str = "") -> Prohibition:
     text = " ".join(text.split())
     digest = hashlib.sha256(normalize(text).encode("utf-8")).hexdigest()[:12]
-    return Prohibition(f"prohibition:{digest}", text, source, form, origin, " ".join(about.split()))
+    return Prohibition(f"prohibition:{digest}", text, source, form, origin, " ".join(about.split()), cue)
 
 
 # --------------------------------------------------------------------------- step 1: text
@@ -129,6 +130,7 @@ def make_prohibition(text: str, *, source: str = "user", form: str = "explicit",
 _WRAPPER = re.compile(
     r"<(system-reminder|local-command-stdout|local-command-stderr|local-command-caveat|bash-input|bash-stdout|"
     r"bash-stderr|command-message|command-name|task-notification|agent-notification|user-prompt-submit-hook|"
+    r"teammate-message|"
     r"[a-z]+-notification)\b[^>]*>.*?(?:</\1>|\Z)",
     re.IGNORECASE | re.DOTALL,
 )
@@ -144,8 +146,16 @@ _PASTED = re.compile(
     r"(?:fatal|error|warning|panic|hint|remote|note|go|npm|ok|FAIL|PASS|---\s?FAIL|E\d{3,})(?::|\t|\s{2,}|$)|"
     r"npm\s+(?:ERR!|WARN|warn|notice)(?:\s|$)|Traceback\b|"
     r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d|at \S+\(|File \"|create mode|delete mode|modified:|new file:|On branch|"
-    r"Your branch|Changes (?:not )?(?:staged|to be)|commit [0-9a-f]{7,}|Author:|Date:|\|)",
+    r"Your branch|Changes (?:not )?(?:staged|to be)|commit [0-9a-f]{7,}|Author:|Date:|\||"
+    # log lines ("LOG  [Storage] ...", "[Reanimated] ..."), HTTP requests / responses and headers, config keys
+    r"(?:LOG|WARN|WARNING|ERROR|INFO|DEBUG|TRACE|FATAL|CRITICAL)\b\s*[\[:(]|\[[\w .:/@-]{1,40}\]\s|"
+    r"(?:GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS)\s+(?:/|https?:)|HTTP/\d|"
+    r"[A-Z][A-Za-z0-9]*(?:-[A-Z][A-Za-z0-9]*)+:\s|(?:Host|Accept|Authorization|Cookie|Set-Cookie|Server|Connection|Origin|"
+    r"Referer|Pragma|Vary|Expires|Location):\s|[a-z][a-z0-9]*(?:[_.-][a-z0-9]+)+\s*[:=]\s|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=)",
 )
+#: A message that opens by announcing that what it holds is someone else's output ("These are all logs I got ...").
+_PASTE_OPENING = re.compile(r"^(?:(?:these|those)\s+are|here\s+(?:are|is)|this\s+is|i\s+(?:got|get|see)|got)\b[^.!?\n]{0,40}?"
+                            r"\b(?:logs?|output|errors?|warnings?|traces?|stack\s*traces?|console)\b", re.I)
 #: A review comment pasted from a bot (title, "High Severity", body, "Fix in ..."): someone else's words.
 _REVIEW_SEVERITY = re.compile(r"^(?:low|medium|high|critical)\s+severity$", re.IGNORECASE)
 _REVIEW_END = re.compile(r"^(?:fix in (?:cursor|web)|<!--|---+$)", re.IGNORECASE)
@@ -210,7 +220,7 @@ def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, 
     """
     if not text:
         return
-    if any(text.lstrip().startswith(p) for p in _NOT_WORDS):
+    if any(text.lstrip().startswith(p) for p in _NOT_WORDS) or _PASTE_OPENING.match(text.lstrip()):
         return
     text = _WRAPPER.sub("\n", text)
     text = _ARGS.sub("\n", text)
@@ -264,8 +274,11 @@ def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, 
         if m:
             yield from flush()
             section = m.group(1).strip()
-            descriptive = source == "plan" and (bool(_TEST_SECTION.search(section)) or (
+            descriptive = source == "plan" and ((bool(_TEST_SECTION.search(section)) and not _TASK_HEADING.match(section)) or (
                 bool(_DESCRIPTIVE_SECTION.search(section)) and not _DIRECTIVE_SECTION.search(section)))
+            if _PAREN_KEEP_HEADING.search(section):  # "### API contracts (unchanged)": the heading is the rule
+                yield section, section, False, False, block
+                block += 1
             continue
         if stripped.startswith(">") or (quoting and raw[:1].isspace()):
             yield from flush()  # a quote, and the indented lines that continue it
@@ -340,8 +353,12 @@ def _looks_like_code(line: str) -> bool:
     s = line.strip()
     if len(s) < 12:
         return False
-    prose = sum(c.isalpha() or c.isspace() for c in s)
+    s = s[:4096]  # a sample is enough to tell (and keeps a long line linear)
+    prose = len(s) - len(_PROSE_CHARS.sub("", s))
     return prose / len(s) < 0.6
+
+
+_PROSE_CHARS = re.compile(r"[^\W\d_]+|\s+")
 
 
 # --------------------------------------------------------------------------- step 2: segmentation
@@ -356,6 +373,9 @@ _CODE_SPAN = re.compile(r"`[^`\n]*`")
 _BOUNDARY = re.compile(r"(?<=[.!?…])[\"')\]]*\s+")
 
 
+_PROTECTED = re.compile(r"\x00(\d+)\x00")
+
+
 def sentences(line: str) -> list[str]:
     """Sentences of one prose line (see the module docstring)."""
     spans: list[str] = []
@@ -368,9 +388,8 @@ def sentences(line: str) -> list[str]:
     out: list[str] = []
     start = 0
     for m in _BOUNDARY.finditer(text):
-        before = text[start : m.start()]
-        word = re.search(r"(\S+)$", before)
-        token = word.group(1) if word else ""
+        tail = text[max(start, m.start() - 80) : m.start()]  # the word before the boundary (a bounded look back)
+        token = tail.rsplit(None, 1)[-1] if tail and not tail[-1].isspace() else ""
         bare = token.rstrip(".!?…\"')]").lower()
         if token.endswith(".") and not token.endswith(".."):
             # "e.g." / "etc." / a file name "cli.go." / a version "v1.2."? Only a real end splits.
@@ -384,7 +403,7 @@ def sentences(line: str) -> list[str]:
     out.append(text[start:])
 
     def restore(s: str) -> str:
-        return re.sub(r"\x00(\d+)\x00", lambda m: spans[int(m.group(1))], s).strip()
+        return _PROTECTED.sub(lambda m: spans[int(m.group(1))], s).strip() if "\x00" in s else s.strip()
 
     return [r for r in (restore(s) for s in out) if r]
 
@@ -429,7 +448,7 @@ _PURPOSE_NOT = re.compile(rf"^so\s+(?:that\s+)?{_PURPOSE_SUBJECT}\s+{_PURPOSE_NE
                           r"(?:break|mess\s+up|screw\s+up)\s+(?:things|anything|stuff|everything|it|something)\b)[a-z]",
                           re.IGNORECASE)
 _CLAUSE_SPLIT = re.compile(
-    r"\s*(?:;|\s[—–]\s|\s--?\s|:\s+|,\s*but\s+|\s+but\s+(?=(?:also\s+)?(?:don'?t|do not|never|not|no|let'?s|please|we|you|i|it|just)\b)|"
+    r"\s*(?:;|\s[—–]\s|\s--?\s|:\s+|,\s*but\s+|\s+but\s+(?=(?:also\s+)?(?:don'?t|do not|never|not|no|let'?s|please|we|you|i|it|just|ideally|preferably)\b)|"
     r",?\s+(?=so\s+(?:that\s+)?" + _PURPOSE_SUBJECT + r"\s+" + _PURPOSE_NEG + r"\s)|"
     r",\s*(?:and|so|then|or)\s+|,\s+(?=(?:let'?s|please|pls|kindly|don'?t|dont|do\s+not|never|avoid|just|but|so|and|also|then|no|"
     r"defer|keep|leave|stop|skip)\s)|"
@@ -455,7 +474,17 @@ _SCOPE_LEAD = re.compile(r"^(?:not\s+(?:in|for)\s+(?:this|the\s+current)\s+\w+|o
 _CONDITION_START = re.compile(r"^(?:if|when|unless|once|before|after|while|until|whenever|in\s+case)\b", re.I)
 
 
+@lru_cache(maxsize=16_384)
+def _clauses(sentence: str) -> tuple[tuple[str, bool], ...]:
+    return tuple(_clauses_uncached(sentence))
+
+
 def clauses(sentence: str) -> list[tuple[str, bool]]:
+    """``(clause, parenthetical)`` pieces of a sentence (see :func:`_clauses_uncached`)."""
+    return list(_clauses(sentence))
+
+
+def _clauses_uncached(sentence: str) -> list[tuple[str, bool]]:
     """``(clause, parenthetical)`` pieces of a sentence; parentheticals come after their host's clauses.
 
     A clause cut off at a bare "but"/"and" after a clause with its own subject shares
@@ -549,6 +578,11 @@ def starts_imperative(text: str) -> bool:
     return bool(m) and m.group(1).lower() in IMPERATIVE_VERBS
 
 
+#: Sentences of a line a unit remembers before it (to find the instruction a short "no X" stands beside; a
+#: bound keeps a line of many sentences linear).
+_BEFORE = 8
+
+
 def units(text: str, *, source: str = "user") -> Iterator[tuple[Unit, list[tuple[str, bool]]]]:
     """Every sentence of ``text`` as a :class:`Unit`, with its clauses.
 
@@ -576,7 +610,7 @@ def units(text: str, *, source: str = "user") -> Iterator[tuple[Unit, list[tuple
             said = sentences(line)
             for k, s in enumerate(said):
                 yield (Unit(s, section, descriptive, item, decisions=decisions, imperative_list=imperative,
-                            negated_item=negation if k == 0 else "", sentence=s, before=tuple(said[:k])), clauses(s))
+                            negated_item=negation if k == 0 else "", sentence=s, before=tuple(said[max(0, k - _BEFORE) : k])), clauses(s))
         i = j + 1
 
 
@@ -587,7 +621,7 @@ _MARKERS = re.compile(
     r"^(?:ok(?:ay)?|yes|yeah|yep|yup|sure|right|fine|great|cool|alright|hmm+|hm+|ah+|oh+|so|and|but|also|then|"
     r"just|(?:pretty\s+)?please|pls|plz|kindly|actually|well|again|now|first|finally|btw|plus|lol|haha|sorry|thanks|thank you|"
     r"intentional|intentionally|(?:it\s+|this\s+)?(?:is\s+)?(?:very\s+)?important|note|nb|again|instead|otherwise|however|and also|but also|"
-    r"like|for now|this time|from now on|going forward|in general|generally|remember|reminder|q|question|fyi|"
+    r"like|for now|this time|from now on|going forward|in general|generally|remember|reminder|q|question|fyi|ideally|preferably|"
     r"nice|perfect|lgtm|awesome|excellent|good|got\s+it|looks\s+good|sounds\s+good|"
     r"that'?s\s+(?:good|fine|great|ok(?:ay)?|right|perfect|nice|correct|better)|thats\s+(?:good|fine|great|ok|right|perfect|nice)|"
     r"nit|nitpick|suggestion|oh|ah|anyway|anyways|et(?=\s+(?:pas|ne|n'|jamais|surtout)\b)|y(?=\s+no\b))\b[\s,.:!-]*",
@@ -938,6 +972,22 @@ _ADDRESSEE_NOT = re.compile(
 )
 
 
+#: A parenthetical contrast on an instruction: "(not a cron job)", "(NOT the v1 API)".
+_PAREN_NOT = re.compile(r"^(?:but\s+)?not\s+(?!only\b|just\b|sure\b|yet\b|needed\b|required\b|necessary\b|always\b|really\b)"
+                        r"(?:a|an|the|any|via|through|in|with|from|on|`|[\w./-]+)\b.{0,80}$", re.I)
+
+
+#: A parenthetical that keeps its host as it is: "API contracts (unchanged)", "the schema (no changes)".
+_PAREN_KEEP = re.compile(r"^(?:stays?\s+)?(?:unchanged|untouched|unmodified|as[- ]is|keep\s+(?:it\s+)?as[- ]is|no\s+changes?|"
+                         r"do\s+not\s+change|don'?t\s+change|stays?\s+the\s+same|kept\s+as[- ]is)$", re.I)
+#: "No changes to X" / "No modifications to X": a scope rule wherever a plan says it.
+_NO_CHANGES_TO = re.compile(r"^no\s+(?:changes?|modifications?|edits?)\s+(?:to|in)\s+\S.{0,80}$", re.I)
+#: A plan heading that names a work item ("Task 1: Storage integration tests"): what it says is to be done.
+_TASK_HEADING = re.compile(r"^(?:\W*)(?:task|phase|part|milestone|stage)\s*[\d#:.-]", re.I)
+_PAREN_KEEP_HEADING = re.compile(r"\((?:unchanged|untouched|unmodified|as[- ]is|keep\s+as[- ]is|no\s+changes?|do\s+not\s+change|"
+                                 r"don'?t\s+change|read[- ]only)\)", re.I)
+
+
 #: A rule whose thing is a pronoun: "don't drop it", "never rename them" (about the thing of the clause before).
 _ANAPHORIC_RULE = re.compile(r"^(?:please\s+)?(?:don'?t|dont|do\s+not|never)\s+(?:ever\s+)?[a-z'-]+\s+(?:it|them|that|this|those|these)\b", re.I)
 
@@ -989,6 +1039,38 @@ def is_question(sentence: str) -> bool:
 
 def classify(unit: Unit, clause: str, parenthetical: bool, *, source: str) -> str | None:
     """The form of the prohibition ``clause`` states, or None (see the module docstring)."""
+    found = classify_cue(unit, clause, parenthetical, source=source)
+    return found[0] if found else None
+
+
+#: The English explicit frames tried on a clause, in order: (cue name, pattern, matched against the clause
+#: without markers "c" or as written "raw"). Their rows in :data:`EXTRACTION_CUES` say what each reads.
+_EXPLICIT_FRAMES: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    ("neg-imperative", _NEG_IMPERATIVE, "c"),
+    ("addressee-not", _ADDRESSEE_NOT, "c"),
+    ("important-not", _IMPORTANT_NOT, "raw"),
+    ("modal-negation", _MODAL_NEGATION, "c"),
+    ("requirement-not", _REQUIREMENT, "c"),
+    ("needs-no", _NEEDS_NO, "c"),
+    ("polite-not", _POLITE_NOT, "raw"),
+    ("nothing-should", _NOTHING_SHOULD, "c"),
+    ("should-not-act", _SHOULD_NOT_ACT, "c"),
+    ("forbidden", _FORBIDDEN, "c"),
+    ("fronted-please-not", _FRONTED_PLEASE_NOT, "c"),
+    ("out-of-scope-lead", re.compile(r"^(?:out\s+of\s+scope(?:\s+for\s+now)?|non-goals?)\s*:\s*\S", re.I), "c"),
+    ("avoid-modal", re.compile(r"^(?:you|we)\s+(?:should|must|need\s+to|have\s+to|'?d\s+better|ought\s+to)\s+(?:always\s+|really\s+|also\s+)?"
+                               r"(?:avoid|refrain\s+from|stay\s+away\s+from)\s+[a-z`]", re.I), "c"),
+    ("important-that-not", re.compile(r"^(?:it'?s|it\s+is)\s+(?:very\s+|really\s+|super\s+)?(?:important|crucial|essential|critical|vital)\s+"
+                                      r"that\s+(?:it|this|the\s+[\w`.-]+(?:\s+[\w`.-]+)?)\s+(?:doesn'?t|does\s+not|never|won'?t|will\s+not|"
+                                      r"isn'?t|is\s+not)\s+[a-z]", re.I), "c"),
+    ("requirement-not-adjective", re.compile(r"^(?:it|this|that|they|the\s+[\w`.*-]+(?:\s+[\w`.*-]+){0,3}|`[^`]+`(?:\s+\w+)?)\s+"
+                                             r"(?:must|should|shall)\s+(?:not|never)\s+(?:be|get)\s+(?:\w+ly\s+)?\w+(?:able|ible)\b", re.I), "c"),
+)
+
+
+def classify_cue(unit: Unit, clause: str, parenthetical: bool, *, source: str) -> tuple[str, str] | None:
+    """``(form, cue)`` of the prohibition ``clause`` states, or None; ``cue`` names the row of
+    :data:`EXTRACTION_CUES` that read it (a Spanish / French frame read in English: ``es:`` / ``fr:`` before it)."""
     raw = _plain(clause).strip()
     sent = _plain(unit.sentence or unit.text)
     if len(raw) < 4 or raw[0] in "\"“'" and not raw.lower().startswith(("'s ", "'ll ")):
@@ -997,34 +1079,99 @@ def classify(unit: Unit, clause: str, parenthetical: bool, *, source: str) -> st
         return None
     if is_question(sent) and (_WH_QUESTION.match(_strip_markers(sent)) or _questioned(raw, sent)):
         # a question is judged per clause (the one that asks), but one opening with a wh-word asks about all of it
-        return "explicit" if _NEG_REQUEST.match(_strip_markers(raw)) else None
-    c = _english(_strip_markers(raw))
-    if len(c) < 4 or _OPINION.match(c) or _POSSIBILITY.search(c):
+        return ("explicit", "neg-request") if _NEG_REQUEST.match(_strip_markers(raw)) else None
+    stripped = _strip_markers(raw)
+    c = _english(stripped)
+    lang = _foreign_frame_language(stripped) if c != stripped else ""
+    if len(c) < 4 or _OPINION.match(c) or _POSSIBILITY.search(c) or _HEDGED.search(sent):
         return None
-    if unit.descriptive:  # plan sections that describe: only explicit imperatives
-        return "explicit" if _NEG_IMPERATIVE.match(c) and not c.lower().startswith("no ") else None
-    if (_NEG_IMPERATIVE.match(c) or _ADDRESSEE_NOT.match(c) or _IMPORTANT_NOT.match(raw) or _MODAL_NEGATION.match(c) or _REQUIREMENT.match(c) or _NEEDS_NO.match(c)
-            or _POLITE_NOT.match(raw)
-            or _NOTHING_SHOULD.match(c) or _SHOULD_NOT_ACT.match(c) or _FORBIDDEN.match(c) or _FRONTED_PLEASE_NOT.match(c) or re.match(r"^(?:out\s+of\s+scope(?:\s+for\s+now)?|non-goals?)\s*:\s*\S", c, re.I)):
-        return "explicit"
+    if unit.descriptive:  # plan sections that describe: only explicit imperatives, and requirements outside test sections
+        if _NEG_IMPERATIVE.match(c) and not c.lower().startswith("no "):
+            return "explicit", lang + "plan-descriptive-imperative"
+        if not _TEST_SECTION.search(unit.section) and (_REQUIREMENT.match(c) or _EXPLICIT_FRAMES[-1][1].match(c)
+                                                       or _NO_CHANGES_TO.match(c)):
+            return "explicit", "plan-context-requirement"  # "## Context ... No changes to the pipeline."
+        return None
+    for name, pattern, on in _EXPLICIT_FRAMES:
+        if pattern.match(raw if on == "raw" else c):
+            return "explicit", lang + name
     if _PURPOSE_NOT.match(raw) and source in ("user", "plan") and _purpose_of_directive(clause, sent):
-        return "explicit"  # "refactor X so that it doesn't touch the cache": the result must not
+        return "explicit", "purpose-not"  # "refactor X so that it doesn't touch the cache": the result must not
     np = _no_np(c)
     if np and (not re.match(r"no\s+more\b", np, re.I) or _NO_NP_DIRECTIVE.search(np)):  # "no more X": a result, unless an order
         # "no X" is a decision only inside a decision list, a parenthetical, a plan's list item, said with force,
         # or beside an instruction of the same message ("fix X. C89. no VLAs.", "skip Y for now; no changes to Z").
-        if (unit.decisions or unit.imperative_list or (parenthetical and _directive_host(unit))
-                or ((_NO_NP_DIRECTIVE.search(np) or _POLITE_NO.match(raw)) and not _NO_RESULT.match(np))
-                or _then_imperative(clause, unit.sentence)
-                or (not parenthetical and _beside_directive(clause, unit, np, source))):
-            return "explicit"
-    if (_PRESERVE.match(c) and not _PRESERVE_BAD.search(c)) or _MUST_STAY.match(c):
-        return "preserve"
+        if unit.decisions:
+            return "explicit", lang + "no-x-decisions"
+        if unit.imperative_list:
+            return "explicit", lang + "no-x-instruction-list"
+        if parenthetical and _directive_host(unit):
+            return "explicit", lang + "no-x-parenthetical"
+        if (_NO_NP_DIRECTIVE.search(np) or _POLITE_NO.match(raw)) and not _NO_RESULT.match(np):
+            return "explicit", lang + "no-x-forceful"
+        if _then_imperative(clause, unit.sentence):
+            return "explicit", lang + "no-x-then-instead"
+        if not parenthetical and _beside_directive(clause, unit, np, source):
+            return "explicit", lang + "no-x-beside-instruction"
+        if (source == "plan" and not parenthetical and not _NO_RESULT.match(np) and not _NO_REPORT_TAIL.search(np)
+                and re.search(r"[^\W\d_]{3}", np[3:])
+                and _plain(unit.text).strip(" .;*_").lower() == _plain(clause).strip(" .;*_").lower()):
+            return "explicit", "plan-no-x"  # a plan's sentence or item that is only "No production code changes."
+    if _PRESERVE.match(c) and not _PRESERVE_BAD.search(c):
+        return "preserve", "keep-existing"
+    if _MUST_STAY.match(c):
+        return "preserve", "must-stay"
+    if _PRESERVE_VERB.match(c) and not _PRESERVE_BAD.search(c):
+        return "preserve", "preserve-verb"
     if _DEFER.search(c):
-        return "defer"
+        return "defer", "defer-marker"
     if _RESTRAINT.search(c):
-        return "restraint"
+        return "restraint", "restraint"
+    if _CONSULT.search(c):
+        return "restraint", "consult-first"
+    if _DISLIKE.match(c) and source == "user":
+        return "explicit", "dislike-rule"
     return None
+
+
+def _foreign_frame_language(clause: str) -> str:
+    """``"es:"`` / ``"fr:"``: the language of the negative frame :func:`_english` read at the start of ``clause``."""
+    for frame, _ in _FOREIGN_FRAMES:
+        m = frame.match(clause)
+        if m:
+            return "fr:" if m.group(1).lower() in _FRENCH_VERBS and frame.pattern.startswith("^(?:ne") else "es:"
+    if re.match(r"^nada\s+de\s+|^evita\s+", clause, re.I):
+        return "es:"
+    return "fr:"
+
+
+#: A hedged idea, not a rule: "maybe we could X, or we shouldn't Y at all", "perhaps don't ..." (an alternative floated).
+_HEDGED = re.compile(
+    r"\b(?:maybe|perhaps|possibly)\b.{0,120}\bor\b|\bor\s+(?:maybe|perhaps)\s|\bor\s+(?:we|you)\s+(?:shouldn'?t|should\s+not|could|might|"
+    r"may)\b|\b(?:i'?m\s+)?(?:not\s+sure|wondering)\s+(?:if|whether)\b|\bi\s+wonder\b|\b(?:what\s+if|how\s+about)\b",
+    re.IGNORECASE,
+)
+#: Preserve rules with another verb than "keep": "maintain X", "stick with X", "leave X unchanged", "Keep unchanged: ...".
+_PRESERVE_VERB = re.compile(
+    r"^(?:please\s+)?(?:(?:maintain|preserve|retain)\s+(?:the\s+|our\s+|all\s+|existing\s+|current\s+|backward|backwards|"
+    r"compatibility|`)[\w`*-]"
+    r"|(?:stick|stay)\s+with\s+(?:the\s+|our\s+|existing\s+|current\s+|`)?[\w`]"
+    r"|leave\s+.{1,60}?\s+(?:unchanged|unmodified|untouched|as\s+(?:it\s+is|they\s+are|is))\b"
+    r"|keep\s+(?:unchanged|untouched|as[- ]is|intact)\s*:\s*\S"
+    r"|(?:do\s+)?not\s+change\s*:\s*\S)",
+    re.IGNORECASE,
+)
+#: Restraint without a negation word: "ask me before changing X", "check with me first", "let me review before you commit".
+_CONSULT = re.compile(
+    r"^(?:please\s+)?(?:always\s+)?(?:ask|check\s+with|consult|confirm\s+with|ping)\s+me\s+(?:first\b|before\s+\w)"
+    r"|^(?:please\s+)?(?:let|have)\s+me\s+(?:review|look\s+at|check|approve|decide|see)\b.{0,60}\b(?:before|first)\b"
+    r"|^(?:please\s+)?(?:get|wait\s+for)\s+my\s+(?:approval|ok(?:ay)?|sign[- ]off|go[- ]ahead|confirmation)\s+before\b"
+    r"|\bask\s+me\s+to\s+(?:test|run|check|verify|try|review|approve|merge|deploy|commit|push|confirm)\b",
+    re.IGNORECASE,
+)
+#: A dislike stated as a rule: "i don't like it when you X", "i hate when you X" (about the agent's conduct).
+_DISLIKE = re.compile(r"^i\s+(?:really\s+)?(?:don'?t|do\s+not)\s+(?:like|want)\s+(?:it\s+)?when\s+(?:you|claude|the\s+agent)\s+[a-z]"
+                      r"|^i\s+(?:really\s+)?hate\s+(?:it\s+)?when\s+(?:you|claude)\s+[a-z]", re.IGNORECASE)
 
 
 _NO_NP_TRAILER = re.compile(r"\s*,\s*(?:obviously|of\s+course|please|pls|plz|thanks|thx|ok(?:ay)?|as\s+usual|as\s+always|again|"
@@ -1111,19 +1258,19 @@ def _directive_host(unit: Unit) -> bool:
             or starts_imperative(host) or bool(re.search(r"\b(?:decisions?|constraints?|rules?)\b", host, re.I)))
 
 
-def sentence_forms(unit: Unit) -> list[tuple[str, str]]:
-    """Forms read from the whole sentence: a request for a negative action, a decline, a contrast."""
+def sentence_forms(unit: Unit) -> list[tuple[str, str, str]]:
+    """``(form, text, cue)`` read from the whole sentence: a request for a negative action, a decline, a contrast."""
     s = _plain(unit.text).strip()
     core = _strip_markers(s)
     if _NEG_REQUEST.match(core):
-        return [("explicit", s)]
+        return [("explicit", s, "neg-request")]
     m = _IMPLICIT.match(s)
     if m:
         end = re.search(r"[,.;!?:]", s[m.end():])
-        return [("implicit", s[: m.end() + end.start()] if end else s)]
-    if unit.descriptive:
+        return [("implicit", s[: m.end() + end.start()] if end else s, "decline")]
+    if unit.descriptive or _HEDGED.search(s):
         return []
-    return [("contrastive", c) for c in contrastive(unit)]
+    return [("contrastive", c, "contrast") for c in contrastive(unit)]
 
 
 def contrastive(unit: Unit) -> list[str]:
@@ -1561,6 +1708,20 @@ class _Sentence:
 
 
 _ANAPHOR = re.compile(r"\b(?:it|them|this|that|these|those|they)\b", re.I)
+#: A summary reporting the thing gone: removed, deleted, replaced ... (and no negation of that: "not removed", "kept").
+_REMOVAL = re.compile(r"\b(?:remov(?:ed|ing|al)|delet(?:ed|ing|ion)|dropp(?:ed|ing)|replac(?:ed|ing)|revert(?:ed|ing)|eliminat(?:ed|ing)|"
+                      r"ripp(?:ed|ing)\s+out|tore\s+out|got\s+rid\s+of|no\s+longer|retired|deprecated\s+and\s+removed|"
+                      r"migrated\s+(?:away|off)|swapped\s+(?:out|for))\b", re.I)
+_REMOVAL_NEGATED = re.compile(r"\b(?:not|never|without|n't|kept|keep|keeps|keeping|unchanged|untouched|preserv\w*|retain\w*|"
+                              r"intact|in\s+place|stays?|remains?|left\s+alone|avoid\w*|refrain\w*|instead\s+of)\b", re.I)
+
+
+def _contrary(s: "_Sentence", key: "_Key", form: str) -> bool:
+    """Does summary sentence ``s`` report the thing of a rule to keep it (a ``preserve`` rule, or one not to
+    change / remove / rename / refactor / break it) as removed or replaced — the rule broken, not carried?"""
+    if not (form == "preserve" or key.verb in _KEEPING_CLASSES):
+        return False
+    return bool(_REMOVAL.search(s.text)) and not _REMOVAL_NEGATED.search(s.text)
 
 
 @dataclass
@@ -1634,28 +1795,42 @@ class ProhibitionMatcher:
         out: dict[str, Prohibition] = {}
         if not text:
             return []
+        seen: set[tuple] = set()
         for unit, parts in units(text, source=source):
-            found: list[tuple[str, str, bool]] = []  # (form, clause, from a parenthetical)
+            found: list[tuple[str, str, bool, str]] = []  # (form, clause, from a parenthetical, cue)
             if unit.negated_item and not is_question(unit.text):
-                found.append(("explicit", f"{unit.negated_item}: {unit.text.rstrip(' .;')}", False))
+                found.append(("explicit", f"{unit.negated_item}: {unit.text.rstrip(' .;')}", False, "negated-list-item"))
+            context = (unit.text, unit.section, unit.descriptive, unit.item, unit.decisions, unit.imperative_list,
+                       unit.negated_item, unit.sentence, unit.before)
+            if context in seen:
+                continue  # the same sentence in the same context: read already (a message of repeated rules stays linear)
+            seen.add(context)
             for clause, par in parts:
-                form = classify(unit, clause, par, source=source)
-                if form is not None and par and any(not p for _, _, p in found) and _NO_NP.match(_strip_markers(_plain(clause))):
+                read = classify_cue(unit, clause, par, source=source)
+                if read is not None and par and any(not p for _, _, p, _ in found) and _NO_NP.match(_strip_markers(_plain(clause))):
                     continue  # "No new dependencies (no xsimd, no highway)": examples of the rule, not rules
-                if form is not None:
-                    found.append((form, clause, par))
+                if read is not None:
+                    found.append((read[0], clause, par, read[1]))
+                elif par and _PAREN_NOT.match(_plain(clause).strip()) and not unit.descriptive and _directive_host(unit):
+                    found.append(("contrastive", clause, par, "paren-not"))  # "Use the queue (not a cron job)"
+                elif par and _PAREN_NOT.match(_plain(clause).strip()) and not unit.descriptive and source == "plan":
+                    found.append(("contrastive", clause, par, "plan-paren-not"))  # "SQL returned as text (not executed)"
+                elif par and _PAREN_KEEP.match(_plain(clause).strip(" .")) and not unit.descriptive:
+                    host = _PAREN.sub(" ", unit.text).strip(" .:-*")
+                    if content_words(host):
+                        found.append(("preserve", f"{host} ({clause.strip()})", par, "paren-unchanged"))
             if not found:
-                found = [(f, c, False) for f, c in sentence_forms(unit)]
+                found = [(f, c, False, cue) for f, c, cue in sentence_forms(unit)]
             for k in range(len(found) - 1, 0, -1):  # "keep X, dont drop it": one rule, "it" is X
-                (f0, c0, p0), (f1, c1, p1) = found[k - 1], found[k]
+                (f0, c0, p0, q0), (f1, c1, p1, _) = found[k - 1], found[k]
                 if f0 != "implicit" and f1 == "explicit" and not (p0 or p1) and _ANAPHORIC_RULE.match(_strip_markers(_plain(c1))):
-                    found[k - 1 : k + 1] = [(f0, f"{c0}, {c1}", False)]
-            for form, clause, _ in found:
+                    found[k - 1 : k + 1] = [(f0, f"{c0}, {c1}", False, q0)]
+            for form, clause, _, cue in found:
                 if form not in self.forms:
                     continue
                 text = clause if form == "implicit" else _strip_discourse(clause)  # a decline's "no," is its point
                 topic = about if about and _question_action(about) and not (_key(text, form).thing - _SCOPE_WORDS) else ""
-                p = make_prohibition(text, source=source, form=form, origin=origin, about=topic)
+                p = make_prohibition(text, source=source, form=form, origin=origin, about=topic, cue=cue)
                 out.setdefault(p.id, p)
         return list(out.values())
 
@@ -1663,24 +1838,34 @@ class ProhibitionMatcher:
 
     def judge(self, summary: str | SummaryIndex | None, prohibition: Prohibition) -> str:
         """``carried``, ``uncertain`` or ``dropped``: does ``summary`` still state ``prohibition``? (class docstring)"""
+        return self.judge_cue(summary, prohibition)[0]
+
+    def judge_cue(self, summary: str | SummaryIndex | None, prohibition: Prohibition) -> tuple[str, str, str | None]:
+        """``(verdict, cue, sentence)``: :meth:`judge`'s verdict, the carry cue that decided it (a row of
+        :data:`CARRY_CUES`) and the summary sentence it rests on, if any."""
         if not summary:
-            return "dropped"
+            return "dropped", "no-text", None
         index = summary if isinstance(summary, SummaryIndex) else SummaryIndex.of(summary)
         key_text = _key_text(prohibition)
         for t in (prohibition.text, key_text):
             ft = _flat(t)
             if len(ft) >= 6 and ft in index.flat:
-                return "carried"
+                return "carried", "verbatim", t
         form = getattr(prohibition, "form", "explicit")
         key = _key(prohibition.text, form)
         if getattr(prohibition, "about", ""):  # "not in this phase", answering "should we rotate the key?": rotate the key
             key = _key(_question_action(prohibition.about), "explicit" if form == "explicit" else "defer")
         wanted, thing = key.words, key.thing
         if not wanted:
-            return "dropped"
+            return "dropped", "no-key", None
         cue = _SUMMARY_CUES.get(form)
-        verdict = "dropped"
+        verdict: tuple[str, str, str | None] = ("dropped", "unmatched", None)
+        contrary: str | None = None
         for s in index.sentences:
+            if _contrary(s, key, form):  # "Removed the legacy parser" does not keep "keep the legacy parser"
+                if contrary is None and (s.has(wanted) >= self.threshold * len(wanted) or (thing and s.has(thing) >= self.threshold * len(thing))):
+                    contrary = s.text
+                continue
             said = s.has(wanted)
             undone = s.undone.get(key.verb or "")  # "left uncommitted" negates a commit, of the thing next to it
             negated = s.negated
@@ -1691,21 +1876,23 @@ class ProhibitionMatcher:
             cued = (negated or s.user_keeps or (cue is not None and bool(cue.search(s.text)))
                     or bool(undone and (not thing or s.near(key, undone, 4, 4, self.threshold))))
             if cued and said >= self.threshold * len(wanted):
-                return "carried"
+                return "carried", ("negated-mention" if negated else "user-keeps" if s.user_keeps else f"{form}-cue"), s.text
             if cued and key.verb is None and key.acronyms & s.bag:
-                return "carried"  # a verbless rule named short in a negated sentence: "Out of scope: NEON"
+                return "carried", "acronym-negated", s.text  # a verbless rule named short in a negated sentence: "Out of scope: NEON"
             if thing and (s.has(thing) >= self.threshold * len(thing) or key.names & s.bag):
                 # the verb said otherwise, next to the thing: "left untouched", "still in place", "no new ORM"
                 if s.stays and (key.verb in _KEEPING_CLASSES or form == "preserve") and s.near(
                         key, s.stays, 4, 4, self.threshold):
-                    return "carried"
+                    return "carried", "stays", s.text
                 if s.user_keeps:  # "the index SQL is for the DBA to apply": someone else acts on the thing
-                    return "carried"
+                    return "carried", "someone-else", s.text
                 negs = [i for i, w in enumerate(s.words) if w in _NEGATED_THING]
                 if key.introducing and negs and s.near(key, negs, 0, 4, self.threshold, governs=True):
-                    return "carried"
+                    return "carried", "no-thing", s.text
             if (cued or s.stays) and said >= 2 and said >= 0.5 * len(wanted) and (key.verb is None or key.verb in s.bag):
-                verdict = "uncertain"  # half the words, the same action: a paraphrase we cannot confirm
+                verdict = ("uncertain", "partial", s.text)  # half the words, the same action: a paraphrase we cannot confirm
+        if verdict[0] == "dropped" and contrary is not None:
+            return "dropped", "removed", contrary
         return verdict
 
     def carries(self, summary: str | SummaryIndex | None, prohibition: Prohibition) -> bool:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
@@ -307,6 +308,14 @@ def discover(paths: Iterable[str | Path]) -> tuple[list[Path], list[AdapterError
     return [found[k] for k in sorted(found)], errors
 
 
+def json_value_problem(exc: ValueError) -> str:
+    """One line for a ``ValueError`` of ``json.loads`` that is not a syntax error: an integer too long to convert."""
+    limit = sys.get_int_max_str_digits()
+    if "integer string conversion" in str(exc) or "digits" in str(exc):
+        return f"not readable JSON: an integer of more than {limit:,} digits (Python's limit for converting one)"
+    return f"not readable JSON: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+
+
 def load_file(path: str | Path) -> list[Trajectory]:
     """Every run in one file; :class:`AdapterError` on the first problem."""
     runs = _load_file(Path(path))
@@ -332,6 +341,8 @@ def _load_file(path: Path) -> list[Trajectory | AdapterError]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         return [AdapterError(path, f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")]
+    except ValueError as exc:  # an integer over Python's digit limit (sys.get_int_max_str_digits)
+        return [AdapterError(path, json_value_problem(exc))]
     except RecursionError:
         return [AdapterError(path, "JSON nested too deeply")]
     try:

@@ -61,9 +61,16 @@ def hook() -> None:
 @click.option("--match-threshold", type=float, default=None,
               help="As `ingest claude-code --match-threshold` (give both the same value: live = batch).")
 @click.option("--alert-uncertain", is_flag=True, default=False, help="As `ingest claude-code --alert-uncertain`.")
+@click.option("--judge", type=click.Choice(["rules", "model"]), default="rules",
+              help="As `ingest claude-code --judge` (model: CG_JUDGE_*; raise --budget, docs/HOOK.md).")
+@click.option("--judge-fallback", type=click.Choice(["none", "rules"]), default="none",
+              help="As `ingest claude-code --judge-fallback`: a call whose model is unavailable judges with the rules.")
+@click.option("--budget", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Hard time budget of a call, seconds [CG_HOOK_BUDGET, 3].")
 @click.option("--catch-up", "catch_up", type=click.Path(dir_okay=False), default=None, hidden=True,
               help="Internal: finish a call that ran out of its budget (input JSON in this file), without a budget.")
-def claude_code(match_threshold: float | None, alert_uncertain: bool, catch_up: str | None) -> None:
+def claude_code(match_threshold: float | None, alert_uncertain: bool, judge: str, judge_fallback: str,
+                budget: float | None, catch_up: str | None) -> None:
     """Claude Code hook: stream the session, hand dropped prohibitions back after a compaction.
 
     Reads the hook's JSON on stdin (PreCompact, SessionStart, Stop, SessionEnd; see
@@ -85,19 +92,20 @@ def claude_code(match_threshold: float | None, alert_uncertain: bool, catch_up: 
         settings = get_settings()
         raw = Path(catch_up).read_bytes() if catch_up else sys.stdin.buffer.read(16 << 20)
         inp = parse_input(raw)
-        budget = Budget(None if catch_up else settings.hook_budget)
-        budget.arm()
+        limit = Budget(None if catch_up else (budget or settings.hook_budget))
+        limit.arm()
         try:
-            out = handle(inp, settings, Options(match_threshold, alert_uncertain), budget, catch_up=catch_up is not None)
+            options = Options(match_threshold, alert_uncertain, judge, judge_fallback)
+            out = handle(inp, settings, options, limit, catch_up=catch_up is not None)
         finally:
-            budget.disarm()
+            limit.disarm()
         if out is not None:
             real_stdout.write(json.dumps(out, ensure_ascii=False))
             real_stdout.flush()
     except BudgetExceeded:
         started = spawn_catch_up(get_settings(), raw, session_key(inp.session_id), sys.argv[1:]) if inp else False
         _log_line(inp.session_id if inp else None, inp.event if inp else None,
-                  f"ran out of its {get_settings().hook_budget:g} s budget; nothing committed"
+                  f"ran out of its {budget or get_settings().hook_budget:g} s budget; nothing committed"
                   + ("; a detached catch-up finishes the reading" if started else "; a catch-up is already running"))
     except LockTimeout:
         _log_line(inp.session_id if inp else None, inp.event if inp else None,
@@ -154,32 +162,42 @@ def hooks() -> None:
 @_SCOPE_OPTIONS[3]
 @option("--match-threshold", type=float, default=None, help="Passed to the hook (as `ingest claude-code`).")
 @option("--alert-uncertain", is_flag=True, default=False, help="Passed to the hook (as `ingest claude-code`).")
+@option("--judge", type=click.Choice(["rules", "model"]), default="rules",
+        help="Passed to the hook (as `ingest claude-code --judge`); model: a 90 s budget and longer timeouts.")
+@option("--judge-fallback", type=click.Choice(["none", "rules"]), default="none",
+        help="Passed to the hook (as `ingest claude-code --judge-fallback`).")
 @option("--command", "hook_command", type=str, default=None,
         help="The hook's command line [this installation's checkpoint-guard, by absolute path].")
 @option("--dry-run", is_flag=True, default=False, help="Print what would change; write nothing.")
 def install_cmd(user: bool, project: str | None, local: str | None, settings_file: str | None,
-                match_threshold: float | None, alert_uncertain: bool, hook_command: str | None, dry_run: bool) -> None:
+                match_threshold: float | None, alert_uncertain: bool, judge: str, judge_fallback: str,
+                hook_command: str | None, dry_run: bool) -> None:
     """Merge the checkpoint-guard hooks into a Claude Code settings file.
 
     Adds PreCompact, SessionStart (compact), Stop (async) and SessionEnd entries that run
     `checkpoint-guard hook claude-code`, next to any hooks already there (never changing
     them); running it twice changes nothing. `hooks uninstall` undoes it byte for byte.
     """
-    from stream.hook.install import SettingsError, default_command, install, plan_install
+    from stream.hook.install import MODEL_BUDGET, SettingsError, default_command, install, plan_install
     from stream.hook.install import _load as load_settings
     from stream.settings import get_settings
 
     scope, path = _scope_path(user, project, local, settings_file)
+    if judge_fallback != "none" and judge != "model":
+        fail("--judge-fallback needs --judge model")
     extra = " ".join(([f"--match-threshold {match_threshold:g}"] if match_threshold is not None else [])
-                     + (["--alert-uncertain"] if alert_uncertain else []))
+                     + (["--alert-uncertain"] if alert_uncertain else [])
+                     + ([f"--judge model --budget {MODEL_BUDGET:g}"] if judge == "model" else [])
+                     + ([f"--judge-fallback {judge_fallback}"] if judge_fallback != "none" else []))
     cmd = hook_command or default_command(extra)
+    slow = MODEL_BUDGET if judge == "model" else None
     try:
         if dry_run:
-            _, changes = plan_install(load_settings(path)[1], cmd)
+            _, changes = plan_install(load_settings(path)[1], cmd, slow)
             report_lines = [f"{path} ({scope}): would change" if changes else f"{path} ({scope}): already installed"]
             report_lines += [f"  {c}" for c in changes]
         else:
-            rep = install(path, cmd, get_settings().hook_dir / "installs")
+            rep = install(path, cmd, get_settings().hook_dir / "installs", slow)
             report_lines = [f"{path} ({scope}): {rep.note}"] + [f"  {c}" for c in rep.changes]
     except (SettingsError, OSError) as exc:
         fail(str(exc), code=1)

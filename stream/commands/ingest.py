@@ -10,7 +10,8 @@ Two forms, one command:
   after ``--idle-timeout`` seconds without new records). Per-record problems are
   reported on stderr as ``checkpoint-guard: ingest: <path>[:<line>]: <problem>`` and
   skipped; unknown record types are skipped and counted in the summary line; exit
-  code 1 when any input or record could not be read, else 0.
+  code 1 when any input or record could not be read (or ``--judge model`` cannot
+  reach its model), else 0.
 
 Trajectories, in detail:
 
@@ -49,6 +50,16 @@ from stream.adapters import (
     simulate,
 )
 from stream.adapters.compaction_logs import DEFAULT_MATCH_THRESHOLD, ProhibitionMatcher, ReadStats
+from stream.adapters.judge import Judge
+from stream.adapters.judge_rules import RulesJudge
+from stream.adapters.model_judge import (
+    FallbackJudge,
+    JudgeConfigError,
+    JudgeUnavailable,
+    ModelJudge,
+    RestartWithFallback,
+    build_model_judge,
+)
 from stream.commands._base import argument, check_output_file, command, fail, option
 from stream.settings import get_settings
 from stream.kafka_clients import kafka_error
@@ -111,6 +122,19 @@ def _fmt(rates: tuple[float, ...]) -> str:
     option("--alert-uncertain", is_flag=True, default=False,
            help="openhands/claude-code: a summary that only partly restates a prohibition (the "
                 "'uncertain' verdict) does not carry it, so it alerts [default: uncertain counts as carried]."),
+    option("--judge", type=click.Choice(["rules", "model"]), default="rules",
+           help="openhands/claude-code: who decides which user texts are standing prohibitions and whether "
+                "each summary carries them. rules: offline, built in. model: an LLM, one request per compaction "
+                "(CG_JUDGE_BACKEND=anthropic|openai|claude-cli, CG_JUDGE_MODEL, CG_JUDGE_URL, CG_JUDGE_API_KEY; "
+                "answers cached under CG_JUDGE_CACHE_DIR, so a re-run makes no call; README 'Use an LLM judge')."),
+    option("--metrics-file", type=str, default=None,
+           help="openhands/claude-code: write Prometheus metrics of the run here (text format, for node_exporter's "
+                "textfile collector; rewritten atomically after every poll): events by type, and the judge's "
+                "compactions, requests, cache hits, tokens, cost, texts in languages it cannot read."),
+    option("--judge-fallback", type=click.Choice(["none", "rules"]), default="none",
+           help="--judge model: when the model cannot be reached (or only answers invalidly), judge the whole "
+                "run with the rules judge instead of failing with exit code 1; announced on stderr, and every "
+                "event names its judge (x_judge, x_model)."),
     option("--spool", is_flag=True, default=False,
            help="Send what the Claude Code hook holds to the input topics (CG_BROKER): the rest of every "
                 "followed transcript, then its spool under CG_HOOK_DIR; nothing twice (docs/HOOK.md)."),
@@ -135,6 +159,9 @@ def ingest(
     poll_interval: float,
     match_threshold: float,
     alert_uncertain: bool,
+    judge: str,
+    judge_fallback: str,
+    metrics_file: str | None,
     spool: bool,
 ) -> int:
     """Turn agent runs or compaction logs into checkpoint and artifact events (JSONL or Kafka).
@@ -155,8 +182,11 @@ def ingest(
     durable), forgotten items are evicted from live, each compaction summary is a
     checkpoint (earlier summaries it folds in are its children) under a synthetic
     root carrying the system prompt / rule-file prohibitions; referents are the
-    artifacts the summary text names; prohibitions are matched between the raw
-    messages and the summary (--match-threshold). With --follow the inputs are
+    artifacts the summary text names; which user texts are standing prohibitions
+    and whether each summary carries them is decided by the judge: --judge rules
+    (offline; --match-threshold) or --judge model (an LLM, one request per
+    compaction, CG_JUDGE_* settings, answers cached; --judge-fallback rules when it
+    cannot be reached). With --follow the inputs are
     tailed (every --poll-interval s) until Ctrl-C, SIGTERM or --idle-timeout; a
     deleted transcript or conversation is a durable eviction. A literal path named
     like a format is written ./openhands.
@@ -174,8 +204,12 @@ def ingest(
         return _ingest_logs(
             paths[0], paths[1:], out=out, to_kafka=to_kafka, follow=follow, idle_timeout=idle_timeout,
             poll_interval=poll_interval, match_threshold=match_threshold,
-            alert_uncertain=alert_uncertain, started=started,
+            alert_uncertain=alert_uncertain, judge=judge, judge_fallback=judge_fallback, metrics_file=metrics_file,
+            started=started,
         )
+    if judge != "rules" or judge_fallback != "none" or metrics_file:
+        fail("--judge, --judge-fallback and --metrics-file work with the log forms only: "
+             "ingest openhands DIR... / ingest claude-code FILE...")
     if follow or idle_timeout is not None:
         fail("--follow and --idle-timeout work with the log forms only: ingest openhands DIR... / ingest claude-code FILE...")
     try:
@@ -339,10 +373,10 @@ class LogInputs:
     ones continue it. Problems are printed on stderr once each, as they are found.
     """
 
-    def __init__(self, fmt: str, paths: tuple[str, ...], matcher: ProhibitionMatcher) -> None:
+    def __init__(self, fmt: str, paths: tuple[str, ...], judge: Judge) -> None:
         self.fmt = fmt
         self.paths = list(paths)
-        self.matcher = matcher
+        self.judge = judge
         self._discover, self._reader = _log_adapter(fmt)
         self.readers: dict[str, Any] = {}
         self.input_errors: list[str] = []
@@ -358,7 +392,15 @@ class LogInputs:
         for f in found:
             key = f.as_posix()
             if key not in self.readers:
-                self.readers[key] = self._reader(f, self.matcher, self._contexts)
+                self.readers[key] = self._reader(f, self.judge, self._contexts)
+
+    def restart(self, judge: Judge) -> "LogInputs":
+        """The same inputs read again from the start with ``judge``; problems already printed are not printed again."""
+        again = LogInputs(self.fmt, tuple(self.paths), judge)
+        again.input_errors = list(self.input_errors)
+        again._printed = dict(self._printed)
+        again.scan(report=False)
+        return again
 
     def poll(self, *, final: bool) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = []
@@ -388,6 +430,7 @@ class _Tally:
         self.counts: Counter[str] = Counter()
         self._nodes: set[tuple[str, str]] = set()
         self._contexts: set[str] = set()
+        self.on_emit: Any = None  # called after each emitted poll (--metrics-file)
 
     def add(self, events: Iterable[dict[str, Any]]) -> None:
         for e in events:
@@ -404,12 +447,14 @@ class _Tally:
                 if e.get("opaque") is True:
                     self.counts["opaque"] += 1
         self.counts["contexts"] = len(self._contexts)
+        if self.on_emit is not None:
+            self.on_emit()
 
 
 def _ingest_logs(
     fmt: str, paths: tuple[str, ...], *, out: str | None, to_kafka: bool, follow: bool,
     idle_timeout: float | None, poll_interval: float, match_threshold: float, alert_uncertain: bool,
-    started: float,
+    judge: str, judge_fallback: str, metrics_file: str | None, started: float,
 ) -> int:
     """``ingest openhands|claude-code``: read (or follow) the logs, write JSONL or produce to Kafka."""
     if not paths:
@@ -422,16 +467,23 @@ def _ingest_logs(
         fail("--idle-timeout must be > 0 seconds")
     if to_kafka and out:
         fail("give either --out or --to-kafka, not both")
+    if judge_fallback != "none" and judge != "model":
+        fail("--judge-fallback needs --judge model")
+    if metrics_file:
+        check_output_file(metrics_file, option="--metrics-file")
     try:
         matcher = ProhibitionMatcher(threshold=match_threshold, alert_uncertain=alert_uncertain)
     except ValueError as exc:
         fail(str(exc))
-    inputs = LogInputs(fmt, paths, matcher)
+    tally = _Tally()
+    judges = _Judges(RulesJudge(matcher), judge, judge_fallback, tally)
+    if metrics_file:
+        tally.on_emit = lambda: _write_metrics(metrics_file, fmt, tally, judges, inputs)
+    inputs = LogInputs(fmt, paths, judges.chosen)
     inputs.scan(report=True)
     missing = [p for p in paths if not os.path.exists(p)]
     if not inputs.readers and (not follow or missing):
         fail(f"nothing to read in {', '.join(paths)}", code=1 if inputs.input_errors else 2)
-    tally = _Tally()
     where = f"{settings.compaction_topic}/{settings.artifact_topic}" if to_kafka else (out or "stdout")
     try:
         sink_cm = open(out, "wb") if out else nullcontext(sys.stdout.buffer)
@@ -440,10 +492,18 @@ def _ingest_logs(
     interrupted = False
     try:
         with sink_cm as sink:
-            interrupted = asyncio.run(
-                _run_logs(inputs, tally, sink=None if to_kafka else sink, follow=follow,
-                          idle_timeout=idle_timeout, poll_interval=poll_interval)
-            )
+            while True:
+                try:
+                    interrupted = asyncio.run(
+                        _run_logs(inputs, tally, sink=None if to_kafka else sink, follow=follow,
+                                  idle_timeout=idle_timeout, poll_interval=poll_interval)
+                    )
+                    break
+                except RestartWithFallback as exc:  # nothing emitted yet: the whole run with the rules judge
+                    judges.fall_back(exc.reason, whole_run=True)
+                    inputs = inputs.restart(judges.rules)
+    except JudgeUnavailable as exc:
+        fail(f"--judge model: {exc} (check CG_JUDGE_*, retry later, or pass --judge-fallback rules)", code=1)
     except BrokenPipeError:  # `ingest ... | head`: the reader is gone, which is fine
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         where = "stdout (closed early by the reader)"
@@ -453,11 +513,125 @@ def _ingest_logs(
         if not to_kafka:
             raise
         fail(kafka_error(settings, exc, "cannot produce to Kafka"), code=1)
+    finally:
+        judges.close()
     failed = len(inputs.input_errors) + sum(s.failed for s in inputs.stats)
     bad = sum(len(s.errors) for s in inputs.stats)
-    print(_log_summary(fmt, inputs.stats, tally.counts, failed, where, time.monotonic() - started, interrupted),
-          file=sys.stderr)
+    if metrics_file:
+        _write_metrics(metrics_file, fmt, tally, judges, inputs)
+    for line in judges.warnings():
+        print(f"checkpoint-guard: ingest: warning: {line}", file=sys.stderr)
+    print(_log_summary(fmt, inputs.stats, tally.counts, failed, where, time.monotonic() - started, interrupted,
+                       judges.summary()), file=sys.stderr)
     return 1 if failed or bad else 0
+
+
+def _write_metrics(path: str, fmt: str, tally: _Tally, judges: "_Judges", inputs: LogInputs) -> None:
+    """The run's metrics in Prometheus text format, written to ``path`` atomically (``--metrics-file``)."""
+    from prometheus_client import CollectorRegistry, write_to_textfile
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+    skipped: Counter[str] = Counter()
+    for context in inputs._contexts.values():
+        judged = getattr(context, "judged", None)
+        if judged is not None:
+            skipped.update(judged.skipped_languages)
+    model = judges.model
+
+    class Collector:
+        def collect(self) -> Iterator[Any]:
+            events = CounterMetricFamily("checkpoint_guard_ingest_events", "Events ingest emitted, by type.",
+                                         labels=["format", "type"])
+            for kind in ("artifact", "checkpoint"):
+                events.add_metric([fmt, kind], tally.counts[kind])
+            yield events
+            texts = CounterMetricFamily("checkpoint_guard_ingest_unread_language_texts",
+                                        "User-side texts in a language the rules judge cannot read, by language.",
+                                        labels=["language"])
+            for lang, n in sorted(skipped.items()):
+                texts.add_metric([lang], n)
+            yield texts
+            if model is None:
+                return
+            t, labels = model.tally, [model.model]
+            for name, doc, value in (
+                ("compactions", "Compactions the model judge judged.", t.compactions),
+                ("requests", "Requests the model judge sent (retries included).", t.requests),
+                ("cache_hits", "Compactions answered from the judge's disk cache.", t.cached),
+            ):
+                family = CounterMetricFamily(f"checkpoint_guard_judge_{name}", doc, labels=["model"])
+                family.add_metric(labels, value)
+                yield family
+            tokens = CounterMetricFamily("checkpoint_guard_judge_tokens", "Tokens the model judge used.",
+                                         labels=["model", "direction"])
+            tokens.add_metric([model.model, "input"], t.input_tokens)
+            tokens.add_metric([model.model, "output"], t.output_tokens)
+            yield tokens
+            if t.cost_known:
+                cost = CounterMetricFamily("checkpoint_guard_judge_cost_usd", "What the model judge cost, USD.",
+                                           labels=["model"])
+                cost.add_metric(labels, t.cost_usd)
+                yield cost
+            fallback = GaugeMetricFamily("checkpoint_guard_judge_fallback",
+                                         "1 when the run fell back to the rules judge (--judge-fallback rules).",
+                                         labels=["model"])
+            fallback.add_metric(labels, 1 if judges.fallback_reason else 0)
+            yield fallback
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(Collector())
+    try:
+        write_to_textfile(path, registry)
+    except OSError as exc:
+        fail(f"cannot write --metrics-file {path}: {exc.strerror or exc}", code=1)
+
+
+class _Judges:
+    """The judge of one ``ingest`` run: ``rules``, or ``model`` (with the ``--judge-fallback`` to rules).
+
+    A model judge that cannot be built (no key, no model) fails the run with exit code 2,
+    or, with ``--judge-fallback rules``, leaves the whole run to the rules judge; the
+    switch is announced once on stderr (:meth:`fall_back`) and named in the summary line.
+    """
+
+    def __init__(self, rules: RulesJudge, judge: str, fallback: str, tally: _Tally) -> None:
+        self.rules = rules
+        self.model: ModelJudge | None = None
+        self.fallback_reason: str | None = None
+        self.whole_run = False
+        self.chosen: Judge = rules
+        if judge != "model":
+            return
+        try:
+            self.model = build_model_judge(settings)
+        except JudgeConfigError as exc:
+            if fallback != "rules":
+                fail(f"--judge model: {exc}")
+            self.fall_back(str(exc), whole_run=True)
+            return
+        self.chosen = self.model if fallback != "rules" else FallbackJudge(
+            self.model, rules, can_restart=lambda: not tally.counts,
+            announce=lambda reason: self.fall_back(reason, whole_run=False))
+
+    def fall_back(self, reason: str, *, whole_run: bool) -> None:
+        self.fallback_reason, self.whole_run = reason, whole_run
+        rest = "the whole run is judged by the rules judge" if whole_run else (
+            "the events from here on are judged by the rules judge (those already written by the model)")
+        print(f"checkpoint-guard: ingest: warning: the model judge is unavailable ({reason}); {rest} "
+              f"(--judge-fallback rules; x_judge names the judge of each event)", file=sys.stderr, flush=True)
+
+    def warnings(self) -> list[str]:
+        return list(self.model.tally.warnings) if self.model else []
+
+    def summary(self) -> str:
+        if self.model is None or (self.fallback_reason and self.whole_run):
+            return "judge rules" + (" (fallback: the model judge was unavailable)" if self.fallback_reason else "")
+        line = self.model.tally.line(self.model.model)
+        return line + ("; then judge rules (fallback: the model became unavailable)" if self.fallback_reason else "")
+
+    def close(self) -> None:
+        if self.model is not None:
+            self.model.close()
 
 
 async def _run_logs(
@@ -530,7 +704,8 @@ async def _run_logs(
 
 
 def _log_summary(
-    fmt: str, stats: list[ReadStats], counts: Counter[str], failed: int, where: str, seconds: float, interrupted: bool
+    fmt: str, stats: list[ReadStats], counts: Counter[str], failed: int, where: str, seconds: float, interrupted: bool,
+    judge: str = "judge rules",
 ) -> str:
     records = sum(s.records for s in stats)
     unknown: Counter[str] = Counter()
@@ -551,6 +726,6 @@ def _log_summary(
         + (f"; {naive} timestamps without a zone read as UTC" if naive else "")
         + f"), {counts['artifact'] + counts['checkpoint']} events "
         f"(artifact {counts['artifact']}: {artifacts}; checkpoint {counts['checkpoint']}: {levels}, "
-        f"{counts['opaque']} opaque, {counts['re-emitted']} re-emissions) -> {where}; "
+        f"{counts['opaque']} opaque, {counts['re-emitted']} re-emissions) -> {where}; {judge}; "
         f"{failed} input(s) failed; {seconds:.1f}s" + ("; stopped by signal" if interrupted else "")
     )

@@ -158,17 +158,31 @@ class Budget:
 
 @dataclass
 class Options:
-    """How the events are made: the same judge settings as ``ingest claude-code``."""
+    """How the events are made: the judge settings of ``ingest claude-code`` (give both the same: live = batch)."""
 
     match_threshold: float | None = None
     alert_uncertain: bool = False
+    judge: str = "rules"
+    judge_fallback: str = "none"
 
-    def judge(self) -> Any:
+    def build(self, log: Any = None) -> Any:
+        """The judge, built as ``ingest`` builds it (a model judge from the ``CG_JUDGE_*`` settings)."""
         from stream.adapters.compaction_logs import DEFAULT_MATCH_THRESHOLD, ProhibitionMatcher
-        from stream.adapters.judge_rules import as_judge
+        from stream.adapters.judge_rules import RulesJudge
 
         threshold = DEFAULT_MATCH_THRESHOLD if self.match_threshold is None else self.match_threshold
-        return as_judge(ProhibitionMatcher(threshold=threshold, alert_uncertain=self.alert_uncertain))
+        rules = RulesJudge(ProhibitionMatcher(threshold=threshold, alert_uncertain=self.alert_uncertain))
+        if self.judge != "model":
+            return rules
+        from stream.adapters.model_judge import FallbackJudge, build_model_judge
+        from stream.settings import get_settings
+
+        model = build_model_judge(get_settings())
+        if self.judge_fallback != "rules":
+            return model
+        announce = (lambda reason: log(f"the model judge is unavailable ({reason}); this call judged with the "
+                                       "rules judge (--judge-fallback rules; x_judge says so)")) if log else (lambda r: None)
+        return FallbackJudge(model, rules, can_restart=lambda: False, announce=announce)
 
 
 class Session:
@@ -187,7 +201,7 @@ class Session:
     @property
     def judge(self) -> Any:
         if self._judge is None:
-            self._judge = self.options.judge()
+            self._judge = self.options.build(self.log)
         return self._judge
 
     def log(self, message: str) -> None:

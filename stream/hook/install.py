@@ -37,6 +37,10 @@ HOOK_EVENTS: tuple[tuple[str, str | None, dict[str, Any]], ...] = (
     ("Stop", None, {"timeout": 30, "async": True}),
     ("SessionEnd", None, {"timeout": 5}),
 )
+#: The hook's budget with a model judge (one request per compaction), and the margin Claude Code's
+#: timeout keeps above a call's budget.
+MODEL_BUDGET = 90.0
+_TIMEOUT_MARGIN = 30
 _OURS = re.compile(r"(checkpoint-guard|-m\s+stream)\b.*\bhook\s+claude-code\b", re.DOTALL)
 
 
@@ -52,12 +56,20 @@ def default_command(extra_args: str = "") -> str:
     return f"{base} hook claude-code{(' ' + extra_args) if extra_args else ''}"
 
 
-def hook_entries(command: str) -> dict[str, list[dict[str, Any]]]:
+def handler(command: str, extra: dict[str, Any], budget: float | None = None) -> dict[str, Any]:
+    """One hook handler; ``budget``: a call's budget when it is not the default (the timeout then exceeds it)."""
+    out = {"type": "command", "command": command, **extra}
+    if budget is not None:
+        out["timeout"] = max(int(out.get("timeout", 0)), int(budget) + _TIMEOUT_MARGIN)
+    return out
+
+
+def hook_entries(command: str, budget: float | None = None) -> dict[str, list[dict[str, Any]]]:
     """Our hooks as the ``hooks`` object of a settings file or a plugin's ``hooks/hooks.json``."""
     out: dict[str, list[dict[str, Any]]] = {}
     for event, matcher, extra in HOOK_EVENTS:
         group: dict[str, Any] = {} if matcher is None else {"matcher": matcher}
-        group["hooks"] = [{"type": "command", "command": command, **extra}]
+        group["hooks"] = [handler(command, extra, budget)]
         out.setdefault(event, []).append(group)
     return out
 
@@ -83,7 +95,7 @@ def _describe(event: str, matcher: str | None, handler: dict[str, Any]) -> str:
     return f"{where:<24} {handler['command']}" + (f"  ({', '.join(bits)})" if bits else "")
 
 
-def plan_install(data: dict[str, Any], command: str) -> tuple[dict[str, Any], list[str]]:
+def plan_install(data: dict[str, Any], command: str, budget: float | None = None) -> tuple[dict[str, Any], list[str]]:
     """``data`` with our handlers present and current; the changes as ``+``/``~`` lines."""
     new = copy.deepcopy(data)
     hooks = new.setdefault("hooks", {})
@@ -91,7 +103,7 @@ def plan_install(data: dict[str, Any], command: str) -> tuple[dict[str, Any], li
         raise SettingsError(f"'hooks' is a {type(hooks).__name__}, not an object")
     changes: list[str] = []
     for event, matcher, extra in HOOK_EVENTS:
-        want = {"type": "command", "command": command, **extra}
+        want = handler(command, extra, budget)
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
             raise SettingsError(f"'hooks.{event}' is a {type(groups).__name__}, not a list")
@@ -156,7 +168,7 @@ def installed(data: Any, command: str | None = None) -> dict[str, str]:
             if isinstance(group, dict) and isinstance(group.get("hooks"), list):
                 for h in group["hooks"]:
                     if is_ours(h):
-                        same = (command is None or h.get("command") == command) and all(h.get(k) == v for k, v in extra.items()) \
+                        same = (command is None or h.get("command") == command) and h.get("async") == extra.get("async") \
                             and (group.get("matcher") or None) == matcher
                         state = "ok" if same else "different"
         out[event] = state
@@ -201,11 +213,11 @@ def _record_path(records: Path, path: Path) -> Path:
     return records / (hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:20] + ".json")
 
 
-def install(path: Path, command: str, records: Path) -> Report:
+def install(path: Path, command: str, records: Path, budget: float | None = None) -> Report:
     """Merge our hooks into ``path`` (module docstring). Raises :class:`SettingsError`."""
     report = Report(path)
     original, data = _load(path)
-    new, report.changes = plan_install(data, command)
+    new, report.changes = plan_install(data, command, budget)
     if not report.changes:
         report.note = "already installed; nothing changed"
         return report

@@ -111,3 +111,34 @@ def test_the_broker_log_hides_the_passwords_and_its_config_is_private(broker):
     assert_no_secret(broker.log_file.read_text(errors="replace"))
     props = broker.kafka_home / kafka_local.PROPS_NAME
     assert props.stat().st_mode & 0o077 == 0  # it must hold them: owner-only
+
+
+JUDGE_KEY = "sk-judge-7f3c9a1e-never-print-me"
+
+
+def test_the_model_judges_api_key_never_reaches_an_output_or_the_cache(tmp_path):
+    """ingest --judge model with a distinctive key: accepted, refused, not allowed to go to another host, fallback."""
+    from tests.model_judge_standins import ModelServer
+    from tests.unit.test_ingest_model_judge import DROPPED, env_of, run
+
+    log = str(DROPPED)
+    outputs = []
+    with ModelServer(api_key=JUDGE_KEY) as server:
+        ok = run(env_of(tmp_path, CG_JUDGE_BACKEND="anthropic", CG_JUDGE_URL=server.url, CG_JUDGE_API_KEY=JUDGE_KEY),
+                 "ingest", "claude-code", log, "--judge", "model")
+        assert ok.returncode == 0 and server.requests[0]["headers"]["x-api-key"] == JUDGE_KEY
+        with ModelServer(api_key="another-key") as refusing:
+            for fallback in ((), ("--judge-fallback", "rules")):
+                outputs.append(run(env_of(tmp_path, CG_JUDGE_BACKEND="openai", CG_JUDGE_URL=f"{refusing.url}/v1",
+                                          CG_JUDGE_MODEL="m", CG_JUDGE_API_KEY=JUDGE_KEY),
+                                   "ingest", "claude-code", log, "--judge", "model", *fallback))
+        vendor = env_of(tmp_path, CG_JUDGE_BACKEND="anthropic", CG_JUDGE_URL=server.url, ANTHROPIC_API_KEY=JUDGE_KEY)
+        outputs.append(run(vendor, "ingest", "claude-code", log, "--judge", "model"))  # not sent to this host
+        assert len(server.requests) == 1
+    assert [o.returncode for o in outputs] == [1, 0, 2]
+    assert "HTTP 401" in outputs[0].stderr.decode()
+    for out in [ok, *outputs]:
+        assert_no_secret(out.stdout.decode() + out.stderr.decode(), JUDGE_KEY)
+    for entry in (tmp_path / "judge-cache").rglob("*"):
+        if entry.is_file():
+            assert_no_secret(entry.read_text(), JUDGE_KEY)

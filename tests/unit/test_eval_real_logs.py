@@ -76,14 +76,16 @@ def test_an_alerted_prohibition_that_is_not_gold_is_a_false_alarm(tmp_path):
     s = scores["overall"]
     assert (s.tp, s.fp, s.fn, s.tn) == (3, 1, 1, 1)
     # the extractor cuts the reason off at the comma before its new subject ("..., they are shared")
-    assert s.fp_items == [f"{SESSION[:8]} C1 (line 14): \"keep the old fixtures\" [user, preserve, line 10] "
+    assert s.fp_items == [f"{SESSION[:8]} C1 (line 14): \"keep the old fixtures\" [user, preserve, line 10, keep-existing] "
                           "(not a gold prohibition)"]
+    assert (s.cues[("instruction", "keep-existing", "fp")], s.cues[("drop", "not-quoted", "fp")]) == (1, 1)
 
 
 def test_the_report_prints_figures_and_items_and_a_missing_directory_is_a_clear_message(tmp_path, capsys):
     assert eval_real_logs.main([str(labelled_dir(tmp_path))]) == 0
     out = capsys.readouterr().out
-    assert "overall           1.00   0.75    3   0   1   1" in out
+    assert "overall                     1.00   0.75    3   0   1   1" in out
+    assert "precision per cue" in out and "texts in a language the judge cannot read: 0" in out
     assert "misses (1):" in out and "false alarms (0):" in out
     assert eval_real_logs.main([str(tmp_path / "nowhere")]) == 0
     assert "no labelled logs at" in capsys.readouterr().err
@@ -106,3 +108,23 @@ def test_every_prohibition_read_after_the_last_compaction_is_listed_as_a_natural
     out = capsys.readouterr().out
     assert "natural negatives (the user's words after each log's last compaction, in no label): 3 texts, 1 read" in out
     assert f'  {SESSION[:8]} line 17: "don\'t delete the price snapshots"' in out
+
+
+def test_judge_model_scores_the_llm_judges_alerts_through_a_stand_in(tmp_path, capsys, monkeypatch):
+    from tests.model_judge_standins import claude_calls, write_claude
+
+    claude = write_claude(tmp_path / "bin")
+    monkeypatch.setenv("CG_JUDGE_BACKEND", "claude-cli")
+    monkeypatch.setenv("CG_JUDGE_CLAUDE_BIN", str(claude))
+    monkeypatch.setenv("CG_JUDGE_CACHE_DIR", str(tmp_path / "cache"))
+    assert eval_real_logs.main([str(labelled_dir(tmp_path)), "--judge", "model", "--quiet"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[0].startswith("judge model claude-cli:default: ")
+    # the stand-in knows P1 (dropped: alerted) and P3 (carried: not alerted), not the other three dropped ones
+    overall = next(line for line in out.splitlines() if line.startswith("overall")).split()
+    assert overall[1:] == ["1.00", "0.25", "1", "0", "3", "1"]
+    assert "judge model claude-cli:default: 1 compactions, 1 requests" in err and len(claude_calls(tmp_path / "bin")) == 1
+    monkeypatch.setenv("CG_JUDGE_CLAUDE_BIN", str(tmp_path / "gone"))
+    monkeypatch.setenv("CG_JUDGE_CACHE_DIR", str(tmp_path / "empty-cache"))
+    assert eval_real_logs.main([str(labelled_dir(tmp_path / "again")), "--judge", "model"]) == 1
+    assert "eval_real_logs: error: --judge model: " in capsys.readouterr().err

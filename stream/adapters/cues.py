@@ -1,0 +1,395 @@
+"""The cue tables of the ``rules`` judge: every decision it makes names one row here.
+
+A :class:`Cue` is data: its name, language, the decision it serves (``instruction``: a
+text states a standing prohibition; ``carry``: a summary still states it; ``drop``: why a
+summary is taken not to; ``veto``: what is never a prohibition), the form class, the
+pattern or lexical form, and a *strength* (``high`` / ``medium`` / ``low``) that the
+precision setting (:data:`PRECISION_LEVELS`) admits or not. ``bench/eval_real_logs.py``
+reports precision per cue, so a bad one can be seen and removed.
+
+English instruction cues are the extractor of :mod:`stream.adapters.prohibitions` (its
+regexes, named); other languages have tables of their own here (:data:`FOREIGN`), read
+sentence by sentence; a text in a language no table reads is counted and reported
+(:func:`language_of`). Structural carry / drop cues (``quoted``, ``unquoted-again``) need no
+language.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+STRENGTHS = ("high", "medium", "low")
+
+
+@dataclass(frozen=True)
+class Cue:
+    name: str
+    lang: str  # ISO 639-1, or "*" for a structural cue
+    decision: str  # instruction | carry | drop | veto
+    form: str | None  # explicit | preserve | contrastive | defer | restraint | implicit (instruction cues)
+    pattern: str  # the regex, or a short statement of the structural test
+    strength: str = "medium"
+    note: str = ""
+
+
+def _en(name: str, form: str, strength: str, pattern: str, note: str) -> Cue:
+    return Cue(name, "en", "instruction", form, pattern, strength, note)
+
+
+def _english_rows() -> tuple[Cue, ...]:
+    from stream.adapters import prohibitions as p
+
+    return (
+        _en("neg-imperative", "explicit", "high", p._NEG_IMPERATIVE.pattern, "don't / never / let's not / avoid / stop + verb"),
+        _en("addressee-not", "explicit", "high", p._ADDRESSEE_NOT.pattern, "the assistant / Claude must not V"),
+        _en("important-not", "explicit", "high", p._IMPORTANT_NOT.pattern, "it's important not to V"),
+        _en("modal-negation", "explicit", "medium", p._MODAL_NEGATION.pattern, "<anything> must not / must never V"),
+        _en("requirement-not", "explicit", "medium", p._REQUIREMENT.pattern, "it should not be <done>"),
+        _en("needs-no", "explicit", "medium", p._NEEDS_NO.pattern, "it needs no X"),
+        _en("polite-not", "explicit", "high", p._POLITE_NOT.pattern, "please not V (non-native)"),
+        _en("nothing-should", "explicit", "medium", p._NOTHING_SHOULD.pattern, "nothing in X should be V-ed"),
+        _en("should-not-act", "explicit", "medium", p._SHOULD_NOT_ACT.pattern, "the <part> should not <action verb>"),
+        _en("forbidden", "explicit", "high", p._FORBIDDEN.pattern, "V-ing X is forbidden / X is off-limits"),
+        _en("fronted-please-not", "explicit", "medium", p._FRONTED_PLEASE_NOT.pattern, "X please not V"),
+        _en("out-of-scope-lead", "explicit", "high", r"^(?:out of scope|non-goals?):", "Out of scope: X"),
+        _en("negated-list-item", "explicit", "high", p._NEGATED_LEAD.pattern, "an item of a Don't / Won't do / Non-goals list"),
+        _en("neg-request", "explicit", "high", p._NEG_REQUEST.pattern, "can we not X? / is it ok if you don't X?"),
+        _en("purpose-not", "explicit", "medium", p._PURPOSE_NOT.pattern, "do X so that it doesn't V"),
+        _en("plan-descriptive-imperative", "explicit", "medium", p._NEG_IMPERATIVE.pattern,
+            "an explicit imperative in a plan section that describes"),
+        _en("no-x-decisions", "explicit", "medium", p._NO_NP.pattern, "a 'no X' item of a list of decisions / constraints"),
+        _en("no-x-instruction-list", "explicit", "low", p._NO_NP.pattern, "a 'no X' item of a list of instructions"),
+        _en("no-x-parenthetical", "explicit", "medium", p._NO_NP.pattern, "(no X) on an instruction or a decision"),
+        _en("no-x-forceful", "explicit", "medium", p._NO_NP_DIRECTIVE.pattern, "no new X / no X in this PR / pls no X"),
+        _en("no-x-then-instead", "explicit", "low", p._NO_NP.pattern, "no X, do Y instead"),
+        _en("no-x-beside-instruction", "explicit", "low", p._NO_NP.pattern, "a short 'no X' beside an instruction"),
+        _en("keep-existing", "preserve", "medium", p._PRESERVE.pattern, "keep it local / keep the existing X / keep X working"),
+        _en("must-stay", "preserve", "medium", p._MUST_STAY.pattern, "X must stay the same / keep working"),
+        _en("preserve-verb", "preserve", "medium", p._PRESERVE_VERB.pattern, "maintain / stick with / leave X unchanged"),
+        _en("defer-marker", "defer", "medium", p._DEFER.pattern, "defer X / leave X for later / not in this PR"),
+        _en("restraint", "restraint", "medium", p._RESTRAINT.pattern, "I'll do that myself / ask before / wait for me"),
+        _en("consult-first", "restraint", "medium", p._CONSULT.pattern, "ask me before changes / let me review first"),
+        _en("contrast", "contrastive", "medium", p._CONTRAST.pattern, "a directive '..., not Y' / 'use X not Y'"),
+        _en("paren-not", "contrastive", "medium", p._PAREN_NOT.pattern, "an instruction with '(not Y)'"),
+        _en("avoid-modal", "explicit", "high", r"^(?:you|we) (?:should|must|need to) avoid V", "we should avoid X"),
+        _en("important-that-not", "explicit", "medium", r"^it's important that <it> doesn't V", "it's important that it doesn't V"),
+        _en("requirement-not-adjective", "explicit", "medium", r"<it> should not be <V-able>", "X should NOT be freely editable"),
+        _en("plan-context-requirement", "explicit", "medium", p._NO_CHANGES_TO.pattern,
+            "a requirement (should not be V-ed / No changes to X) in a plan's context section"),
+        _en("plan-no-x", "explicit", "medium", p._NO_NP.pattern, "a plan's sentence or item that is only 'No X'"),
+        _en("plan-paren-not", "contrastive", "medium", p._PAREN_NOT.pattern, "a plan item with '(not Y)'"),
+        _en("paren-unchanged", "preserve", "medium", p._PAREN_KEEP.pattern, "X (unchanged) / ### X (no changes)"),
+        _en("decline", "implicit", "low", p._IMPLICIT.pattern, "a decline of the agent's proposal ('no, ignore this part')"),
+        _en("dislike-rule", "explicit", "low", p._DISLIKE.pattern, "i don't like it when you V"),
+        Cue("hedged", "en", "veto", None, p._HEDGED.pattern, note="maybe ... or we shouldn't ...: an idea floated"),
+        Cue("opinion", "en", "veto", None, p._OPINION.pattern, note="I think / I don't think / maybe"),
+        Cue("possibility", "en", "veto", None, p._POSSIBILITY.pattern, note="may not / no need to / don't have to"),
+    )
+
+
+# --------------------------------------------------------------------------- other languages
+
+#: Per language: instruction cues (name, form, strength, pattern) tried in order on each sentence, and vetoes.
+_FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
+    "ja": {
+        "instruction": [
+            ("neg-request", "explicit", "high",
+             r"ないで(?:ください|下さい|くれ|ね|よ|ほしい|欲しい|もらえ|いただけ|頂け|おいて)|ないで(?=[。．！!\s]|$)"),
+            ("must-not", "explicit", "high", r"(?:ては|ちゃ|じゃ|では)(?:いけない|いけません|だめ|ダメ|駄目|ならない|なりません)"),
+            ("not-to-do", "explicit", "high", r"しないこと|しないように(?:して|お願い|ください|下さい|しましょう)"),
+            ("forbidden", "explicit", "medium", r"禁止|厳禁"),
+            ("keep-as-is", "preserve", "medium",
+             r"(?:その|この)?ままに?して(?:ください|下さい|おいて)?|そのままで(?:いい|お願い|残)|を?維持して|を?残して(?:ください|下さい|おいて)|変更しないで"),
+            ("later", "defer", "medium", r"(?:後で|あとで|後回しに|次回|今度)(?:に)?(?:して|しましょう|します|でいい|やる)"),
+            ("ask-first", "restraint", "medium", r"(?:前に|まず|先に)(?:確認|相談)して|確認してから|私が(?:やる|やります|します)"),
+        ],
+        "veto": [
+            ("question", r"[?？]\s*$|(?:ですか|ますか|でしょうか|かな)\s*[。]?\s*$"),
+            ("hedged", r"かも|たぶん|多分|もしかして|かもしれ"),
+            ("no-need", r"なくても(?:いい|大丈夫|良い)|必要(?:は)?ない|必要ありません|不要"),
+        ],
+    },
+    "zh": {
+        "instruction": [
+            ("neg-imperative", "explicit", "high",
+             r"(?<![需必只重])(?:请|請)?(?:不要|切勿|请勿|請勿|不准|不许|不許|不得|严禁|嚴禁|禁止)"
+             r"|(?:^|[，,。；;：:\s])(?:请|請)?(?:别|別)(?![的人处處])"),
+            ("must-not", "explicit", "medium", r"(?:不能|不可以|不可)(?:再|随便|隨便|擅自|直接)?[改删刪动動加提推用碰写寫换換]"),
+            ("keep-as-is", "preserve", "medium", r"保持|保留|维持|維持|(?:不要|别|別)(?:动|動)|原样|原樣"),
+            ("later", "defer", "medium", r"(?:先|暂时|暫時|暂且)(?:不|别|別|不要)|以后再|之后再|稍后再|下次再|以後再|之後再"),
+            ("ask-first", "restraint", "medium", r"(?:先|事先)(?:问|問|确认|確認|征求)我|经过我|經過我|我(?:自己|亲自|親自)来"),
+        ],
+        "veto": [
+            ("question", r"[吗嗎呢？?]\s*$|是否|要不要|能不能|可不可以"),
+            ("hedged", r"也许|也許|或许|或許|可能|大概|是不是"),
+            ("no-need", r"不需要|不必|不用|无需|無需"),
+        ],
+    },
+    "ko": {
+        "instruction": [
+            ("neg-imperative", "explicit", "high", r"지\s*(?:마|말아|말고|말라|말\s*것|맙시다|마세요|마십시오)"),
+            ("must-not", "explicit", "high", r"(?:면|으면)\s*안\s*(?:돼|됩니다|된다|되요|돼요|됨)"),
+            ("forbidden", "explicit", "medium", r"금지"),
+            ("keep-as-is", "preserve", "medium", r"유지(?:해|하세요|해\s*주세요|할\s*것|합니다)|그대로\s*(?:둬|두세요|두고|놔|유지)"),
+            ("later", "defer", "medium", r"(?:나중에|다음에)\s*(?:하자|할게|해|하세요|합시다)"),
+            ("ask-first", "restraint", "medium", r"먼저\s*(?:물어|확인|상의)|(?:제가|내가)\s*(?:직접|할게|하겠)"),
+        ],
+        "veto": [
+            ("question", r"[?？]\s*$|(?:까|나요|니|냐)\s*$"),
+            ("hedged", r"아마|혹시|것\s*같"),
+            ("no-need", r"필요\s*없|안\s*해도\s*(?:돼|됩니다|괜찮)"),
+        ],
+    },
+    "es": {
+        "instruction": [
+            ("neg-imperative", "explicit", "high",
+             r"\bno\s+(?:(?:lo|la|los|las|le|les|me|te|se|nos)\s+)?(?:toques|cambies|modifiques|borres|elimines|agregues|añadas|"
+             r"uses|subas|hagas|pongas|ejecutes|instales|muevas|rompas|edites|renombres|publiques|despliegues|actualices|"
+             r"escribas|reescribas|quites|toque|cambie|modifique|borre|elimine|agregue|añada|suba|haga|ponga|ejecute|instale|"
+             r"mueva|rompa|edite|renombre|publique|despliegue|actualice|escriba|quite|hagamos|usemos|cambiemos|toquemos)\b"),
+            ("never", "explicit", "high", r"\bnunca\s+(?:(?:lo|la|los|las|le|les|me|te|se)\s+)?\w+(?:es|as|e|a)\b"),
+            ("avoid", "explicit", "high", r"^(?:por\s+favor,?\s*)?evit(?:a|e|ar)\s+\w|\bprohibido\b"),
+            ("keep-as-is", "preserve", "medium",
+             r"\b(?:mantén|mantenga|mantener|conserva|conserve|deja|deje|dejar)\b.{0,40}?\b(?:como\s+está|igual|intact[oa]s?|sin\s+cambios)\b"),
+            ("later", "defer", "medium", r"\b(?:déjalo|dejalo|deja\s+\w+)\s+para\s+(?:después|luego|más\s+tarde)\b"),
+        ],
+        "veto": [
+            ("question", r"[?¿]"),
+            ("hedged", r"\b(?:quizás|quizá|tal\s+vez|a\s+lo\s+mejor|creo\s+que|no\s+sé)\b"),
+            ("no-need", r"\bno\s+(?:hace\s+falta|es\s+necesario|necesitas|hay\s+que)\b"),
+        ],
+    },
+    "pt": {
+        "instruction": [
+            ("neg-imperative", "explicit", "high",
+             r"\bnão\s+(?:(?:o|a|os|as|me|se|lhe)\s+)?(?:mexa|mexe|altere|mude|modifique|remova|apague|delete|adicione|use|"
+             r"faça|coloque|execute|rode|instale|mova|quebre|edite|renomeie|publique|atualize|escreva|reescreva|commite|comite|"
+             r"suba|crie|toque|troque|mexam|alterem|mudem)\b"),
+            ("never", "explicit", "high", r"\bnunca\s+(?:(?:o|a|os|as|me|se)\s+)?\w+(?:e|a|em|am)\b"),
+            ("avoid", "explicit", "high", r"^(?:por\s+favor,?\s*)?evit(?:e|a|ar)\s+\w|\bproibido\b"),
+            ("keep-as-is", "preserve", "medium",
+             r"\b(?:mantenha|manter|mantém|preserve|conserve|deixe|deixa)\b.{0,40}?\b(?:como\s+está|igual|intact[oa]s?|sem\s+alteraç\w+)\b"),
+            ("later", "defer", "medium", r"\b(?:deixe|deixa)\s+(?:isso|isto|\w+)\s+para\s+(?:depois|mais\s+tarde)\b"),
+        ],
+        "veto": [
+            ("question", r"\?"),
+            ("hedged", r"\b(?:talvez|acho\s+que|será\s+que|não\s+sei)\b"),
+            ("no-need", r"\bnão\s+(?:precisa|é\s+necessário|tem\s+que)\b"),
+        ],
+    },
+    "fr": {
+        "instruction": [
+            ("neg-imperative", "explicit", "high",
+             r"^(?:(?:s'il\s+(?:te|vous)\s+pla[iî]t|svp|merci\s+de|surtout)\s*,?\s*)?(?:ne\s+|n['’]\s*)(?:(?:le|la|les|l['’]|y|en|me|lui|leur)\s*)*"
+             r"\w+[sz]?\s+(?:pas|jamais|rien|plus)\b"),
+            ("merci-de-ne-pas", "explicit", "high", r"\bmerci\s+de\s+ne\s+(?:pas|jamais)\b|\b(?:il\s+ne\s+faut|tu\s+ne\s+dois|vous\s+ne\s+devez)\s+(?:pas|jamais)\b"),
+            ("pas-de", "explicit", "medium", r"^(?:et\s+)?(?:surtout\s+)?(?:pas|jamais)\s+(?:de\s+|d['’])\w"),
+            ("avoid", "explicit", "high", r"^(?:merci\s+d['’]|s'il\s+te\s+plaît,?\s*)?évit(?:e|ez|er)\s+(?:de\s+|d['’])?\w|\binterdit\b"),
+            ("keep-as-is", "preserve", "medium",
+             r"\b(?:garde|gardez|conserve|conservez|laisse|laissez)\b.{0,40}?\b(?:tel(?:le)?s?\s+quel(?:le)?s?|intact\w*|inchangé\w*|comme\s+(?:ça|c'est))\b"),
+        ],
+        "veto": [
+            ("question", r"\?"),
+            ("hedged", r"\b(?:peut-être|je\s+pense|je\s+crois|je\s+ne\s+sais\s+pas)\b"),
+            ("no-need", r"\b(?:pas\s+besoin|pas\s+nécessaire|pas\s+obligé)\b"),
+        ],
+    },
+    "de": {
+        "instruction": [
+            ("bitte-nicht", "explicit", "high", r"\bbitte\s+(?:\S+\s+){0,5}?(?:nicht|nie|niemals|keine?n?)\b"),
+            ("nicht-verb", "explicit", "high",
+             r"\b(?:nicht|nie|niemals)\s+(?:\S+\s+){0,4}?(?:ändern|anfassen|löschen|entfernen|hinzufügen|committen|pushen|verwenden|"
+             r"benutzen|nutzen|umbenennen|überschreiben|installieren|ausführen|anpassen|bearbeiten|modifizieren|verändern|anlegen)\b"),
+            ("imperative-nicht", "explicit", "high",
+             r"^(?:\S+\s+)?(?:ändere|ändert|lösche|löscht|entferne|entfernt|füge|committe|pushe|verwende|benutze|nutze|fass|rühr|"
+             r"mach|installiere|überschreibe|bearbeite)\b[^.]{0,60}?\b(?:nicht|nie|niemals)\b"),
+            ("keine", "explicit", "medium", r"^(?:und\s+)?keine?n?\s+(?:neuen?\s+)?\w"),
+            ("avoid", "explicit", "high", r"^(?:bitte\s+)?vermeide\w*\b|\bverboten\b"),
+            ("keep-as-is", "preserve", "medium",
+             r"\b(?:behalte|belasse|lass|lasse)\b.{0,40}?\b(?:bei|so|wie\s+(?:es|sie|er)\s+(?:ist|sind)|unverändert|in\s+ruhe)\b"),
+        ],
+        "veto": [
+            ("question", r"\?"),
+            ("hedged", r"\b(?:vielleicht|eventuell|ich\s+glaube|ich\s+denke|weiß\s+nicht)\b"),
+            ("no-need", r"\b(?:nicht\s+nötig|nicht\s+notwendig|muss\s+nicht|musst\s+nicht|brauchst\s+nicht|brauchen\s+nicht)\b"),
+        ],
+    },
+    "ru": {
+        "instruction": [
+            ("neg-imperative", "explicit", "high",
+             r"(?:^|[\s,.;:!—-])не\s+(?:\w+\s+)?(?:трогай|трогайте|меняй|меняйте|изменяй|изменяйте|удаляй|удаляйте|добавляй|"
+             r"добавляйте|делай|делайте|коммить|коммитьте|пушь|пушьте|используй|используйте|ломай|ломайте|переименовывай|"
+             r"запускай|запускайте|устанавливай|устанавливайте|пиши|пишите|создавай|создавайте|правь|правьте|редактируй|"
+             r"редактируйте|переписывай|переписывайте|\w+(?:айте|яйте|йте|ьте))\b"),
+            ("never", "explicit", "high", r"\bникогда\s+не\b"),
+            ("forbidden", "explicit", "medium", r"\b(?:запрещено|нельзя)\b"),
+            ("keep-as-is", "preserve", "medium", r"\b(?:оставь|оставьте|сохрани|сохраните)\b.{0,40}?\b(?:как\s+есть|без\s+изменений)\b"),
+        ],
+        "veto": [
+            ("question", r"\?"),
+            ("hedged", r"\b(?:может\s+быть|наверное|возможно|кажется)\b"),
+            ("no-need", r"\bне\s+(?:нужно|надо|обязательно)\b"),
+        ],
+    },
+}
+
+#: Languages the rules judge reads.
+READABLE = ("en",) + tuple(sorted(_FOREIGN_SPEC))
+
+
+@dataclass(frozen=True)
+class ForeignTable:
+    lang: str
+    instruction: tuple[tuple[Cue, re.Pattern[str]], ...]
+    veto: tuple[tuple[Cue, re.Pattern[str]], ...]
+
+
+def _compile(lang: str, spec: dict[str, list[tuple[str, ...]]]) -> ForeignTable:
+    flags = re.IGNORECASE | re.UNICODE
+    ins = tuple((Cue(n, lang, "instruction", f, pat, s), re.compile(pat, flags)) for n, f, s, pat in spec["instruction"])
+    veto = tuple((Cue(n, lang, "veto", None, pat), re.compile(pat, flags)) for n, pat in spec["veto"])
+    return ForeignTable(lang, ins, veto)
+
+
+FOREIGN: dict[str, ForeignTable] = {lang: _compile(lang, spec) for lang, spec in _FOREIGN_SPEC.items()}
+
+#: Structural and matcher cues of the carry decision (language-free unless noted).
+CARRY_CUES: tuple[Cue, ...] = (
+    Cue("quoted", "*", "carry", None, "at least half of the rule's word trigrams are in the summary (its user-message list)", "high"),
+    Cue("verbatim", "*", "carry", None, "the rule (or its key part) appears verbatim", "high"),
+    Cue("negated-mention", "en", "carry", None, "a negated sentence with the rule's key words (verb class, stems)", "high"),
+    Cue("user-keeps", "en", "carry", None, "the user / someone else does the action", "high"),
+    Cue("preserve-cue", "en", "carry", None, "keep / retain / unchanged with the rule's words", "high"),
+    Cue("defer-cue", "en", "carry", None, "later / deferred with the rule's words", "high"),
+    Cue("restraint-cue", "en", "carry", None, "instruct / manual / ask with the rule's words", "high"),
+    Cue("acronym-negated", "en", "carry", None, "a negated sentence naming the rule's acronym", "high"),
+    Cue("stays", "en", "carry", None, "the thing left untouched / still in place", "high"),
+    Cue("someone-else", "en", "carry", None, "someone else acts on the thing", "high"),
+    Cue("no-thing", "en", "carry", None, "'no X' / 'without X' governing the thing", "high"),
+    Cue("partial", "en", "carry", None, "half the key words and the action in a cued sentence (uncertain)", "low"),
+    Cue("code-name", "*", "carry", None, "a code name of the rule next to a negation / keep word (rules in other languages)", "medium"),
+)
+#: Why a summary is taken not to carry an instruction (the alert's reason).
+DROP_CUES: tuple[Cue, ...] = (
+    Cue("unquoted-again", "*", "drop", None, "an earlier summary quoted the rule; this one neither quotes nor restates it", "high"),
+    Cue("removed", "en", "drop", None, "the summary names the thing while saying it was removed / replaced", "high"),
+    Cue("not-quoted", "*", "drop", None, "the summary lists the user's messages since the last one and not this rule's", "medium"),
+    Cue("not-quoted-long", "*", "drop", None, "the same for a long message (lists describe long messages, not quote them)", "low"),
+    Cue("plan-unstated", "*", "drop", None, "a rule of an approved plan the summary does not state", "medium"),
+    Cue("unmatched", "*", "drop", None, "nothing in the summary states it", "medium"),
+    Cue("uncertain", "en", "drop", None, "only a partial restatement (dropped at the recall end only)", "low"),
+    Cue("opaque", "*", "drop", None, "the summary text is not available", "high"),
+)
+
+
+@lru_cache(maxsize=1)
+def english_cues() -> tuple[Cue, ...]:
+    return _english_rows()
+
+
+def all_cues() -> tuple[Cue, ...]:
+    """Every row: English instruction cues and vetoes, the other languages', carry and drop cues."""
+    rows = list(english_cues())
+    for table in FOREIGN.values():
+        rows += [c for c, _ in table.instruction] + [c for c, _ in table.veto]
+    return tuple(rows) + CARRY_CUES + DROP_CUES
+
+
+def strength_of(cue: str) -> str:
+    """The strength of an instruction cue by name (``"ja:neg-imperative"``, ``"es:neg-imperative"``, ``"contrast"``)."""
+    lang, _, name = cue.rpartition(":")
+    if lang in FOREIGN:
+        for c, _ in FOREIGN[lang].instruction:
+            if c.name == name:
+                return c.strength
+    for c in english_cues():
+        if c.name == name and c.decision == "instruction":
+            return c.strength
+    return "low"
+
+
+# --------------------------------------------------------------------------- languages
+
+
+@dataclass(frozen=True)
+class Level:
+    """What one precision level lets alert."""
+
+    name: str
+    instruction: frozenset[str]  # strengths of instruction cues read
+    drops: frozenset[str]  # drop cues that alert (others count as carried)
+    foreign_drops: frozenset[str]  # the same, for instructions read in another language than the summary's
+    uncertain_drops: bool  # a partial restatement does not carry
+
+
+_DROPS = frozenset({"unquoted-again", "removed", "not-quoted", "plan-unstated", "unmatched"})
+PRECISION_LEVELS: dict[str, Level] = {
+    "precise": Level("precise", frozenset({"high"}), _DROPS, frozenset({"unquoted-again", "not-quoted"}), False),
+    "balanced": Level("balanced", frozenset(STRENGTHS), _DROPS, frozenset({"unquoted-again", "not-quoted", "plan-unstated"}), False),
+    "recall": Level("recall", frozenset(STRENGTHS), _DROPS | {"uncertain", "not-quoted-long"}, _DROPS | {"not-quoted-long"}, True),
+}
+DEFAULT_PRECISION = "balanced"
+
+_SCRIPTS = (
+    ("ja", re.compile(r"[\u3040-\u30ff\u31f0-\u31ff]")),  # kana
+    ("ko", re.compile(r"[\uac00-\ud7af\u1100-\u11ff]")),  # hangul
+    ("zh", re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")),  # han without kana
+    ("ru", re.compile(r"[\u0400-\u04ff]")),  # Cyrillic (uk when it has ґ є і ї)
+    ("el", re.compile(r"[\u0370-\u03ff]")),
+    ("he", re.compile(r"[\u0590-\u05ff]")),
+    ("ar", re.compile(r"[\u0600-\u06ff]")),
+    ("hi", re.compile(r"[\u0900-\u097f]")),
+    ("th", re.compile(r"[\u0e00-\u0e7f]")),
+)
+_UKRAINIAN = re.compile(r"[ґєії]", re.I)
+_LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
+_ENGLISH_WORDS = frozenset(
+    "the a an and or to of in on for is are was were be it this that with not don't dont do does no you we i me my "
+    "please can should would will use add fix make it's let's just also but so if then keep what why how when all "
+    "from at by as have has need want now here there one more any some only new yes ok".split())
+_CODE = re.compile(r"`[^`]*`|\S*[/\\_.=<>{}()\[\]#]\S*|\b[A-Z]{2,}\b|\w*\d\w*")
+_LATIN = ("en", "es", "fr", "de", "pt", "it", "nl", "pl", "tr", "id", "vi", "cs", "sv", "da", "no", "fi", "ro", "hu", "ca")
+
+
+@lru_cache(maxsize=1)
+def _identifier():
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    ident = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    ident.set_languages(list(_LATIN))
+    return ident
+
+
+@lru_cache(maxsize=65_536)
+def language_of(line: str) -> str:
+    """The language of one line of prose: ISO 639-1, or ``"und"`` (too little to tell: read as English).
+
+    Scripts decide first (kana -> ja, hangul -> ko, han -> zh, Cyrillic -> ru / uk, ...); a
+    Latin-script line of at least three words that is not plainly English goes to
+    py3langid (restricted to Latin-script languages; deterministic). Code (paths,
+    identifiers, back-ticked spans) is ignored.
+    """
+    prose = _CODE.sub(" ", unicodedata.normalize("NFKC", line[:2000]))  # the start of a line tells its language
+    letters = _LETTER.findall(prose)
+    if len(letters) < 2:
+        return "und"
+    for lang, script in _SCRIPTS:
+        hits = len(script.findall(prose))
+        if hits >= 2 and (hits * 4 >= len(letters) or lang in ("ja", "ko")):
+            return "uk" if lang == "ru" and _UKRAINIAN.search(prose) else lang
+    words = re.findall(r"[^\W\d_]+(?:'[^\W\d_]+)?", prose.lower())
+    if len(words) < 4:
+        return "und"
+    english = sum(w in _ENGLISH_WORDS for w in words)
+    if prose.isascii() and english * 5 >= len(words):
+        return "en"
+    lang, confidence = _identifier().classify(" ".join(words))
+    if lang != "en" and confidence >= 0.9:
+        return lang
+    return "en" if english else "und"
+
+#: Tables of Latin-script languages: their lines are cut into sentences like English ones.
+LATIN_TABLES = frozenset({"es", "pt", "fr", "de"})

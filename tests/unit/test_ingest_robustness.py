@@ -1,0 +1,125 @@
+"""Ingest survives hostile inputs (issue 28, item 6): huge integers, messages of thousands of rules.
+
+A 5,001-digit integer is over Python's limit for converting one (``sys.get_int_max_str_digits``,
+4,300): ``json`` raises a ``ValueError`` that is not a syntax error. Each format reports the
+record or file in one line and goes on; a directory run ingests every other file. Speed is
+measured in ``bench/bench_ingest.py`` (figures in bench/README.md), never here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stream.adapters.claude_code import ClaudeCodeTranscript
+from stream.adapters.compaction_logs import MAX_RAW_PER_CHECKPOINT
+from stream.adapters.prohibitions import units
+
+pytestmark = pytest.mark.unit
+
+REPO = Path(__file__).resolve().parents[2]
+HUGE = "9" * 5001
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CG_")}
+    env["PYTHONPATH"] = str(REPO)
+    return subprocess.run([sys.executable, "-m", "stream", "ingest", *args], cwd=REPO, env=env, capture_output=True,
+                          timeout=120)
+
+
+def transcript(path: Path, sid: str, *, huge: bool) -> Path:
+    base = {"sessionId": sid, "timestamp": "2026-05-04T10:00:00.000Z", "cwd": "/w", "version": "2.1.50"}
+    records = [
+        json.dumps({**base, "type": "user", "uuid": f"{sid}-u1", "parentUuid": None,
+                    "message": {"role": "user", "content": "don't delete the fixtures"}}),
+        '{"type":"progress","sessionId":"%s","tokens":%s}' % (sid, HUGE) if huge else
+        json.dumps({**base, "type": "progress", "tokens": 1}),
+        json.dumps({**base, "type": "system", "subtype": "compact_boundary", "uuid": f"{sid}-b1", "parentUuid": None,
+                    "compactMetadata": {"trigger": "auto", "preTokens": 1}}),
+        json.dumps({**base, "type": "user", "uuid": f"{sid}-s1", "parentUuid": f"{sid}-b1", "isCompactSummary": True,
+                    "message": {"role": "user", "content": "The user wants a report."}}),
+    ]
+    path.write_text("\n".join(records) + "\n")
+    return path
+
+
+def test_a_huge_integer_in_a_claude_code_line_costs_that_line_and_a_directory_run_reads_every_other_file(tmp_path):
+    bad = transcript(tmp_path / "a-bad.jsonl", "aaaa0000-0000-4000-8000-00000000000a", huge=True)
+    transcript(tmp_path / "b-good.jsonl", "bbbb0000-0000-4000-8000-00000000000b", huge=False)
+    proc = cli("claude-code", str(tmp_path))
+    err = proc.stderr.decode().splitlines()
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr.decode()
+    assert [e for e in err if "digits" in e] == [
+        f"checkpoint-guard: ingest: {bad}:2: not readable JSON: an integer of more than 4,300 digits "
+        "(Python's limit for converting one)"]
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    leaves = {e["context_id"] for e in events if e.get("level") == "leaf" and e["raw_negative_constraints"]}
+    assert leaves == {"cc:aaaa0000-0000-4000-8000-00000000000a", "cc:bbbb0000-0000-4000-8000-00000000000b"}
+
+
+def test_a_huge_integer_in_an_openhands_event_file_is_reported_and_the_others_are_read(tmp_path):
+    events = tmp_path / "conv" / "events"
+    events.mkdir(parents=True)
+    (events / "event-00000-a.json").write_text(json.dumps(
+        {"kind": "MessageEvent", "id": "a", "source": "user", "timestamp": "2026-05-04T10:00:00",
+         "llm_message": {"role": "user", "content": [{"type": "text", "text": "never push to main"}]}}))
+    (events / "event-00001-b.json").write_text('{"kind": "TokenEvent", "id": "b", "tokens": %s}' % HUGE)
+    (events / "event-00002-c.json").write_text(json.dumps(
+        {"kind": "Condensation", "id": "c", "forgotten_event_ids": ["a"], "summary": "Working on a report."}))
+    proc = cli("openhands", str(tmp_path / "conv"))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr.decode()
+    assert any("event-00001-b.json: not readable JSON: an integer of more than 4,300 digits" in line
+               for line in proc.stderr.decode().splitlines())
+    leaf = next(json.loads(line) for line in proc.stdout.splitlines() if b'"c-summary"' in line)
+    assert [c["text"] for c in leaf["raw_negative_constraints"]] == ["never push to main"]
+
+
+def test_a_huge_integer_in_a_trajectory_file_is_reported_and_the_other_files_of_the_directory_ingested(tmp_path):
+    good = {"info": {"exit_status": "Submitted"}, "messages": [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": "Fix the bug. Do not modify the tests."},
+        {"role": "assistant", "content": "THOUGHT: look\n```bash\nls\n```"},
+        {"role": "user", "content": "<returncode>0</returncode><output>a.py</output>"}],
+        "instance_id": "good-1"}
+    (tmp_path / "good.traj.json").write_text(json.dumps(good))
+    (tmp_path / "bad.traj.json").write_text(json.dumps(good).replace('"instance_id"', f'"n": {HUGE}, "instance_id"'))
+    proc = cli(str(tmp_path))
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and "Traceback" not in err
+    assert f"{tmp_path / 'bad.traj.json'}: not readable JSON: an integer of more than 4,300 digits" in err
+    assert proc.stdout.count(b"\n") > 0  # the good file was ingested
+
+
+def test_a_sentence_remembers_a_bounded_number_of_sentences_before_it():
+    # every sentence used to carry all the sentences before it on its line: quadratic in a line of many rules
+    line = " ".join(f"don't touch file{i}.py." for i in range(500))
+    befores = [len(u.before) for u, _ in units(line)]
+    assert len(befores) == 500 and max(befores) == 8
+
+
+def test_a_message_of_more_rules_than_a_checkpoint_lists_keeps_the_checkpoint_under_the_size_limits(tmp_path):
+    sid = "cccc0000-0000-4000-8000-00000000000c"
+    base = {"sessionId": sid, "timestamp": "2026-05-04T10:00:00.000Z", "cwd": "/w", "version": "2.1.50"}
+    rules = " ".join(f"don't touch module_{i}.py." for i in range(MAX_RAW_PER_CHECKPOINT + 500))
+    records = [
+        {**base, "type": "user", "uuid": "u1", "parentUuid": None, "message": {"role": "user", "content": rules}},
+        {**base, "type": "system", "subtype": "compact_boundary", "uuid": "b1", "parentUuid": None,
+         "compactMetadata": {"trigger": "auto", "preTokens": 1}},
+        {**base, "type": "user", "uuid": "s1", "parentUuid": "b1", "isCompactSummary": True,
+         "message": {"role": "user", "content": "Summary: don't touch module_3.py."}},
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    reader = ClaudeCodeTranscript(path)
+    leaf = next(e for e in reader.poll(final=True) if e.get("node_id") == "s1")
+    assert len(leaf["raw_negative_constraints"]) == MAX_RAW_PER_CHECKPOINT and leaf["x_constraints_not_listed"] == 500
+    assert len(json.dumps(leaf)) < 1 << 20
+    assert [w for w in reader.stats.warnings if "more prohibitions than a checkpoint lists" in w]
+    carried = {c["id"] for c in leaf["negative_constraints"]}
+    assert len(carried) == 1  # module_3 only: the others alert
