@@ -296,7 +296,7 @@ class Settings(BaseSettings):
         description="The Claude Code hook's per-session cursors, its spool of events not yet sent, its log.",
     )
     hook_budget: float = Field(
-        3.0, gt=0, le=600,
+        5.0, gt=0, le=600,
         description="Hard time budget of one hook call (s): past it the call commits nothing, exits 0 and "
         "leaves the work to a detached catch-up process. Raise it for a model judge.",
     )

@@ -66,7 +66,7 @@ def hook() -> None:
 @click.option("--judge-fallback", type=click.Choice(["none", "rules"]), default="none",
               help="As `ingest claude-code --judge-fallback`: a call whose model is unavailable judges with the rules.")
 @click.option("--budget", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Hard time budget of a call, seconds [CG_HOOK_BUDGET, 3].")
+              help="Hard time budget of a call, seconds [CG_HOOK_BUDGET, 5].")
 @click.option("--catch-up", "catch_up", type=click.Path(dir_okay=False), default=None, hidden=True,
               help="Internal: finish a call that ran out of its budget (input JSON in this file), without a budget.")
 def claude_code(match_threshold: float | None, alert_uncertain: bool, judge: str, judge_fallback: str,

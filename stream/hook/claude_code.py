@@ -474,7 +474,7 @@ def handle(inp: HookInput, settings: Any, options: Options, budget: Budget, *, c
         if inp.transcript is None:
             raise TranscriptMissing("hook input has no transcript_path; nothing read")
         session.advance(cursor, inp.transcript, budget)
-        if inp.after_compaction:
+        if inp.after_compaction and not catch_up:  # a catch-up has nobody to hand anything to
             output = _after_compaction(session, cursor, inp, settings, budget)
         with budget.critical():
             cursor.save(paths.cursor(session.key))
@@ -489,6 +489,7 @@ def _after_compaction(session: Session, cursor: Cursor, inp: HookInput, settings
     while not [n for n in cursor.summaries if n not in cursor.handed_back] and time.monotonic() < wait_until:
         time.sleep(0.05)  # the transcript is written asynchronously: the summary may still be on its way
         session.advance(cursor, inp.transcript, budget)
+    budget.disarm()  # read and committed: what is left is short, and an answer found must not be lost
     text, node, missing, shown = session.hand_back(cursor, settings.hook_context_chars, cursor.trigger)
     row = {"at": now_iso(), "node_id": node, "trigger": cursor.trigger, "dropped": missing, "shown": shown,
            "chars": len(text)}

@@ -87,12 +87,12 @@ class Report:
     written: bool = False
 
 
-def _describe(event: str, matcher: str | None, handler: dict[str, Any]) -> str:
+def _describe(event: str, matcher: str | None, h: dict[str, Any]) -> str:
     where = event + (f" [{matcher}]" if matcher else "")
-    bits = [f"timeout {handler['timeout']} s"] if "timeout" in handler else []
-    if handler.get("async"):
+    bits = [f"timeout {h['timeout']} s"] if "timeout" in h else []
+    if h.get("async"):
         bits.append("async")
-    return f"{where:<24} {handler['command']}" + (f"  ({', '.join(bits)})" if bits else "")
+    return f"{where:<24} {h['command']}" + (f"  ({', '.join(bits)})" if bits else "")
 
 
 def plan_install(data: dict[str, Any], command: str, budget: float | None = None) -> tuple[dict[str, Any], list[str]]:
@@ -113,10 +113,10 @@ def plan_install(data: dict[str, Any], command: str, budget: float | None = None
                 continue
             if group.get("matcher") != matcher and not (matcher is None and group.get("matcher") in ("", "*")):
                 continue
-            for i, handler in enumerate(group["hooks"]):
-                if is_ours(handler):
+            for i, h in enumerate(group["hooks"]):
+                if is_ours(h):
                     found = True
-                    if handler != want:
+                    if h != want:
                         group["hooks"][i] = want
                         changes.append("~ " + _describe(event, matcher, want))
                     break

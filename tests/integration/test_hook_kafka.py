@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration
 
 def hook_env(kafka_bootstrap: str, tmp: Path, **extra: str) -> dict[str, str]:
     env = worker_env(kafka_bootstrap, tmp, partitions=1)
-    env.update(CG_HOOK_DIR=str(tmp / "hook"), XDG_DATA_HOME=str(tmp / "xdg"), PYTHONPATH=str(REPO))
+    env.update(CG_HOOK_DIR=str(tmp / "hook"), XDG_DATA_HOME=str(tmp / "xdg"), PYTHONPATH=str(REPO), CG_HOOK_BUDGET="60")
     env.update(extra)
     return env
 
