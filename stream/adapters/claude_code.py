@@ -63,13 +63,12 @@ import json
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stream.adapters.compaction_logs import (
     MAX_RAW_PER_CHECKPOINT,
     ContextEvents,
     JudgedContext,
-    ProhibitionMatcher,
     ReadStats,
     find_values,
     path_names,
@@ -78,7 +77,17 @@ from stream.adapters.compaction_logs import (
 )
 from stream.adapters.judge import Candidate, Judge
 from stream.adapters.trajectories import json_value_problem
-from stream.adapters.judge_rules import as_judge
+
+if TYPE_CHECKING:
+    from stream.adapters.prohibitions import ProhibitionMatcher
+
+
+def as_judge(judge: "Judge | ProhibitionMatcher | None") -> Judge:
+    """:func:`stream.adapters.judge_rules.as_judge`, imported when first needed (see compaction_logs)."""
+    from stream.adapters.judge_rules import as_judge as resolve
+
+    return resolve(judge)
+
 
 #: Record types known to carry nothing for the rules (counted as ignored, not unknown).
 IGNORED_TYPES = frozenset({

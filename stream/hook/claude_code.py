@@ -185,6 +185,28 @@ class Options:
         return FallbackJudge(model, rules, can_restart=lambda: False, announce=announce)
 
 
+class LazyJudge:
+    """A judge built at its first judgement (the port's ``judge``): most hook calls judge nothing,
+    and building the rules judge costs most of a call's import time."""
+
+    def __init__(self, build: Any) -> None:
+        self._build = build
+        self._real: Any = None
+
+    @property
+    def real(self) -> Any:
+        if self._real is None:
+            self._real = self._build()
+        return self._real
+
+    @property
+    def name(self) -> str:
+        return self.real.name
+
+    def judge(self, candidates: Any, summary: str | None, earlier_summaries: Any = ()) -> Any:
+        return self.real.judge(candidates, summary, earlier_summaries)
+
+
 class Session:
     """One session's state in the hook directory; every method runs under its lock."""
 
@@ -201,7 +223,7 @@ class Session:
     @property
     def judge(self) -> Any:
         if self._judge is None:
-            self._judge = self.options.build(self.log)
+            self._judge = LazyJudge(lambda: self.options.build(self.log))
         return self._judge
 
     def log(self, message: str) -> None:
