@@ -299,8 +299,11 @@ class Session:
                 reinject.record(cursor.nodes, e, origins)
                 if e["node_id"] not in cursor.summaries:
                     cursor.summaries.append(e["node_id"])
+        # a drain holds the spool's lock for one batch at most; past our share of the budget, leave
+        # it (LockTimeout: nothing committed, the next call spools these events)
+        wait = None if budget.lock_deadline is None else max(budget.lock_deadline, time.monotonic() + 0.2)
         with budget.critical():
-            self.spool.append(lines, None)
+            self.spool.append(lines, wait)
             if fresh:
                 cursor.next_seq = fresh[-1]["seq"] + 1
                 cursor.digest = chain(cursor.digest, [e["event_id"] for e in fresh])
