@@ -393,6 +393,10 @@ def split_sessions(root: Path, spec: str) -> set[str]:
     return out
 
 
+def all_sessions(root: Path) -> set[str]:
+    return {json.loads(f.read_text())["session_id"] for f in sorted((root / "labels").glob("*.json"))}
+
+
 def _row(name: str, s: Score) -> str:
     return f"{name:<22} {_fmt(s.precision):>9} {_fmt(s.recall):>6}  {s.tp:>3} {s.fp:>3} {s.fn:>3} {s.tn:>3}"
 
@@ -423,6 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ablation", action="store_true",
                     help="one line per set of forms: explicit only, explicit + each extra form, all but each, all")
     ap.add_argument("--split", default=None, help="score fold N of M only (N/M, by session id hash)")
+    ap.add_argument("--exclude", default="", help="leave out sessions whose id starts with one of these (comma-separated)")
     ap.add_argument("--json", default=None, help="also write the figures as JSON to this file")
     ap.add_argument("--quiet", action="store_true", help="figures and per-cue precision only, no item lists")
     args = ap.parse_args(argv)
@@ -445,6 +450,10 @@ def main(argv: list[str] | None = None) -> int:
         matcher = ProhibitionMatcher(threshold=args.match_threshold, forms=forms, alert_uncertain=args.alert_uncertain)
         judges = [(lvl, make_judge(args.judge, matcher, lvl)) for lvl in levels]
         folds = {r: (split_sessions(r, args.split) if args.split else None) for r in roots}
+        excluded = tuple(x.strip() for x in args.exclude.split(",") if x.strip())
+        if excluded:
+            folds = {r: {sid for sid in (f if f is not None else all_sessions(r)) if not sid.startswith(excluded)}
+                     for r, f in folds.items()}
     except ValueError as exc:
         print(f"eval_real_logs: error: {exc}", file=sys.stderr)
         return 2

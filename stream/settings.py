@@ -228,6 +228,15 @@ class Settings(BaseSettings):
         "starting a fresh local one (tests/conftest.py).",
     )
 
+    # --- the rules judge (ingest openhands|claude-code, the default judge) --------------------
+    judge_precision: Literal["precise", "balanced", "recall"] = Field(
+        "precise",
+        description="The rules judge's precision / recall trade-off (--judge-precision): precise alerts only on "
+        "the cues measured most precise on labelled real logs (default); balanced adds the rest of the cues "
+        "and every unmatched drop; recall also alerts on partial restatements and long messages a summary "
+        "only describes. Measured per level in docs/REAL_LOGS.md.",
+    )
+
     # --- the model judge (ingest openhands|claude-code --judge model) ----------------------
     judge_backend: Literal["anthropic", "openai", "claude-cli"] = Field(
         "claude-cli",

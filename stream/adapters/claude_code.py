@@ -22,13 +22,17 @@ per line, append-only), or directories holding them. Output: the events of DESIG
   AskUserQuestion answers (``toolUseResult.answers``, typed or picked) and slash-command arguments
   (``<command-args>``); an approved plan (a user record with ``planContent``, or
   "Implement the following plan:") is source ``plan``; ``isMeta`` records (skill
-  files, caveats) are not the user's words;
+  files, caveats), sidechain records and ``<teammate-message>`` blocks (agent teams) are not
+  the user's words. Each text is a :class:`~stream.adapters.judge.Candidate`; the judge decides
+  once per compaction (:class:`~stream.adapters.compaction_logs.JudgedContext`);
 * a ``system`` record with ``subtype: "compact_boundary"`` followed by the
   ``isCompactSummary`` user record -> one checkpoint named by the summary's ``uuid``:
   ``leaf`` for the first compaction, ``section`` with the previous summary as its child
   after that. Covered = every record still in view except the boundary's
-  ``preservedSegment`` (``headUuid`` .. ``tailUuid`` in file order); they are evicted
-  from ``live`` right after the checkpoint. **Parent links are not trusted**: dangling
+  ``preservedSegment`` (``headUuid`` .. ``tailUuid`` in file order) and
+  ``preservedMessages`` (``uuids``/``allUuids``); they are evicted from ``live`` right after
+  the checkpoint. A file that *starts* with a compaction (a continued session): the messages
+  its summary quotes are the user's words, covered by the next compaction. **Parent links are not trusted**: dangling
   ``parentUuid`` / ``logicalParentUuid`` and a ``tailUuid`` that is not a message are
   known defects, so coverage follows file order and broken links are only counted;
 * the transcript a summary names ("read the full transcript at: <path>.jsonl" — the

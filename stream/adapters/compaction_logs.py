@@ -458,6 +458,7 @@ class JudgedContext:
         self.required: dict[str, dict[str, Any]] = {}  # every instruction ever emitted as raw
         self.last: Judgement | None = None
         self.skipped_languages: Counter[str] = Counter()  # candidates the judge could not read, by language
+        self._unread: set[tuple[str, str]] = set()
         self.usage: list[Usage] = []
         self._always_kept_texts: set[str] = set()
 
@@ -478,8 +479,10 @@ class JudgedContext:
         j = self.judge_impl.judge(tuple(self.candidates), summary, tuple(self.summaries))
         self.last = j
         self.usage.append(j.usage)
-        for lang in j.skipped_languages:
-            self.skipped_languages[lang] += 1
+        for cid, lang in getattr(j, "unread", ()):
+            if (cid, lang) not in self._unread:
+                self._unread.add((cid, lang))
+                self.skipped_languages[lang] += 1
         if summary is not None:
             self.summaries.append(summary)
         in_force = {i.id: i for i in j.in_force}

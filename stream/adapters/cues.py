@@ -82,7 +82,7 @@ def _english_rows() -> tuple[Cue, ...]:
         _en("plan-no-x", "explicit", "medium", p._NO_NP.pattern, "a plan's sentence or item that is only 'No X'"),
         _en("plan-paren-not", "contrastive", "medium", p._PAREN_NOT.pattern, "a plan item with '(not Y)'"),
         _en("paren-unchanged", "preserve", "medium", p._PAREN_KEEP.pattern, "X (unchanged) / ### X (no changes)"),
-        _en("decline", "implicit", "low", p._IMPLICIT.pattern, "a decline of the agent's proposal ('no, ignore this part')"),
+        _en("decline", "implicit", "medium", p._IMPLICIT.pattern, "a decline of the agent's proposal ('no, ignore this part')"),
         _en("dislike-rule", "explicit", "low", p._DISLIKE.pattern, "i don't like it when you V"),
         Cue("hedged", "en", "veto", None, p._HEDGED.pattern, note="maybe ... or we shouldn't ...: an idea floated"),
         Cue("opinion", "en", "veto", None, p._OPINION.pattern, note="I think / I don't think / maybe"),
@@ -152,8 +152,10 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
              r"mueva|rompa|edite|renombre|publique|despliegue|actualice|escriba|quite|hagamos|usemos|cambiemos|toquemos)\b"),
             ("never", "explicit", "high", r"\bnunca\s+(?:(?:lo|la|los|las|le|les|me|te|se)\s+)?\w+(?:es|as|e|a)\b"),
             ("avoid", "explicit", "high", r"^(?:por\s+favor,?\s*)?evit(?:a|e|ar)\s+\w|\bprohibido\b"),
+            ("must-not", "explicit", "high", r"\bno\s+(?:debes|deberías|debe|deben|quiero\s+que)\b"),
             ("keep-as-is", "preserve", "medium",
-             r"\b(?:mantén|mantenga|mantener|conserva|conserve|deja|deje|dejar)\b.{0,40}?\b(?:como\s+está|igual|intact[oa]s?|sin\s+cambios)\b"),
+             r"\b(?:mantén|mantenga|mantener|conserva|conserve|deja|deje|dejar)\b.{0,40}?\b(?:como\s+está|igual|intact[oa]s?|sin\s+cambios)\b"
+             r"|^(?:por\s+favor,?\s*)?(?:mantén|mantenga|conserva|conserve)\s+(?:el|la|los|las)\s+\w"),
             ("later", "defer", "medium", r"\b(?:déjalo|dejalo|deja\s+\w+)\s+para\s+(?:después|luego|más\s+tarde)\b"),
         ],
         "veto": [
@@ -170,6 +172,8 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
              r"suba|crie|toque|troque|mexam|alterem|mudem)\b"),
             ("never", "explicit", "high", r"\bnunca\s+(?:(?:o|a|os|as|me|se)\s+)?\w+(?:e|a|em|am)\b"),
             ("avoid", "explicit", "high", r"^(?:por\s+favor,?\s*)?evit(?:e|a|ar)\s+\w|\bproibido\b"),
+            ("must-not", "explicit", "high", r"\b(?:você\s+|vc\s+)?não\s+(?:deve|deveria|pode\s+(?:mexer|alterar|mudar|apagar|remover))\b"
+                                               r"|\bnão\s+quero\s+que\b"),
             ("keep-as-is", "preserve", "medium",
              r"\b(?:mantenha|manter|mantém|preserve|conserve|deixe|deixa)\b.{0,40}?\b(?:como\s+está|igual|intact[oa]s?|sem\s+alteraç\w+)\b"),
             ("later", "defer", "medium", r"\b(?:deixe|deixa)\s+(?:isso|isto|\w+)\s+para\s+(?:depois|mais\s+tarde)\b"),
@@ -185,11 +189,13 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ("neg-imperative", "explicit", "high",
              r"^(?:(?:s'il\s+(?:te|vous)\s+pla[iî]t|svp|merci\s+de|surtout)\s*,?\s*)?(?:ne\s+|n['’]\s*)(?:(?:le|la|les|l['’]|y|en|me|lui|leur)\s*)*"
              r"\w+[sz]?\s+(?:pas|jamais|rien|plus)\b"),
-            ("merci-de-ne-pas", "explicit", "high", r"\bmerci\s+de\s+ne\s+(?:pas|jamais)\b|\b(?:il\s+ne\s+faut|tu\s+ne\s+dois|vous\s+ne\s+devez)\s+(?:pas|jamais)\b"),
+            ("merci-de-ne-pas", "explicit", "high", r"\bmerci\s+de\s+ne\s+(?:pas|jamais)\b|\b(?:il\s+ne\s+faut|tu\s+ne\s+dois|vous\s+ne\s+devez)\s+(?:pas|jamais)\b"
+                                                   r"|\bje\s+ne\s+veux\s+pas\s+que\s+(?:tu|vous)\b"),
             ("pas-de", "explicit", "medium", r"^(?:et\s+)?(?:surtout\s+)?(?:pas|jamais)\s+(?:de\s+|d['’])\w"),
             ("avoid", "explicit", "high", r"^(?:merci\s+d['’]|s'il\s+te\s+plaît,?\s*)?évit(?:e|ez|er)\s+(?:de\s+|d['’])?\w|\binterdit\b"),
             ("keep-as-is", "preserve", "medium",
-             r"\b(?:garde|gardez|conserve|conservez|laisse|laissez)\b.{0,40}?\b(?:tel(?:le)?s?\s+quel(?:le)?s?|intact\w*|inchangé\w*|comme\s+(?:ça|c'est))\b"),
+             r"\b(?:garde|gardez|conserve|conservez|laisse|laissez)\b.{0,40}?\b(?:tel(?:le)?s?\s+quel(?:le)?s?|intact\w*|inchangé\w*|comme\s+(?:ça|c'est))\b"
+             r"|^(?:s'il\s+te\s+plaît,?\s*)?(?:garde|gardez|conserve|conservez)\s+(?:le|la|les|l['’])\s*\w"),
         ],
         "veto": [
             ("question", r"\?"),
@@ -207,9 +213,11 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
              r"^(?:\S+\s+)?(?:ändere|ändert|lösche|löscht|entferne|entfernt|füge|committe|pushe|verwende|benutze|nutze|fass|rühr|"
              r"mach|installiere|überschreibe|bearbeite)\b[^.]{0,60}?\b(?:nicht|nie|niemals)\b"),
             ("keine", "explicit", "medium", r"^(?:und\s+)?keine?n?\s+(?:neuen?\s+)?\w"),
+            ("must-not", "explicit", "high", r"\bauf\s+keinen\s+fall\b|\b(?:darfst|dürft|sollst|solltest)\b.{0,60}?\b(?:nicht|nie|niemals|keine?n?)\b"),
             ("avoid", "explicit", "high", r"^(?:bitte\s+)?vermeide\w*\b|\bverboten\b"),
             ("keep-as-is", "preserve", "medium",
-             r"\b(?:behalte|belasse|lass|lasse)\b.{0,40}?\b(?:bei|so|wie\s+(?:es|sie|er)\s+(?:ist|sind)|unverändert|in\s+ruhe)\b"),
+             r"\b(?:behalte|belasse|lass|lasse)\b.{0,40}?\b(?:bei|so|wie\s+(?:es|sie|er)\s+(?:ist|sind)|unverändert|in\s+ruhe)\b"
+             r"|\b(?:beibehalten|unverändert\s+lassen)\b"),
         ],
         "veto": [
             ("question", r"\?"),
@@ -269,6 +277,7 @@ CARRY_CUES: tuple[Cue, ...] = (
     Cue("stays", "en", "carry", None, "the thing left untouched / still in place", "high"),
     Cue("someone-else", "en", "carry", None, "someone else acts on the thing", "high"),
     Cue("no-thing", "en", "carry", None, "'no X' / 'without X' governing the thing", "high"),
+    Cue("thing-removed", "en", "carry", None, "the summary says the forbidden thing was removed / replaced", "medium"),
     Cue("partial", "en", "carry", None, "half the key words and the action in a cued sentence (uncertain)", "low"),
     Cue("code-name", "*", "carry", None, "a code name of the rule next to a negation / keep word (rules in other languages)", "medium"),
 )
@@ -326,12 +335,15 @@ class Level:
 
 
 _DROPS = frozenset({"unquoted-again", "removed", "not-quoted", "plan-unstated", "unmatched"})
+#: The levels of the precision setting (``--judge-precision`` / ``CG_JUDGE_PRECISION``); measured in docs/REAL_LOGS.md.
 PRECISION_LEVELS: dict[str, Level] = {
-    "precise": Level("precise", frozenset({"high"}), _DROPS, frozenset({"unquoted-again", "not-quoted"}), False),
-    "balanced": Level("balanced", frozenset(STRENGTHS), _DROPS, frozenset({"unquoted-again", "not-quoted", "plan-unstated"}), False),
-    "recall": Level("recall", frozenset(STRENGTHS), _DROPS | {"uncertain", "not-quoted-long"}, _DROPS | {"not-quoted-long"}, True),
+    "precise": Level("precise", frozenset({"high", "medium"}), _DROPS,
+                     frozenset({"unquoted-again", "not-quoted", "plan-unstated"}), False),
+    "balanced": Level("balanced", frozenset(STRENGTHS), _DROPS, _DROPS - {"removed"}, False),
+    "recall": Level("recall", frozenset(STRENGTHS), _DROPS | {"uncertain", "not-quoted-long"},
+                    _DROPS | {"not-quoted-long"}, True),
 }
-DEFAULT_PRECISION = "balanced"
+DEFAULT_PRECISION = "precise"
 
 _SCRIPTS = (
     ("ja", re.compile(r"[\u3040-\u30ff\u31f0-\u31ff]")),  # kana
@@ -350,7 +362,7 @@ _ENGLISH_WORDS = frozenset(
     "the a an and or to of in on for is are was were be it this that with not don't dont do does no you we i me my "
     "please can should would will use add fix make it's let's just also but so if then keep what why how when all "
     "from at by as have has need want now here there one more any some only new yes ok".split())
-_CODE = re.compile(r"`[^`]*`|\S*[/\\_.=<>{}()\[\]#]\S*|\b[A-Z]{2,}\b|\w*\d\w*")
+_CODE = re.compile(r"`[^`]*`|\S*(?:[/\\_=<>{}()\[\]#]|\.\w)\S*|\b[A-Z]{2,}\b|\w*\d\w*")
 _LATIN = ("en", "es", "fr", "de", "pt", "it", "nl", "pl", "tr", "id", "vi", "cs", "sv", "da", "no", "fi", "ro", "hu", "ca")
 
 
@@ -387,9 +399,23 @@ def language_of(line: str) -> str:
     if prose.isascii() and english * 5 >= len(words):
         return "en"
     lang, confidence = _identifier().classify(" ".join(words))
-    if lang != "en" and confidence >= 0.9:
+    accented = not "".join(letters).isascii()  # terse ASCII fragments ("Map event token data") are English, mostly
+    if lang != "en" and (confidence >= 0.9 or accented and (confidence >= 0.6 and english * 3 < len(words)
+                                                            or confidence >= 0.5 and not english)):
         return lang
+    if not english:  # langid unsure: two function words of one of the tables' languages and none of English tell it
+        for code, function_words in _FUNCTION_WORDS.items():
+            if sum(w in function_words for w in words) >= 2:
+                return code
     return "en" if english else "und"
+
+
+_FUNCTION_WORDS = {
+    "fr": frozenset("le la les de des du une et est pas ne que qui pour dans sur avec au aux ce cette ces".split()),
+    "es": frozenset("el los las de del una y es que para con por pero como esto esta este".split()),
+    "pt": frozenset("os as de do da dos das um uma que para com por mas como isso este esta".split()),
+    "de": frozenset("der die das und ist nicht ein eine mit für auf zu den dem des nur auch".split()),
+}
 
 #: Tables of Latin-script languages: their lines are cut into sentences like English ones.
 LATIN_TABLES = frozenset({"es", "pt", "fr", "de"})

@@ -95,7 +95,7 @@ class Judgement:
     """One compaction's decisions: ``carries`` has one entry per ``in_force`` instruction.
 
     ``skipped_languages``: languages of candidates the rules judge could not read
-    (counted and reported, never a silent "no prohibitions").
+    (counted and reported, never a silent "no prohibitions"); ``unread``: which ones.
     """
 
     judge: str
@@ -104,6 +104,7 @@ class Judgement:
     carries: tuple[Carry, ...]
     usage: Usage = Usage()
     skipped_languages: tuple[str, ...] = ()
+    unread: tuple[tuple[str, str], ...] = ()  # (candidate id, language) of each text a language left unread
 
     def carried_ids(self) -> frozenset[str]:
         return frozenset(c.instruction_id for c in self.carries if c.carried)

@@ -7,13 +7,11 @@ Both decisions name a row of :mod:`stream.adapters.cues`:
   cue), other languages by their own cue tables; a line in a language no table reads is
   counted (``Judgement.skipped_languages``), never taken as "no prohibition". The
   precision level (:data:`cues.PRECISION_LEVELS`) admits instruction cues by strength.
-* **Carried.** Structure first: Claude Code summaries quote the user's messages ("All user
-  messages"), so a rule whose words are quoted is carried (``quoted``); then the matcher's
-  restatement cues (``negated-mention``, ``stays``, ``no-thing``, ...). Not carried, the
-  reason is a drop cue — ``unquoted-again`` (an earlier summary quoted it, this one does
-  not: the strongest), ``removed`` (the summary says the thing is gone), ``not-quoted``,
-  ``plan-unstated``, ``unmatched`` — and a drop alerts only if the level admits its cue
-  (else it is kept as carried with the cue ``below-precision:<cue>``).
+* **Carried.** Structure first: a rule whose words a summary quotes ("All user messages") is
+  carried (``quoted``); then the matcher's restatement cues (``negated-mention``, ``stays``, ...).
+  Not carried, the reason is a drop cue (``unquoted-again``: an earlier summary quoted it, this
+  one does not; ``removed``, ``not-quoted``, ``plan-unstated``, ``unmatched``), which alerts only
+  if the level admits it (else it is carried with the cue ``below-precision:<cue>``).
 """
 
 from __future__ import annotations
@@ -169,16 +167,19 @@ class RulesJudge:
               earlier_summaries: Sequence[str] = ()) -> Judgement:
         found: dict[str, tuple[Instruction, Prohibition, Candidate, str]] = {}
         skipped: dict[str, None] = {}
+        unread: list[tuple[str, str]] = []
         for c in candidates:
             reading = self.read(c)
             skipped.update(dict.fromkeys(reading.skipped))
+            unread += [(c.id, lang) for lang in reading.skipped]
             langs = dict((p.id, lang) for p, lang in reading.rules)
             for i, p in self.instructions(c):
                 found.setdefault(i.id, (i, p, c, langs.get(p.id, "en")))
         now = _summary(summary) if summary else None
         before = [_summary(t) for t in earlier_summaries if t]
         carries = tuple(self._carry(i, p, c, lang, now, before) for i, p, c, lang in found.values())
-        return Judgement("rules", None, tuple(i for i, *_ in found.values()), carries, skipped_languages=tuple(skipped))
+        return Judgement("rules", None, tuple(i for i, *_ in found.values()), carries, skipped_languages=tuple(skipped),
+                         unread=tuple(unread))
 
     def _carry(self, i: Instruction, p: Prohibition, c: Candidate, lang: str, now: _Summary | None,
                before: list[_Summary]) -> Carry:

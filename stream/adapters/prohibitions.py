@@ -470,7 +470,8 @@ _CLAUSE_SPLIT = re.compile(
 _INTERJECTION = re.compile(r"\b((?:do\s+not|don'?t|dont|never)(?:\s+ever)?)\s*,\s*[^,]{1,40}?,\s*"
                            r"(?=(?!(?:do\s+not|don'?t|dont|never)\b)[a-z])", re.IGNORECASE)
 #: A lead that puts what follows its ":" out of scope: "Not in this PR: the router refactor".
-_SCOPE_LEAD = re.compile(r"^(?:not\s+(?:in|for)\s+(?:this|the\s+current)\s+\w+|out\s+of\s+scope(?:\s+for\s+now)?|non-goals?)$", re.I)
+_SCOPE_LEAD = re.compile(r"^(?:not\s+(?:in|for)\s+(?:this|the\s+current)\s+\w+|out\s+of\s+scope(?:\s+for\s+now)?|non-goals?|"
+                         r"keep\s+(?:unchanged|untouched|as[- ]is|intact)|(?:do\s+not|don'?t)\s+change)$", re.I)
 _CONDITION_START = re.compile(r"^(?:if|when|unless|once|before|after|while|until|whenever|in\s+case)\b", re.I)
 
 
@@ -977,6 +978,8 @@ _PAREN_NOT = re.compile(r"^(?:but\s+)?not\s+(?!only\b|just\b|sure\b|yet\b|needed
                         r"(?:a|an|the|any|via|through|in|with|from|on|`|[\w./-]+)\b.{0,80}$", re.I)
 
 
+#: An instruction to take something out: a "(no X)" on it names what goes, not a rule.
+_REMOVAL_HOST = re.compile(r"^(?:remove|delete|drop|strip|clean\s+up|get\s+rid\s+of|eliminate|purge|disable)\b", re.I)
 #: A parenthetical that keeps its host as it is: "API contracts (unchanged)", "the schema (no changes)".
 _PAREN_KEEP = re.compile(r"^(?:stays?\s+)?(?:unchanged|untouched|unmodified|as[- ]is|keep\s+(?:it\s+)?as[- ]is|no\s+changes?|"
                          r"do\s+not\s+change|don'?t\s+change|stays?\s+the\s+same|kept\s+as[- ]is)$", re.I)
@@ -1101,14 +1104,14 @@ def classify_cue(unit: Unit, clause: str, parenthetical: bool, *, source: str) -
     if np and (not re.match(r"no\s+more\b", np, re.I) or _NO_NP_DIRECTIVE.search(np)):  # "no more X": a result, unless an order
         # "no X" is a decision only inside a decision list, a parenthetical, a plan's list item, said with force,
         # or beside an instruction of the same message ("fix X. C89. no VLAs.", "skip Y for now; no changes to Z").
-        if unit.decisions:
-            return "explicit", lang + "no-x-decisions"
-        if unit.imperative_list:
-            return "explicit", lang + "no-x-instruction-list"
-        if parenthetical and _directive_host(unit):
-            return "explicit", lang + "no-x-parenthetical"
         if (_NO_NP_DIRECTIVE.search(np) or _POLITE_NO.match(raw)) and not _NO_RESULT.match(np):
             return "explicit", lang + "no-x-forceful"
+        if unit.decisions:
+            return "explicit", lang + "no-x-decisions"
+        if parenthetical and _directive_host(unit) and not _REMOVAL_HOST.match(_strip_markers(_plain(_PAREN.sub(" ", unit.text)))):
+            return "explicit", lang + "no-x-parenthetical"  # not "Remove the hover styles (no `cursor-pointer`)": examples
+        if unit.imperative_list:
+            return "explicit", lang + "no-x-instruction-list"
         if _then_imperative(clause, unit.sentence):
             return "explicit", lang + "no-x-then-instead"
         if not parenthetical and _beside_directive(clause, unit, np, source):
@@ -1164,7 +1167,7 @@ _PRESERVE_VERB = re.compile(
 #: Restraint without a negation word: "ask me before changing X", "check with me first", "let me review before you commit".
 _CONSULT = re.compile(
     r"^(?:please\s+)?(?:always\s+)?(?:ask|check\s+with|consult|confirm\s+with|ping)\s+me\s+(?:first\b|before\s+\w)"
-    r"|^(?:please\s+)?(?:let|have)\s+me\s+(?:review|look\s+at|check|approve|decide|see)\b.{0,60}\b(?:before|first)\b"
+    r"|^(?:please\s+)?(?:let|have)\s+me\s+(?:review|approve|sign\s+off\s+on)\b.{0,60}\bbefore\s+(?:you|we|it|anything)\b"
     r"|^(?:please\s+)?(?:get|wait\s+for)\s+my\s+(?:approval|ok(?:ay)?|sign[- ]off|go[- ]ahead|confirmation)\s+before\b"
     r"|\bask\s+me\s+to\s+(?:test|run|check|verify|try|review|approve|merge|deploy|commit|push|confirm)\b",
     re.IGNORECASE,
@@ -1255,7 +1258,8 @@ def _directive_host(unit: Unit) -> bool:
     """The sentence a parenthetical stands in names a decision: a bold label, an instruction, decisions."""
     host = _strip_markers(_plain(_PAREN.sub(" ", unit.text))).strip(" :")
     return (bool(re.fullmatch(r"[\w `./-]{1,60}", host) and re.search(r"\*\*", unit.text))
-            or starts_imperative(host) or bool(re.search(r"\b(?:decisions?|constraints?|rules?)\b", host, re.I)))
+            or starts_imperative(host) or bool(re.search(r"\b(?:decisions?|constraints?|rules?|non-goals?|out\s+of\s+scope|"
+                                                          r"exclusions?)\b", host, re.I)))
 
 
 def sentence_forms(unit: Unit) -> list[tuple[str, str, str]]:
@@ -1815,7 +1819,7 @@ class ProhibitionMatcher:
                     found.append(("contrastive", clause, par, "paren-not"))  # "Use the queue (not a cron job)"
                 elif par and _PAREN_NOT.match(_plain(clause).strip()) and not unit.descriptive and source == "plan":
                     found.append(("contrastive", clause, par, "plan-paren-not"))  # "SQL returned as text (not executed)"
-                elif par and _PAREN_KEEP.match(_plain(clause).strip(" .")) and not unit.descriptive:
+                elif par and _PAREN_KEEP.match(_plain(clause).strip(" .")) and not unit.descriptive and source == "plan":
                     host = _PAREN.sub(" ", unit.text).strip(" .:-*")
                     if content_words(host):
                         found.append(("preserve", f"{host} ({clause.strip()})", par, "paren-unchanged"))
@@ -1889,6 +1893,8 @@ class ProhibitionMatcher:
                 negs = [i for i, w in enumerate(s.words) if w in _NEGATED_THING]
                 if key.introducing and negs and s.near(key, negs, 0, 4, self.threshold, governs=True):
                     return "carried", "no-thing", s.text
+                if key.introducing and form == "explicit" and _REMOVAL.search(s.text) and not _REMOVAL_NEGATED.search(s.text):
+                    return "carried", "thing-removed", s.text  # "Removed the Lombok dependency" keeps "no Lombok"
             if (cued or s.stays) and said >= 2 and said >= 0.5 * len(wanted) and (key.verb is None or key.verb in s.bag):
                 verdict = ("uncertain", "partial", s.text)  # half the words, the same action: a paraphrase we cannot confirm
         if verdict[0] == "dropped" and contrary is not None:

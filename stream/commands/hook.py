@@ -61,6 +61,8 @@ def hook() -> None:
 @click.option("--match-threshold", type=float, default=None,
               help="As `ingest claude-code --match-threshold` (give both the same value: live = batch).")
 @click.option("--alert-uncertain", is_flag=True, default=False, help="As `ingest claude-code --alert-uncertain`.")
+@click.option("--judge-precision", type=click.Choice(["precise", "balanced", "recall"]), default=None,
+              help="As `ingest claude-code --judge-precision` [CG_JUDGE_PRECISION, else precise].")
 @click.option("--judge", type=click.Choice(["rules", "model"]), default="rules",
               help="As `ingest claude-code --judge` (model: CG_JUDGE_*; raise --budget, docs/HOOK.md).")
 @click.option("--judge-fallback", type=click.Choice(["none", "rules"]), default="none",
@@ -69,8 +71,8 @@ def hook() -> None:
               help="Hard time budget of a call, seconds [CG_HOOK_BUDGET, 5].")
 @click.option("--catch-up", "catch_up", type=click.Path(dir_okay=False), default=None, hidden=True,
               help="Internal: finish a call that ran out of its budget (input JSON in this file), without a budget.")
-def claude_code(match_threshold: float | None, alert_uncertain: bool, judge: str, judge_fallback: str,
-                budget: float | None, catch_up: str | None) -> None:
+def claude_code(match_threshold: float | None, alert_uncertain: bool, judge_precision: str | None, judge: str,
+                judge_fallback: str, budget: float | None, catch_up: str | None) -> None:
     """Claude Code hook: stream the session, hand dropped prohibitions back after a compaction.
 
     Reads the hook's JSON on stdin (PreCompact, SessionStart, Stop, SessionEnd; see
@@ -95,7 +97,7 @@ def claude_code(match_threshold: float | None, alert_uncertain: bool, judge: str
         limit = Budget(None if catch_up else (budget or settings.hook_budget))
         limit.arm()
         try:
-            options = Options(match_threshold, alert_uncertain, judge, judge_fallback)
+            options = Options(match_threshold, alert_uncertain, judge, judge_fallback, judge_precision)
             out = handle(inp, settings, options, limit, catch_up=catch_up is not None)
         finally:
             limit.disarm()
@@ -162,6 +164,8 @@ def hooks() -> None:
 @_SCOPE_OPTIONS[3]
 @option("--match-threshold", type=float, default=None, help="Passed to the hook (as `ingest claude-code`).")
 @option("--alert-uncertain", is_flag=True, default=False, help="Passed to the hook (as `ingest claude-code`).")
+@option("--judge-precision", type=click.Choice(["precise", "balanced", "recall"]), default=None,
+        help="Passed to the hook (as `ingest claude-code --judge-precision`) [CG_JUDGE_PRECISION, else precise].")
 @option("--judge", type=click.Choice(["rules", "model"]), default="rules",
         help="Passed to the hook (as `ingest claude-code --judge`); model: a 90 s budget and longer timeouts.")
 @option("--judge-fallback", type=click.Choice(["none", "rules"]), default="none",
@@ -170,8 +174,8 @@ def hooks() -> None:
         help="The hook's command line [this installation's checkpoint-guard, by absolute path].")
 @option("--dry-run", is_flag=True, default=False, help="Print what would change; write nothing.")
 def install_cmd(user: bool, project: str | None, local: str | None, settings_file: str | None,
-                match_threshold: float | None, alert_uncertain: bool, judge: str, judge_fallback: str,
-                hook_command: str | None, dry_run: bool) -> None:
+                match_threshold: float | None, alert_uncertain: bool, judge_precision: str | None, judge: str,
+                judge_fallback: str, hook_command: str | None, dry_run: bool) -> None:
     """Merge the checkpoint-guard hooks into a Claude Code settings file.
 
     Adds PreCompact, SessionStart (compact), Stop (async) and SessionEnd entries that run
@@ -187,6 +191,7 @@ def install_cmd(user: bool, project: str | None, local: str | None, settings_fil
         fail("--judge-fallback needs --judge model")
     extra = " ".join(([f"--match-threshold {match_threshold:g}"] if match_threshold is not None else [])
                      + (["--alert-uncertain"] if alert_uncertain else [])
+                     + ([f"--judge-precision {judge_precision}"] if judge_precision else [])
                      + ([f"--judge model --budget {MODEL_BUDGET:g}"] if judge == "model" else [])
                      + ([f"--judge-fallback {judge_fallback}"] if judge_fallback != "none" else []))
     cmd = hook_command or default_command(extra)

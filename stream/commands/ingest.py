@@ -122,6 +122,10 @@ def _fmt(rates: tuple[float, ...]) -> str:
     option("--alert-uncertain", is_flag=True, default=False,
            help="openhands/claude-code: a summary that only partly restates a prohibition (the "
                 "'uncertain' verdict) does not carry it, so it alerts [default: uncertain counts as carried]."),
+    option("--judge-precision", type=click.Choice(["precise", "balanced", "recall"]), default=None,
+           help="openhands/claude-code, --judge rules: the precision / recall trade-off of the rules judge. precise: "
+                "only the cues measured most precise (fewest false alarms); balanced: every cue; recall: also "
+                "partial restatements. [default: CG_JUDGE_PRECISION, else precise; measured in docs/REAL_LOGS.md]"),
     option("--judge", type=click.Choice(["rules", "model"]), default="rules",
            help="openhands/claude-code: who decides which user texts are standing prohibitions and whether "
                 "each summary carries them. rules: offline, built in. model: an LLM, one request per compaction "
@@ -162,6 +166,7 @@ def ingest(
     judge: str,
     judge_fallback: str,
     metrics_file: str | None,
+    judge_precision: str | None,
     spool: bool,
 ) -> int:
     """Turn agent runs or compaction logs into checkpoint and artifact events (JSONL or Kafka).
@@ -205,10 +210,10 @@ def ingest(
             paths[0], paths[1:], out=out, to_kafka=to_kafka, follow=follow, idle_timeout=idle_timeout,
             poll_interval=poll_interval, match_threshold=match_threshold,
             alert_uncertain=alert_uncertain, judge=judge, judge_fallback=judge_fallback, metrics_file=metrics_file,
-            started=started,
+            judge_precision=judge_precision or settings.judge_precision, started=started,
         )
-    if judge != "rules" or judge_fallback != "none" or metrics_file:
-        fail("--judge, --judge-fallback and --metrics-file work with the log forms only: "
+    if judge != "rules" or judge_fallback != "none" or metrics_file or judge_precision:
+        fail("--judge, --judge-precision, --judge-fallback and --metrics-file work with the log forms only: "
              "ingest openhands DIR... / ingest claude-code FILE...")
     if follow or idle_timeout is not None:
         fail("--follow and --idle-timeout work with the log forms only: ingest openhands DIR... / ingest claude-code FILE...")
@@ -454,7 +459,7 @@ class _Tally:
 def _ingest_logs(
     fmt: str, paths: tuple[str, ...], *, out: str | None, to_kafka: bool, follow: bool,
     idle_timeout: float | None, poll_interval: float, match_threshold: float, alert_uncertain: bool,
-    judge: str, judge_fallback: str, metrics_file: str | None, started: float,
+    judge: str, judge_fallback: str, metrics_file: str | None, judge_precision: str, started: float,
 ) -> int:
     """``ingest openhands|claude-code``: read (or follow) the logs, write JSONL or produce to Kafka."""
     if not paths:
@@ -476,7 +481,7 @@ def _ingest_logs(
     except ValueError as exc:
         fail(str(exc))
     tally = _Tally()
-    judges = _Judges(RulesJudge(matcher), judge, judge_fallback, tally)
+    judges = _Judges(RulesJudge(matcher, judge_precision), judge, judge_fallback, tally)
     if metrics_file:
         tally.on_emit = lambda: _write_metrics(metrics_file, fmt, tally, judges, inputs)
     inputs = LogInputs(fmt, paths, judges.chosen)
@@ -522,8 +527,26 @@ def _ingest_logs(
     for line in judges.warnings():
         print(f"checkpoint-guard: ingest: warning: {line}", file=sys.stderr)
     print(_log_summary(fmt, inputs.stats, tally.counts, failed, where, time.monotonic() - started, interrupted,
-                       judges.summary()), file=sys.stderr)
+                       judges.summary() + _unread_languages(inputs)), file=sys.stderr)
     return 1 if failed or bad else 0
+
+
+def _skipped_languages(inputs: LogInputs) -> Counter[str]:
+    """User-side texts of the run in a language the rules judge cannot read, by language (counted, never ignored)."""
+    skipped: Counter[str] = Counter()
+    for context in inputs._contexts.values():
+        judged = getattr(context, "judged", None)
+        if judged is not None:
+            skipped.update(judged.skipped_languages)
+    return skipped
+
+
+def _unread_languages(inputs: LogInputs) -> str:
+    skipped = _skipped_languages(inputs)
+    if not skipped:
+        return ""
+    langs = ", ".join(f"{k} {v}" for k, v in sorted(skipped.items()))
+    return f", {sum(skipped.values())} text(s) in a language it cannot read ({langs}: not judged)"
 
 
 def _write_metrics(path: str, fmt: str, tally: _Tally, judges: "_Judges", inputs: LogInputs) -> None:
@@ -531,11 +554,7 @@ def _write_metrics(path: str, fmt: str, tally: _Tally, judges: "_Judges", inputs
     from prometheus_client import CollectorRegistry, write_to_textfile
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-    skipped: Counter[str] = Counter()
-    for context in inputs._contexts.values():
-        judged = getattr(context, "judged", None)
-        if judged is not None:
-            skipped.update(judged.skipped_languages)
+    skipped = _skipped_languages(inputs)
     model = judges.model
 
     class Collector:
@@ -624,10 +643,11 @@ class _Judges:
         return list(self.model.tally.warnings) if self.model else []
 
     def summary(self) -> str:
+        rules = f"judge rules (precision {self.rules.precision})"
         if self.model is None or (self.fallback_reason and self.whole_run):
-            return "judge rules" + (" (fallback: the model judge was unavailable)" if self.fallback_reason else "")
+            return rules + (" (fallback: the model judge was unavailable)" if self.fallback_reason else "")
         line = self.model.tally.line(self.model.model)
-        return line + ("; then judge rules (fallback: the model became unavailable)" if self.fallback_reason else "")
+        return line + (f"; then {rules} (fallback: the model became unavailable)" if self.fallback_reason else "")
 
     def close(self) -> None:
         if self.model is not None:

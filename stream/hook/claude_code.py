@@ -164,20 +164,24 @@ class Options:
     alert_uncertain: bool = False
     judge: str = "rules"
     judge_fallback: str = "none"
+    judge_precision: str | None = None
 
     def build(self, log: Any = None) -> Any:
         """The judge, built as ``ingest`` builds it (a model judge from the ``CG_JUDGE_*`` settings)."""
         from stream.adapters.compaction_logs import DEFAULT_MATCH_THRESHOLD, ProhibitionMatcher
         from stream.adapters.judge_rules import RulesJudge
 
+        from stream.settings import get_settings
+
+        settings = get_settings()
         threshold = DEFAULT_MATCH_THRESHOLD if self.match_threshold is None else self.match_threshold
-        rules = RulesJudge(ProhibitionMatcher(threshold=threshold, alert_uncertain=self.alert_uncertain))
+        rules = RulesJudge(ProhibitionMatcher(threshold=threshold, alert_uncertain=self.alert_uncertain),
+                           self.judge_precision or settings.judge_precision)
         if self.judge != "model":
             return rules
         from stream.adapters.model_judge import FallbackJudge, build_model_judge
-        from stream.settings import get_settings
 
-        model = build_model_judge(get_settings())
+        model = build_model_judge(settings)
         if self.judge_fallback != "rules":
             return model
         announce = (lambda reason: log(f"the model judge is unavailable ({reason}); this call judged with the "

@@ -223,7 +223,7 @@ def test_the_fallback_is_announced_and_gives_exactly_the_rules_judges_events(why
     assert len(lines) == 2, lines
     assert lines[0].startswith("checkpoint-guard: ingest: warning: the model judge is unavailable (")
     assert "the whole run is judged by the rules judge (--judge-fallback rules" in lines[0]
-    assert "; judge rules (fallback: the model judge was unavailable); 0 input(s) failed" in lines[1]
+    assert "; judge rules (precision precise) (fallback: the model judge was unavailable); 0 input(s) failed" in lines[1]
 
 
 def test_a_model_that_fails_midway_restarts_the_run_with_rules_instead_of_mixing(tmp_path, server, by_rules):
@@ -301,4 +301,4 @@ def test_following_a_session_a_model_that_goes_down_hands_over_to_rules_announce
     assert len(server.requests) == 2
     (warning,) = [line for line in err if "warning" in line]
     assert "key revoked" in warning and "from here on are judged by the rules judge" in warning
-    assert "1 compactions, 2 requests" in err[-1] and "then judge rules (fallback" in err[-1]
+    assert "1 compactions, 2 requests" in err[-1] and "then judge rules (precision precise) (fallback" in err[-1]
