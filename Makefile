@@ -14,7 +14,7 @@ TOOLS  := .cache/tools
 HELM_VERSION ?= v4.3.1
 HELM   := $(TOOLS)/helm-$(HELM_VERSION)/helm
 
-.PHONY: install tools test test-langgraph unit integration demo example bench clean
+.PHONY: install tools test test-langgraph unit integration demo example bench hook-check clean
 
 $(STAMP): pyproject.toml
 	@command -v java >/dev/null || { echo "checkpoint-guard: error: java not found (install Java 17+)" >&2; exit 1; }
@@ -67,6 +67,11 @@ $(VENV)/.bench-stamp: $(STAMP) pyproject.toml
 
 bench: install $(VENV)/.bench-stamp
 	$(BIN)/python bench/run_all.py $(ARGS)
+
+# make hook-check: every DEV Claude Code transcript (../shared/real-logs) played forward through the hook,
+# checked against the batch path (live = batch, the text handed back = the engine's dropped set); docs/HOOK.md.
+hook-check: install
+	$(BIN)/python bench/hook_check.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .hypothesis $(TOOLS)

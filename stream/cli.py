@@ -34,6 +34,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tail": ("stream.commands.tail:tail", "Offline and forensics"),
     "schema": ("stream.commands.schema:schema", "Offline and forensics"),
     "ingest": ("stream.commands.ingest:ingest", "Input"),
+    "hooks": ("stream.commands.hook:hooks", "Input"),
+    "hook": ("stream.commands.hook:hook", "Input"),
     "kafka": ("stream.commands.kafka:kafka", "Local development"),
     "demo": ("stream.commands.demo:demo", "Local development"),
 }
@@ -140,6 +142,11 @@ def main(argv: list[str] | None = None) -> None:
 
     from stream.settings import get_settings
 
+    raw_args = list(sys.argv[1:] if argv is None else argv)
+    if raw_args[:1] == ["hook"]:  # run by an agent: exit 0 whatever happens, failures to the hook's log
+        from stream.commands.hook import guarded
+
+        guarded(lambda: cli.main(args=raw_args, prog_name=PROG), raw_args)
     try:
         get_settings()
     except ValidationError as exc:  # a bad CG_* variable: one line each, no traceback

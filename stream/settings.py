@@ -311,6 +311,35 @@ class Settings(BaseSettings):
         "message, and topic/partition/offset/context_id where known), without faust's banner.",
     )
 
+    # --- the Claude Code hook (checkpoint-guard hook claude-code; docs/HOOK.md) ---------
+    hook_dir: Path = Field(
+        USER_DATA_DIR / "claude-code",
+        description="The Claude Code hook's per-session cursors, its spool of events not yet sent, its log.",
+    )
+    hook_budget: float = Field(
+        5.0, gt=0, le=600,
+        description="Hard time budget of one hook call (s): past it the call commits nothing, exits 0 and "
+        "leaves the work to a detached catch-up process. Raise it for a model judge.",
+    )
+    hook_kafka: bool = Field(
+        True, description="Produce the hook's events to CG_BROKER when it answers (false: spool only, no network)."
+    )
+    hook_connect_timeout: float = Field(
+        1.0, gt=0, le=60,
+        description="How long a hook call waits for the broker before it keeps the events in the spool (s); "
+        "an unreachable broker is then skipped for 30 s.",
+    )
+    hook_context_chars: int = Field(
+        4000, ge=200, le=10_000,
+        description="Most characters the hook hands back to Claude Code after a compaction (Claude Code "
+        "itself caps a hook's additionalContext at 10,000).",
+    )
+    hook_summary_wait: float = Field(
+        2.0, ge=0, le=60,
+        description="After a compaction, how long the hook waits for Claude Code to write the summary into "
+        "the transcript (s; the file is written asynchronously).",
+    )
+
     @field_validator("broker")
     @classmethod
     def _broker_has_scheme(cls, v: str) -> str:

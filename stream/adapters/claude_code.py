@@ -67,13 +67,12 @@ import json
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stream.adapters.compaction_logs import (
     MAX_RAW_PER_CHECKPOINT,
     ContextEvents,
     JudgedContext,
-    ProhibitionMatcher,
     ReadStats,
     find_values,
     path_names,
@@ -82,7 +81,17 @@ from stream.adapters.compaction_logs import (
 )
 from stream.adapters.judge import Candidate, Judge
 from stream.adapters.trajectories import json_value_problem
-from stream.adapters.judge_rules import as_judge
+
+if TYPE_CHECKING:
+    from stream.adapters.prohibitions import ProhibitionMatcher
+
+
+def as_judge(judge: "Judge | ProhibitionMatcher | None") -> Judge:
+    """:func:`stream.adapters.judge_rules.as_judge`, imported when first needed (see compaction_logs)."""
+    from stream.adapters.judge_rules import as_judge as resolve
+
+    return resolve(judge)
+
 
 #: Record types known to carry nothing for the rules (counted as ignored, not unknown).
 IGNORED_TYPES = frozenset({
@@ -462,6 +471,11 @@ class ClaudeCodeTranscript:
     @property
     def context_id(self) -> str | None:
         return self.session.context_id if self.session else None
+
+    @property
+    def offset(self) -> int:
+        """Bytes of the file read so far: a line boundary after ``poll(final=False)`` (the hook's cursor)."""
+        return self._offset
 
     def poll(self, *, final: bool = True) -> list[dict[str, Any]]:
         """New events of this file's session since the last poll."""

@@ -139,6 +139,9 @@ def _fmt(rates: tuple[float, ...]) -> str:
            help="--judge model: when the model cannot be reached (or only answers invalidly), judge the whole "
                 "run with the rules judge instead of failing with exit code 1; announced on stderr, and every "
                 "event names its judge (x_judge, x_model)."),
+    option("--spool", is_flag=True, default=False,
+           help="Send what the Claude Code hook holds to the input topics (CG_BROKER): the rest of every "
+                "followed transcript, then its spool under CG_HOOK_DIR; nothing twice (docs/HOOK.md)."),
 )
 def ingest(
     paths: tuple[str, ...],
@@ -164,6 +167,7 @@ def ingest(
     judge_fallback: str,
     metrics_file: str | None,
     judge_precision: str | None,
+    spool: bool,
 ) -> int:
     """Turn agent runs or compaction logs into checkpoint and artifact events (JSONL or Kafka).
 
@@ -171,6 +175,7 @@ def ingest(
     ingest [PATH...]               trajectories + compaction simulation
     ingest openhands DIR...        OpenHands conversation dirs (events/*.json)
     ingest claude-code FILE...     Claude Code transcripts (<sessionId>.jsonl)
+    ingest --spool                 what the Claude Code hook spooled -> the input topics
 
     PATH... are trajectory files or directories (searched for *.json: mini-swe-agent
     *.traj.json and tau-bench arrays); default: the traces shipped with the project.
@@ -194,6 +199,10 @@ def ingest(
     Same input + options => byte-identical output.
     """
     started = time.monotonic()
+    if spool:
+        if paths or out or follow:
+            fail("--spool takes no PATH, --out or --follow: it sends the hook's spool to Kafka")
+        return _ingest_spool(started)
     if out:
         check_output_file(out)
     if paths and paths[0] in LOG_FORMATS:
@@ -328,6 +337,21 @@ def _summary(counts: Counter[str], failed: int, where: str, seconds: float) -> s
         f"{counts['re-emitted']} of them re-emissions) "
         f"-> {where}; {failed} file(s) failed; {seconds:.1f}s"
     )
+
+
+def _ingest_spool(started: float) -> int:
+    """``ingest --spool``: the Claude Code hook's spool to the input topics (:mod:`stream.hook.drain`)."""
+    from stream.hook.drain import drain_all
+
+    report = drain_all(settings)
+    for note in report.notes:
+        print(f"checkpoint-guard: ingest: {note}", file=sys.stderr)
+    if report.error:
+        fail(f"{report.error}; {report.left} event(s) stay in the spool under {settings.hook_dir}", code=1)
+    print(f"ingest --spool: {report.sessions} session(s), {report.read} event(s) read from their transcripts, "
+          f"{report.sent} sent to {settings.compaction_topic}/{settings.artifact_topic}, {report.left} left in "
+          f"the spool; {time.monotonic() - started:.1f}s", file=sys.stderr)
+    return 1 if report.left else 0
 
 
 # --------------------------------------------------------------------------- compaction logs

@@ -171,3 +171,16 @@ def test_a_bad_message_becomes_a_dead_letter_row_in_the_quix_app() -> None:
     assert len(rows) == 1 and rows[0][0] == DEAD
     record = json.loads(rows[0][2])
     assert (record["topic"], record["partition"], record["offset"]) == ("in", 2, 7) and record["reason"]
+
+
+def test_the_hook_bench_and_the_real_log_check_run_and_write_their_sections(tmp_path: Path) -> None:
+    from bench import bench_hook, hook_check
+
+    out = tmp_path / "hook.md"
+    assert bench_hook.main(["--sizes", "2000", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "| all |" in text and "first call, no state" in text and "live = batch yes" in text
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "compaction_logs" / "claude-code" / "cc-dropped-prohibition.jsonl"
+    out = tmp_path / "check.md"
+    assert hook_check.main([str(fixture), "--out", str(out)]) == 0
+    assert "1 transcripts, 1 compactions, 1 with a dropped prohibition: every check passed" in out.read_text()
