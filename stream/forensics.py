@@ -26,7 +26,7 @@ from stream.domain.engine import MAX_OUTPUT_BYTES, Engine, encode_record, node_s
 from stream.domain.events import ArtifactEvent, CheckpointEvent, Source
 from stream.domain.state import DictState
 from stream.errors import ConfigurationError, InvalidEvent
-from stream.kafka_clients import consumer, start_client
+from stream.kafka_clients import consumer, missing_topics, start_client
 from stream.settings import Settings
 from stream.wire import MAX_MESSAGE_BYTES, decode_message, encode_alert
 
@@ -89,7 +89,7 @@ async def read_topics(
                 await c._client.force_metadata_update()
                 parts = c.partitions_for_topic(t)
             if not parts:
-                raise ConfigurationError(f"topic {t} does not exist")
+                raise missing_topics([t])
             tps.extend(TopicPartition(t, p) for p in sorted(parts))
         c.assign(tps)
         ends = await c.end_offsets(tps)

@@ -72,7 +72,7 @@ async def follow(*, rule: str | None, context: str | None, as_json: bool, from_b
     from aiokafka import TopicPartition
     from rich.console import Console
 
-    from stream.kafka_clients import consumer, start_client
+    from stream.kafka_clients import consumer, missing_topics, start_client
 
     topic = settings.alerts_topic
     con = Console(highlight=False, soft_wrap=True)
@@ -85,7 +85,7 @@ async def follow(*, rule: str | None, context: str | None, as_json: bool, from_b
             await c._client.force_metadata_update()
             parts = c.partitions_for_topic(topic)
         if not parts:
-            raise ConfigurationError(f"topic {topic} does not exist; run `checkpoint-guard topics create` first")
+            raise missing_topics([topic])
         tps = [TopicPartition(topic, p) for p in sorted(parts)]
         c.assign(tps)
         if from_beginning:

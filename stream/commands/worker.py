@@ -100,7 +100,8 @@ def reset(yes: bool) -> None:
     if not state.is_dir() or not any(p.is_dir() for p in state.iterdir()):
         click.echo(f"nothing to reset: no partition state in {state}")
         return
-    fd = lock_data_dir(data_dir)  # exits 1 with one line while a worker runs on it
+    # exits 1 with one line while a worker runs on it
+    fd = lock_data_dir(data_dir, fix="stop that worker first (its state is deleted only while no worker uses it)")
     try:
         parts = sorted(p for p in state.iterdir() if p.is_dir())
         if not yes:

@@ -10,8 +10,9 @@ from typing import Any
 
 import faust
 
-from stream.errors import ConfigurationError
+from stream.errors import describe
 from stream.kafka_clients import check_copartitioned, ensure_state_topic
+from stream.logs import kafka_errors_kept
 from stream.settings import get_settings
 from stream.worker.preflight import check_web_port, lock_data_dir
 
@@ -32,19 +33,16 @@ class GuardWorker(faust.Worker):
         super().__init__(app, *services, **kwargs)
 
     async def on_first_start(self) -> None:
-        kafka_log = logging.getLogger("aiokafka")
-        level = kafka_log.level
-        kafka_log.setLevel(logging.CRITICAL)  # our one line says it; aiokafka's would precede it
         try:
-            settings = get_settings()
-            await check_copartitioned(settings)
-            await ensure_state_topic(settings)
-        except ConfigurationError as exc:
+            with kafka_errors_kept():  # our one line says it; aiokafka's would precede it
+                settings = get_settings()
+                await check_copartitioned(settings)
+                await ensure_state_topic(settings)
+        except Exception as exc:  # noqa: BLE001 - topics missing, broker down, login refused: one line
             # SystemExit, not the error: mode would log it with a traceback around our line.
-            print(f"checkpoint-guard: error: {exc}", file=sys.stderr, flush=True)
-            raise SystemExit(1) from None
-        finally:
-            kafka_log.setLevel(level)
+            line, code = describe(exc)
+            print(f"checkpoint-guard: error: {line}", file=sys.stderr, flush=True)
+            raise SystemExit(code) from None
         await self.app.runtime.start()
         await super().on_first_start()
 

@@ -141,10 +141,9 @@ def test_a_broker_url_with_a_foreign_scheme_is_one_line_with_exit_2_for_any_comm
 def test_a_broker_that_is_not_there_is_one_line_without_aiokafkas_noise(tmp_path, args):
     (port,) = free_ports(1)
     msg = one_error_line(cli(*args, cwd=tmp_path, CG_BROKER=f"kafka://127.0.0.1:{port}"), 1)
-    assert f"at 127.0.0.1:{port}: no broker answered (aiokafka: " in msg  # its reason, quoted once
-    assert "Connect call failed" in msg
-    assert "; check that the broker is running and CG_BROKER (a broker that asks for a login also needs " \
-           "CG_SECURITY_PROTOCOL" in msg
+    assert msg.endswith(f"at 127.0.0.1:{port}: nothing listens there (connection refused); start the broker "
+                        "(a local one: `checkpoint-guard kafka start`) or point CG_BROKER at it")
+    assert "Connect call failed" not in msg and "aiokafka" not in msg  # our words, not its raw line
 
 
 def test_a_second_worker_on_the_same_web_port_refuses_to_start_with_one_line(tmp_path):
