@@ -42,9 +42,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 SECTIONS = ("Service", "Offline and forensics", "Input", "Local development")
 
-#: Long-running commands keep aiokafka's warnings (retries are worth seeing there); its
-#: errors are never printed raw (stream.logs.setup_cli_logging).
-SERVICES = frozenset({"worker", "remediate"})
 
 
 def _dist_version(name: str) -> str:
@@ -124,7 +121,7 @@ class Group(click.Group):
 
         name = ctx.protected_args[0] if ctx.protected_args else None
         if name != "worker":  # faust sets up the worker's logging
-            setup_cli_logging(quiet_kafka=name not in SERVICES)
+            setup_cli_logging()
         return super().invoke(ctx)
 
 
@@ -167,6 +164,8 @@ def settings_errors(exc: Exception) -> list[str]:
         value = err.get("input")
         shown = f"={value!r}" if isinstance(value, (str, int, float)) and "PASSWORD" not in name else ""
         msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        if "; " not in msg and " use " not in msg:  # pydantic's own words: add the fix
+            msg += f"; set {name} to a valid value (README, \"Settings\") or unset it"
         lines.append(f"{PROG}: error: {name}{shown}: {msg}")
     return lines
 

@@ -87,14 +87,14 @@ class KafkaErrors(logging.Handler):
 KAFKA_ERRORS = KafkaErrors()
 
 
-def setup_cli_logging(*, quiet_kafka: bool, level: int = logging.WARNING) -> None:
-    """Logging of a command other than the worker: warnings and errors on stderr.
+def setup_cli_logging(*, level: int = logging.WARNING) -> None:
+    """Logging of a command other than the worker: our warnings and errors on stderr.
 
-    aiokafka's own errors are never printed but kept (:data:`KAFKA_ERRORS`): the
-    command's one ``checkpoint-guard: error:`` line says what failed, in our words
-    (:func:`stream.kafka_clients.kafka_error` reads the last one to tell a refused
-    login from a closed port). ``quiet_kafka=False`` (the long-running ``remediate``)
-    still prints aiokafka's warnings, e.g. its retries while a broker restarts.
+    aiokafka's own lines are never printed but its errors are kept (:data:`KAFKA_ERRORS`):
+    the command's one ``checkpoint-guard: error:`` line says what failed, in our words
+    (:func:`stream.kafka_clients.kafka_error` reads the last one to tell a refused login
+    from a closed port). Its warnings ("Sending username and password in the clear", a
+    retry) would be a library's raw line before ours (docs/OPERATIONS.md §12).
     """
     from stream.settings import get_settings
 
@@ -105,11 +105,6 @@ def setup_cli_logging(*, quiet_kafka: bool, level: int = logging.WARNING) -> Non
     root.setLevel(level)
     aiokafka = logging.getLogger("aiokafka")
     aiokafka.handlers[:] = [KAFKA_ERRORS]
-    if not quiet_kafka:
-        warnings = logging.StreamHandler(sys.stderr)
-        warnings.setFormatter(handler.formatter)
-        warnings.addFilter(lambda record: record.levelno < logging.ERROR)
-        aiokafka.handlers.append(warnings)
     aiokafka.propagate = False
 
 
