@@ -13,7 +13,8 @@ each after the alerts of its event) to stdout or ``--out`` (with ``--verify`` on
 ``--out``: stdout then carries nothing), and a one-line summary on stderr. Exit code 0
 even when there were dead letters or alerts (they are output, not failure) unless
 ``--strict`` (1 on any dead letter); 1 when ``--verify`` found a difference; 2 on a
-usage error or an unreadable input.
+usage error or an input that is missing or not JSONL events (empty, binary, a JSON
+document, a transcript: refused from its first line, before any output).
 """
 
 from __future__ import annotations
