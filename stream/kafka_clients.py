@@ -360,6 +360,26 @@ def state_topic(settings: Settings) -> str:
     return f"{settings.app_id}-state"
 
 
+def leader_topic(settings: Settings) -> str:
+    """faust's leader-election topic of the worker's app (one partition; faust creates it at
+    start unless ``CG_CREATE_TOPICS=false``): ``<app_id>-__assignor-__leader``."""
+    return f"{settings.app_id}-__assignor-__leader"
+
+
+async def ensure_leader_topic(settings: Settings) -> dict[str, str]:
+    """Create faust's leader topic if missing (what faust itself would create)."""
+    return await create_topics(settings, [leader_topic(settings)], 1)
+
+
+async def ensure_worker_topics(settings: Settings) -> None:
+    """The worker's own topics at start: created when missing, or — with
+    ``CG_CREATE_TOPICS=false`` — required to exist (no CreateTopics request is sent)."""
+    if settings.create_topics:
+        await ensure_state_topic(settings)
+    else:
+        await require_topics(settings, [state_topic(settings), leader_topic(settings)])
+
+
 async def ensure_state_topic(settings: Settings) -> dict[str, str]:
     """Create the state log if missing: one partition per input partition number, kept
     forever (``retention.ms=-1``; the worker deletes what its snapshots make obsolete)."""

@@ -486,8 +486,9 @@ class RemediationWorker:
 
         s = self.settings
         published = sorted({h.topic for _, h in handlers if isinstance(h, TopicPublisher)})
-        await require_topics(s, [s.alerts_topic, *published])
-        await create_topics(s, [state_topic(s)], s.partitions, compacted=True)
+        await require_topics(s, [s.alerts_topic, *published, *(() if s.create_topics else (state_topic(s),))])
+        if s.create_topics:
+            await create_topics(s, [state_topic(s)], s.partitions, compacted=True)
         return [*published, state_topic(s)]
 
     async def run(self, stop: asyncio.Event) -> Stats:

@@ -11,7 +11,7 @@ from typing import Any
 import faust
 
 from stream.errors import describe
-from stream.kafka_clients import check_copartitioned, ensure_state_topic
+from stream.kafka_clients import check_copartitioned, ensure_worker_topics
 from stream.logs import kafka_errors_kept
 from stream.settings import get_settings
 from stream.worker.preflight import check_web_port, lock_data_dir
@@ -37,7 +37,7 @@ class GuardWorker(faust.Worker):
             with kafka_errors_kept():  # our one line says it; aiokafka's would precede it
                 settings = get_settings()
                 await check_copartitioned(settings)
-                await ensure_state_topic(settings)
+                await ensure_worker_topics(settings)
         except Exception as exc:  # noqa: BLE001 - topics missing, broker down, login refused: one line
             # SystemExit, not the error: mode would log it with a traceback around our line.
             line, code = describe(exc)

@@ -147,6 +147,12 @@ CASES = [
     Case("worker-on-topics-not-co-partitioned", ("worker",), 1,
          ("input topics are not co-partitioned", "re-create them with one count"), kafka="fresh",
          setup="not-copartitioned"),
+    Case("worker-without-create-rights-and-no-state-log", ("worker",), 1,
+         (MISSING[0] + "cg-test-", "-state, cg-test-", "-__assignor-__leader", MISSING[1]), kafka="fresh",
+         setup="topics", env={"CG_CREATE_TOPICS": "false"}),
+    Case("remediate-without-create-rights-and-no-state-topic", ("remediate",), 1,
+         (MISSING[0] + "cg-test-remediation-", MISSING[1]), kafka="fresh", setup="topics",
+         env={"CG_CREATE_TOPICS": "false"}),
     Case("worker-with-partitions-unlike-the-topics", ("worker",), 1,
          ("but CG_PARTITIONS=2", "set CG_PARTITIONS=4"), kafka="fresh", setup="topics", env={"CG_PARTITIONS": "2"}),
 ]
@@ -173,7 +179,8 @@ def _env(case: Case, request: pytest.FixtureRequest, tmp_path: Path) -> dict[str
 _OURS = frozenset({"CG_BROKER", "CG_APP_ID", "CG_PARTITIONS", "CG_COMPACTION_TOPIC", "CG_ARTIFACT_TOPIC",
                    "CG_ALERTS_TOPIC", "CG_VERDICTS_TOPIC", "CG_STATUS_TOPIC", "CG_DEADLETTER_TOPIC",
                    "CG_REMEDIATION_TOPIC", "CG_REMEDIATION_GROUP", "CG_DATA_DIR", "CG_WEB_PORT",
-                   "CG_SECURITY_PROTOCOL", "CG_SASL_MECHANISM", "CG_SASL_USERNAME", "CG_SASL_PASSWORD"})
+                   "CG_SECURITY_PROTOCOL", "CG_SASL_MECHANISM", "CG_SASL_USERNAME", "CG_SASL_PASSWORD",
+                   "CG_CREATE_TOPICS"})
 
 
 def _setup(case: Case, env: dict[str, str], request: pytest.FixtureRequest, stack: list) -> None:
