@@ -108,6 +108,16 @@ CASES = [
          ("give either PATH... or --from-kafka",), files={"in.jsonl": EVENT}),
     Case("schema-into-a-file", ("schema", "taken"), 2, ("it is a file, not a directory", "give a directory"),
          files={"taken": b"x"}),
+    Case("replay-bad-time", ("replay", "--from-kafka", "--since", "yesterday"), 2,
+         ("not an RFC 3339 time: 'yesterday'", "2026-11-29T10:00:00Z"), kafka="fresh"),
+    Case("tail-unknown-rule", ("tail", "--rule", "bogus"), 2, ("'bogus' is not one of 'orphaned_referent'",
+                                                               "checkpoint-guard tail -h")),
+    Case("ingest-bad-rates", ("ingest", "--prohibition-survival", "2,3"), 2,
+         ("expected three rates in [0, 1] (leaf,section,root)",)),
+    Case("replay-negative-gap-limit", ("replay", "in.jsonl", "--seq-gap-limit", "-1"), 2,
+         ("--seq-gap-limit must be >= 0",), files={"in.jsonl": EVENT}),
+    Case("kafka-start-on-a-taken-port", ("kafka", "start", "--home", "k", "--port", "PORT"), 2,
+         ("is already in use", "pick another with CG_KAFKA_PORT / --port"), setup="port"),
     *(Case(f"faust-{name}", (name, *extra), 2, (f"`faust {name}` does not apply to checkpoint-guard's app", fix),
            faust=True)
       for name, extra, fix in (("agents", (), "checkpoint-guard worker -h"),
@@ -120,6 +130,7 @@ CASES = [
                    ("ingest", "--to-kafka"), ("ingest", "claude-code", str(TRANSCRIPT), "--to-kafka"),
                    ("replay", "--from-kafka"), ("tail", "--max", "1"), ("export", "--out", "x.jsonl"),
                    ("explain", "ctx", "node"))),
+    Case("faust-worker-broker-down", ("worker",), 1, CONNECTION_REFUSED, kafka="down", faust=True),
     Case("unresolvable-broker-host", ("topics", "create"), 1, ("the host name does not resolve", "CG_BROKER"),
          env={"CG_BROKER": "kafka://no-such-host.invalid:9092"}),
     # ---------------------------------------------------------------- topics missing: exit 1, at once
@@ -153,6 +164,12 @@ CASES = [
     Case("remediate-without-create-rights-and-no-state-topic", ("remediate",), 1,
          (MISSING[0] + "cg-test-remediation-", MISSING[1]), kafka="fresh", setup="topics",
          env={"CG_CREATE_TOPICS": "false"}),
+    Case("explain-a-node-that-never-appeared", ("explain", "no-such-context", "no-such-node"), 1,
+         ("node 'no-such-node' never appeared in context 'no-such-context'", "check both ids"), kafka="fresh",
+         setup="topics"),
+    Case("remediate-with-a-handler-that-does-not-load", ("remediate",), 1,
+         ("remediation handler 'nope:Nope' does not load", "fix CG_REMEDIATION_HANDLERS"), kafka="fresh",
+         setup="topics", env={"CG_REMEDIATION_HANDLERS": "nope:Nope"}),
     Case("worker-with-partitions-unlike-the-topics", ("worker",), 1,
          ("but CG_PARTITIONS=2", "set CG_PARTITIONS=4"), kafka="fresh", setup="topics", env={"CG_PARTITIONS": "2"}),
 ]
@@ -215,7 +232,8 @@ def _setup(case: Case, env: dict[str, str], request: pytest.FixtureRequest, stac
 
 def _run(case: Case, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
     entry = ["-m", "faust", "-A", "stream.app"] if case.faust else ["-m", "stream"]
-    return subprocess.run([sys.executable, *entry, *case.args], cwd=cwd, env=env, input=case.stdin,
+    args = [env["CG_WEB_PORT"] if a == "PORT" else a for a in case.args]  # the port _setup holds
+    return subprocess.run([sys.executable, *entry, *args], cwd=cwd, env=env, input=case.stdin,
                           capture_output=True, timeout=case.within + 60)
 
 
