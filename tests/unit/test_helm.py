@@ -53,7 +53,7 @@ DEFAULTS = {name: f.default for name, f in Settings.model_fields.items()}
 def helm() -> str:
     found = os.environ.get("HELM_BIN") or shutil.which("helm")
     if not found or not Path(found).exists():
-        pytest.fail("helm is not installed: run `make tools` (builds it into .cache/tools), or set HELM_BIN")
+        pytest.fail("helm is not installed: run `make tools` (builds it into ~/.cache/checkpoint-guard/tools), or set HELM_BIN")
     return found
 
 
