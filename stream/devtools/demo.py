@@ -37,6 +37,7 @@ from stream.errors import ConfigurationError
 from stream.kafka_clients import admin, consumer, create_project_topics, producer
 from stream.replay import replay_lines
 from stream.domain.engine import encode_record
+from stream.devtools import ctrl_c_deferred
 from stream.settings import USER_DATA_DIR, Settings
 from stream.wire import decode_event
 
@@ -88,11 +89,12 @@ class Demo:
         log_path = DEMO_HOME / "worker.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self._worker_log = open(log_path, "wb")
-        self.worker = subprocess.Popen(
-            [sys.executable, "-m", "stream", "worker", "-l", "info"],
-            env=self.worker_env(), stdout=self._worker_log, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        with ctrl_c_deferred():  # a Ctrl-C now would leave a worker that stop() does not know
+            self.worker = subprocess.Popen(
+                [sys.executable, "-m", "stream", "worker", "-l", "info"],
+                env=self.worker_env(), stdout=self._worker_log, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + timeout
         with self.console.status("starting the worker..."):
             while "[^GuardWorker]: Ready" not in log_path.read_text(errors="replace"):

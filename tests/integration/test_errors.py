@@ -298,23 +298,29 @@ def _interrupt(args: list[str], env: dict[str, str], cwd: Path, *, after: str | 
     return subprocess.CompletedProcess(proc.args, proc.returncode, out + rest, err)
 
 
-def _locked(data: Path) -> list[Path]:
-    """Data-dir locks under ``data`` some process still holds (a worker left running)."""
-    held = []
-    for lock in data.rglob("worker.lock"):
-        with open(lock) as fh:
+def _left_running(tmp_path: Path) -> list[int]:
+    """Pids of processes still running with this test's home (a worker the demo left behind)."""
+    mine = f"XDG_DATA_HOME={tmp_path / 'xdg-data'}".encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and int(proc.name) != os.getpid():
             try:
-                fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except BlockingIOError:
-                held.append(lock)
-    return held
+                if mine in (proc / "environ").read_bytes().split(b"\0"):
+                    found.append(int(proc.name))
+            except OSError:  # gone, or not ours to read
+                continue
+    return found
 
 
 def test_ctrl_c_in_demo_exits_130_with_one_line_and_stops_its_worker(request, tmp_path):
     env = _env(Case("demo", ("demo",), 130, (), kafka="fresh"), request, tmp_path)
     proc = _interrupt(["demo", "--use-broker"], env, tmp_path, after="trajectories ->")
-    assert_one_error_line(proc, 130, ("interrupted (Ctrl-C)",))
-    assert _locked(tmp_path) == []  # the worker it started is gone (its data dir is free again)
+    try:
+        assert_one_error_line(proc, 130, ("interrupted (Ctrl-C)",))
+        assert _left_running(tmp_path) == []  # the worker it started (or was starting) is stopped
+    finally:
+        for pid in _left_running(tmp_path):
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_ctrl_c_in_a_replay_waiting_for_input_exits_130(request, tmp_path):
