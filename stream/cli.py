@@ -19,6 +19,8 @@ from typing import Any
 import click
 
 from stream import __version__
+from stream.commands._base import fail
+from stream.errors import describe
 
 PROG = "checkpoint-guard"
 
@@ -38,11 +40,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "hook": ("stream.commands.hook:hook", "Input"),
     "kafka": ("stream.commands.kafka:kafka", "Local development"),
     "demo": ("stream.commands.demo:demo", "Local development"),
+    "clean": ("stream.commands.clean:clean", "Local development"),
 }
 SECTIONS = ("Service", "Offline and forensics", "Input", "Local development")
 
-#: Long-running commands keep aiokafka's warnings (retries are worth seeing there).
-SERVICES = frozenset({"worker", "remediate"})
 
 
 def _dist_version(name: str) -> str:
@@ -89,26 +90,30 @@ class Group(click.Group):
                 formatter.write_dl(rows)
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
-        """click's main, with a usage mistake as one line (``checkpoint-guard: error: ...``)
-        naming the help to read, exit 2; commands exit through SystemExit themselves."""
+        """click's main under the error contract (docs/OPERATIONS.md §12): every way a
+        command can end that it did not handle itself becomes one line
+        (``checkpoint-guard: error: <what>; <the fix>``) and an exit code — 2 for
+        usage, 1 for a failed run, 130 for Ctrl-C (:func:`stream.errors.describe`)."""
         kwargs["standalone_mode"] = False
         try:
             rv = super().main(*args, **kwargs)
+        except SystemExit:
+            raise
         except click.exceptions.NoArgsIsHelpError as exc:  # bare `checkpoint-guard`: the help
             print(exc.format_message(), file=sys.stderr, flush=True)
             raise SystemExit(exc.exit_code) from None
         except click.UsageError as exc:
-            ctx = exc.ctx
-            where = ctx.command_path if ctx is not None else PROG
+            where = exc.ctx.command_path if exc.ctx is not None else PROG
             hint = f" (see `{where} -h`)" if exc.ctx is not None else ""
-            print(f"{PROG}: error: {exc.format_message()}{hint}", file=sys.stderr, flush=True)
-            raise SystemExit(exc.exit_code) from None
+            fail(f"{exc.format_message()}{hint}", exc.exit_code)
         except click.ClickException as exc:
-            print(f"{PROG}: error: {exc.format_message()}", file=sys.stderr, flush=True)
-            raise SystemExit(exc.exit_code) from None
-        except click.Abort:
-            print(f"{PROG}: aborted", file=sys.stderr, flush=True)
-            raise SystemExit(1) from None
+            fail(exc.format_message(), exc.exit_code)
+        except click.Abort as exc:  # click turns Ctrl-C into Abort; a declined confirmation is one too
+            if isinstance(exc.__context__, KeyboardInterrupt):
+                fail(*describe(exc.__context__))
+            fail("aborted: nothing was changed", 1)
+        except BaseException as exc:  # noqa: BLE001 - the contract: one line, never a traceback
+            fail(*describe(exc))
         if isinstance(rv, int) and not isinstance(rv, bool):  # ctx.exit(code) (e.g. --help, --version)
             raise SystemExit(rv)
         return rv
@@ -117,8 +122,8 @@ class Group(click.Group):
         from stream.logs import setup_cli_logging
 
         name = ctx.protected_args[0] if ctx.protected_args else None
-        if name not in SERVICES:  # one-shot commands: their own one-line errors only
-            setup_cli_logging(quiet_kafka=True)
+        if name != "worker":  # faust sets up the worker's logging
+            setup_cli_logging()
         return super().invoke(ctx)
 
 
@@ -152,6 +157,8 @@ def main(argv: list[str] | None = None) -> None:
     except ValidationError as exc:  # a bad CG_* variable: one line each, no traceback
         print("\n".join(settings_errors(exc)), file=sys.stderr)
         raise SystemExit(2) from None
+    except Exception as exc:  # noqa: BLE001 - e.g. an unreadable .env file
+        fail(*describe(exc))
     args = _offline_since(list(sys.argv[1:] if argv is None else argv))
     cli.main(args=args, prog_name=PROG)
 
@@ -164,6 +171,8 @@ def settings_errors(exc: Exception) -> list[str]:
         value = err.get("input")
         shown = f"={value!r}" if isinstance(value, (str, int, float)) and "PASSWORD" not in name else ""
         msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        if "; " not in msg and " use " not in msg:  # pydantic's own words: add the fix
+            msg += f"; set {name} to a valid value (README, \"Settings\") or unset it"
         lines.append(f"{PROG}: error: {name}{shown}: {msg}")
     return lines
 

@@ -7,6 +7,8 @@
     │                              Never fatal: the message goes to the dead-letter topic
     │                              (offline: stderr) with this one-line reason. Fix the
     │                              producer; re-process from the dead-letter topic.
+    ├── UsageError                 the command line names something unusable (an input
+    │                              that is not JSONL, a path that is not there): exit 2.
     ├── ConfigurationError         settings or topics are inconsistent (e.g. input topics
     │                              not co-partitioned). Fatal at start; fix the config or
     │                              re-create the topics, then start again.
@@ -37,7 +39,8 @@
                                    restart reads it). Then restart.
 
 Violations of the compaction rules are *not* exceptions: they are alert values the
-engine returns.
+engine returns. :func:`describe` is the one place that turns any exception a command
+meets into its one line and exit code (the contract: docs/OPERATIONS.md §12).
 """
 
 from __future__ import annotations
@@ -73,3 +76,57 @@ class RestoreFailed(DurabilityError):
 class OutputRejected(DurabilityError):
     """The broker refused an output record for a reason no input causes: grant the worker
     Write on the topic named, or restart it after lowering a topic's max.message.bytes."""
+class UsageError(GuardError):
+    """The command line names something the command cannot use; exit 2, the message says
+    what to give instead."""
+
+
+#: Exit codes of every command (docs/OPERATIONS.md §12).
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def describe(exc: BaseException) -> tuple[str, int]:
+    """``(one line: what went wrong; the fix, exit code)`` for an exception a command
+    did not handle itself — never a traceback, never a library's raw line.
+
+    Ctrl-C is 130; our own errors carry their line (2 for :class:`UsageError`, else 1);
+    aiokafka's errors become :func:`stream.kafka_clients.kafka_error`'s line; an
+    ``OSError`` names the path; anything else is a bug: its traceback is written to
+    a file the line names.
+    """
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted (Ctrl-C) before it finished; run it again to finish", EXIT_INTERRUPTED
+    if isinstance(exc, UsageError):
+        return str(exc), EXIT_USAGE
+    if isinstance(exc, GuardError):
+        return str(exc), EXIT_FAILED
+    if type(exc).__module__.split(".")[0] == "aiokafka":
+        from stream.kafka_clients import kafka_error
+        from stream.settings import get_settings
+
+        return kafka_error(get_settings(), exc), EXIT_FAILED
+    if isinstance(exc, OSError):
+        where = f" {exc.filename}" if exc.filename else ""
+        return f"cannot use{where}: {exc.strerror or exc}; check the path, its permissions and free space", EXIT_FAILED
+    if isinstance(exc, MemoryError):
+        return "out of memory; give the process more memory or feed it less input at once", EXIT_FAILED
+    return _internal_error(exc), EXIT_FAILED
+
+
+def _internal_error(exc: BaseException) -> str:
+    """A bug: its traceback goes to ``<cache>/last-error.txt``, the line says where."""
+    import traceback
+
+    from stream.settings import USER_CACHE_DIR
+
+    text = "".join(traceback.format_exception(exc))
+    target = USER_CACHE_DIR / "last-error.txt"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        where = f"the traceback is in {target}"
+    except OSError:
+        where = "the traceback could not be saved"
+    first = " ".join(str(exc).split())[:200]
+    return (f"internal error {type(exc).__name__}{': ' + first if first else ''} (a bug of checkpoint-guard; "
+            f"{where}): please report it")

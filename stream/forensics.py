@@ -27,7 +27,7 @@ from stream.domain.outputs import encode_record
 from stream.domain.events import ArtifactEvent, CheckpointEvent, Source
 from stream.domain.state import DictState
 from stream.errors import ConfigurationError, InvalidEvent
-from stream.kafka_clients import consumer, partitions_for, start_client
+from stream.kafka_clients import consumer, missing_topics, partitions_for, start_client
 from stream.settings import Settings
 from stream.wire import MAX_MESSAGE_BYTES, decode_message, encode
 
@@ -87,7 +87,7 @@ async def read_topics(
         for t in topics:
             parts = await partitions_for(settings, c, t)
             if not parts:
-                raise ConfigurationError(f"topic {t} does not exist")
+                raise missing_topics([t])
             tps.extend(TopicPartition(t, p) for p in sorted(parts))
         c.assign(tps)
         ends = await c.end_offsets(tps)

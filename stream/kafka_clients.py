@@ -60,23 +60,77 @@ def login_hint(settings: Settings) -> str:
     if not settings.security_protocol.startswith("SASL"):
         return ""
     return (
-        f"if the broker refused the {settings.sasl_mechanism} login of user {settings.sasl_username!r} "
-        "(aiokafka then logs 'SaslAuthenticationFailed'), check CG_SASL_USERNAME, CG_SASL_PASSWORD and "
-        "CG_SASL_MECHANISM"
+        f"if the broker refused the {settings.sasl_mechanism} login of user {settings.sasl_username!r}, "
+        "check CG_SASL_USERNAME, CG_SASL_PASSWORD and CG_SASL_MECHANISM"
     )
 
 
-def kafka_error(settings: Settings, exc: BaseException, doing: str = "cannot reach Kafka") -> str:
-    """One line for a Kafka failure of a command: what, where, and what to check."""
-    if isinstance(exc, KafkaConnectionError):
-        from stream.logs import KAFKA_ERRORS
+#: aiokafka's words for a connection failure -> what it means for the user and the fix.
+_CONNECTION_CAUSES: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("Connect call failed", "Connection refused", "Errno 111"),
+     "nothing listens there (connection refused); start the broker (a local one: `checkpoint-guard kafka start`) "
+     "or point CG_BROKER at it"),
+    (("Name or service not known", "nodename nor servname", "Temporary failure in name resolution", "Errno -2",
+      "Errno -3", "Errno -5"),
+     "the host name does not resolve; check the host in CG_BROKER"),
+    (("CERTIFICATE_VERIFY_FAILED",),
+     "the broker's TLS certificate is not trusted; set CG_SSL_CAFILE to the CA that signed it"),
+    (("WRONG_VERSION_NUMBER", "wrong version number", "record layer failure", "SSLError", "SSL:"),
+     "the TLS handshake failed: that listener may not speak TLS; set CG_SECURITY_PROTOCOL to what the listener "
+     "expects (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)"),
+    (("UnsupportedSaslMechanism", "UNSUPPORTED_SASL_MECHANISM"),
+     "the broker does not offer that SASL mechanism; set CG_SASL_MECHANISM to one it enables (PLAIN, "
+     "SCRAM-SHA-256, SCRAM-SHA-512)"),
+)
 
-        hint = login_hint(settings) or ("check that the broker is running and CG_BROKER (a broker that asks for "
-                                        "a login also needs CG_SECURITY_PROTOCOL and the CG_SASL_* settings)")
-        said = f" (aiokafka: {KAFKA_ERRORS.last})" if KAFKA_ERRORS.last else ""
-        return f"{doing} at {settings.bootstrap_servers}: no broker answered{said}; {hint}"
-    text = str(exc).removeprefix(f"{type(exc).__name__}: ") or type(exc).__name__
-    return f"{doing} at {settings.bootstrap_servers}: {type(exc).__name__}: {text}"
+
+def _connection_problem(settings: Settings, said: str) -> str:
+    """What a failed connection means, from aiokafka's last logged error ``said``."""
+    if "SaslAuthenticationFailed" in said or "Authentication failed" in said:
+        return (f"the broker refused the {settings.sasl_mechanism} login of user {settings.sasl_username!r} "
+                "(wrong password, unknown user or another mechanism); check CG_SASL_USERNAME, CG_SASL_PASSWORD "
+                "and CG_SASL_MECHANISM")
+    for needles, meaning in _CONNECTION_CAUSES:
+        if any(n in said for n in needles):
+            return meaning
+    hint = login_hint(settings) or ("check that the broker is running and CG_BROKER (a broker that asks for "
+                                    "a login also needs CG_SECURITY_PROTOCOL and the CG_SASL_* settings)")
+    return f"no broker answered; {hint}"
+
+
+def kafka_error(settings: Settings, exc: BaseException, doing: str = "cannot reach Kafka") -> str:
+    """One line for a Kafka failure of a command: what, where, and the fix — in our words,
+    never aiokafka's raw line (its last logged error, :data:`stream.logs.KAFKA_ERRORS`,
+    only decides which of our lines it is)."""
+    from aiokafka import errors as ke
+
+    from stream.logs import KAFKA_ERRORS
+
+    if type(exc).__module__.split(".")[0] != "aiokafka":  # ours (topics missing, ...) or a bug
+        from stream.errors import describe
+
+        return describe(exc)[0]
+    where = f"{doing} at {settings.bootstrap_servers}"
+    user = f"user {settings.sasl_username!r}" if settings.security_protocol.startswith("SASL") else "this client"
+    if isinstance(exc, ke.KafkaConnectionError):
+        said = f"{KAFKA_ERRORS.last or ''} {str(exc).split('; if the broker refused', 1)[0]}"
+        return f"{where}: {_connection_problem(settings, said)}"
+    if isinstance(exc, (ke.SaslAuthenticationFailed, ke.AuthenticationFailedError)):
+        return f"{where}: {_connection_problem(settings, 'SaslAuthenticationFailed')}"
+    if isinstance(exc, ke.UnknownTopicOrPartitionError):
+        return (f"{where}: a topic it needs does not exist; run `checkpoint-guard topics create` first "
+                "(or check the CG_*_TOPIC settings)")
+    if isinstance(exc, (ke.TopicAuthorizationFailedError, ke.GroupAuthorizationFailedError,
+                        ke.ClusterAuthorizationFailedError, ke.TransactionalIdAuthorizationFailed)):
+        what = type(exc).__name__.removesuffix("Error").replace("AuthorizationFailed", "")
+        return (f"{where}: the broker's ACLs do not let {user} use that {what.lower() or 'resource'}; grant the "
+                "ACLs listed in docs/OPERATIONS.md §9")
+    if isinstance(exc, ke.KafkaTimeoutError):
+        return f"{where}: the broker did not answer in time; check that it is healthy and reachable (CG_BROKER)"
+    name = type(exc).__name__
+    text = " ".join(str(exc).removeprefix(f"{name}: ").split())
+    text = "" if text in (name, "") else f" ({text})"
+    return f"{where}: the broker answered {name}{text}; check the broker's log and CG_BROKER"
 
 
 _Client = TypeVar("_Client", AIOKafkaAdminClient, AIOKafkaProducer, AIOKafkaConsumer)
@@ -270,37 +324,70 @@ async def wait_until_described(settings: Settings, names: list[str] | tuple[str,
             await asyncio.sleep(0.2)
 
 
+def missing_topics(names: list[str] | tuple[str, ...]) -> ConfigurationError:
+    """The one error for topics that do not exist: names them and says the fix."""
+    return ConfigurationError(
+        f"topics do not exist: {', '.join(names)}; run `checkpoint-guard topics create` first "
+        "(or check CG_BROKER and the CG_*_TOPIC settings)"
+    )
+
+
+async def require_topics(settings: Settings, topics: list[str] | tuple[str, ...]) -> dict[str, int]:
+    """topic -> partition count; raises :func:`missing_topics` at once for any that does
+    not exist (a producer would wait 40 s for its metadata before failing)."""
+    counts = await topic_partitions(settings, topics)
+    missing = [t for t in topics if counts.get(t) is None]
+    if missing:
+        raise missing_topics(missing)
+    return {t: n for t, n in counts.items() if n is not None}
+
+
 async def check_copartitioned(settings: Settings) -> int:
     """Refuse to run on input topics that are missing or not co-partitioned.
 
     Returns the common partition count. Raises ConfigurationError with a message that
-    names the topics and their counts (DESIGN.md §2), or says the broker cannot be
-    reached (with :func:`login_hint` when SASL is configured).
+    names the topics and their counts (DESIGN.md §2); a broker that cannot be reached
+    raises aiokafka's error (:func:`kafka_error` says it in one line).
     """
-    topics = [*settings.input_topics, *settings.output_topics]
-    try:
-        counts = await topic_partitions(settings, topics)
-    except KafkaConnectionError as exc:
-        raise ConfigurationError(
-            f"cannot reach Kafka at {settings.bootstrap_servers}: {str(exc).removeprefix('KafkaConnectionError: ')}"
-        ) from None
-    missing = [t for t in topics if counts.get(t) is None]
-    if missing:
-        raise ConfigurationError(
-            f"topics do not exist: {', '.join(missing)}; run `checkpoint-guard topics create` first"
-        )
+    counts = await require_topics(settings, [*settings.input_topics, *settings.output_topics])
     a, b = settings.input_topics
     if counts[a] != counts[b]:
         raise ConfigurationError(
             f"input topics are not co-partitioned: {a} has {counts[a]} partitions, {b} has {counts[b]}; "
-            "a context's events would land on different partitions and split its state"
+            "a context's events would land on different partitions and split its state; re-create them with "
+            "one count under a new CG_APP_ID (docs/OPERATIONS.md §3)"
         )
     if counts[a] != settings.partitions:
         raise ConfigurationError(
             f"input topics have {counts[a]} partitions but CG_PARTITIONS={settings.partitions} "
-            "(tables must match the input topics)"
+            f"(the state must match the input topics); set CG_PARTITIONS={counts[a]}"
         )
     return counts[a]
+
+
+def state_topic(settings: Settings) -> str:
+    """The worker's state log (``stream.worker.durability``): ``<app_id>-state``."""
+    return f"{settings.app_id}-state"
+
+
+def leader_topic(settings: Settings) -> str:
+    """faust's leader-election topic of the worker's app (one partition; faust creates it at
+    start unless ``CG_CREATE_TOPICS=false``): ``<app_id>-__assignor-__leader``."""
+    return f"{settings.app_id}-__assignor-__leader"
+
+
+async def ensure_leader_topic(settings: Settings) -> dict[str, str]:
+    """Create faust's leader topic if missing (what faust itself would create)."""
+    return await create_topics(settings, [leader_topic(settings)], 1)
+
+
+async def ensure_worker_topics(settings: Settings) -> None:
+    """The worker's own topics at start: created when missing, or — with
+    ``CG_CREATE_TOPICS=false`` — required to exist (no CreateTopics request is sent)."""
+    if settings.create_topics:
+        await ensure_state_topic(settings)
+    else:
+        await require_topics(settings, [state_topic(settings), leader_topic(settings)])
 
 
 async def ensure_state_topic(settings: Settings) -> dict[str, str]:

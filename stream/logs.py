@@ -13,10 +13,12 @@ swaps in the JSON formatter. Every other command calls :func:`setup_cli_logging`
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import sys
 from datetime import datetime, timezone
+from collections.abc import Iterator
 from typing import Any
 
 from pythonjsonlogger.json import JsonFormatter
@@ -85,13 +87,14 @@ class KafkaErrors(logging.Handler):
 KAFKA_ERRORS = KafkaErrors()
 
 
-def setup_cli_logging(*, quiet_kafka: bool, level: int = logging.WARNING) -> None:
-    """Logging of a command other than the worker: warnings and errors on stderr.
+def setup_cli_logging(*, level: int = logging.WARNING) -> None:
+    """Logging of a command other than the worker: our warnings and errors on stderr.
 
-    ``quiet_kafka``: aiokafka's own log lines are not printed but kept
-    (:data:`KAFKA_ERRORS`) — the command's one ``checkpoint-guard: error:`` line says
-    what failed, quoting aiokafka's last error, so the same failure is not printed three
-    times in other words before it.
+    aiokafka's own lines are never printed but its errors are kept (:data:`KAFKA_ERRORS`):
+    the command's one ``checkpoint-guard: error:`` line says what failed, in our words
+    (:func:`stream.kafka_clients.kafka_error` reads the last one to tell a refused login
+    from a closed port). Its warnings ("Sending username and password in the clear", a
+    retry) would be a library's raw line before ours (docs/OPERATIONS.md §12).
     """
     from stream.settings import get_settings
 
@@ -100,7 +103,22 @@ def setup_cli_logging(*, quiet_kafka: bool, level: int = logging.WARNING) -> Non
     handler.setFormatter(formatter(get_settings().log_format))
     root.handlers[:] = [handler]
     root.setLevel(level)
-    if quiet_kafka:
-        aiokafka = logging.getLogger("aiokafka")
-        aiokafka.handlers[:] = [KAFKA_ERRORS]
-        aiokafka.propagate = False
+    aiokafka = logging.getLogger("aiokafka")
+    aiokafka.handlers[:] = [KAFKA_ERRORS]
+    aiokafka.propagate = False
+
+
+@contextlib.contextmanager
+def kafka_errors_kept() -> Iterator[None]:
+    """aiokafka's errors kept in :data:`KAFKA_ERRORS` instead of logged, for a while
+    (the worker's start-up check: its one error line says what failed)."""
+    aiokafka = logging.getLogger("aiokafka")
+    saved = aiokafka.handlers[:], aiokafka.propagate, aiokafka.level
+    aiokafka.handlers[:] = [KAFKA_ERRORS]
+    aiokafka.propagate = False
+    aiokafka.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        aiokafka.handlers[:], aiokafka.propagate = saved[0], saved[1]
+        aiokafka.setLevel(saved[2])

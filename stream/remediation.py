@@ -479,17 +479,13 @@ class RemediationWorker:
         """The alerts topic (and the requests topic, when publishing) must exist; the
         state topic is the worker's own: created here, compacted. Returns the topics
         the worker writes."""
-        from stream.kafka_clients import create_topics, topic_partitions
+        from stream.kafka_clients import create_topics, require_topics
 
         s = self.settings
         published = sorted({h.topic for _, h in handlers if isinstance(h, TopicPublisher)})
-        counts = await topic_partitions(s, [s.alerts_topic, *published])
-        missing = [t for t in (s.alerts_topic, *published) if counts.get(t) is None]
-        if missing:
-            raise ConfigurationError(
-                f"topics do not exist: {', '.join(missing)}; run `checkpoint-guard topics create` first"
-            )
-        await create_topics(s, [state_topic(s)], s.partitions, compacted=True)
+        await require_topics(s, [s.alerts_topic, *published, *(() if s.create_topics else (state_topic(s),))])
+        if s.create_topics:
+            await create_topics(s, [state_topic(s)], s.partitions, compacted=True)
         return [*published, state_topic(s)]
 
     async def run(self, stop: asyncio.Event) -> Stats:

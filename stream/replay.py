@@ -15,6 +15,7 @@ reported in :attr:`ReplayResult.waiting`.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -150,6 +151,48 @@ def iter_lines(stream: BinaryIO) -> Iterator[bytes]:
         yield from lines
     if buf:
         yield buf
+
+
+#: Keys of a Claude Code transcript record (never of an input event).
+_TRANSCRIPT_KEYS = frozenset({"sessionId", "parentUuid", "uuid", "leafUuid", "isSidechain"})
+
+
+def first_line(stream: BinaryIO, *, limit: int = MAX_MESSAGE_BYTES) -> bytes | None:
+    """The first non-blank line of ``stream`` (BOM stripped, at most ``limit`` bytes), or
+    None when it has none."""
+    for line in iter_lines(stream):
+        if line.strip(b" \t\r"):
+            return line[:limit]
+    return None
+
+
+def not_events(first: bytes | None, name: str) -> str | None:
+    """Why an input whose first non-blank line is ``first`` is not JSONL input events —
+    what it is and the fix, one line — or None when it may be (a bad line further on is
+    a dead letter like any other). ``name`` is the path shown in the fix."""
+    if first is None:
+        return ("it is empty (no events); give a JSONL file of input events, one JSON object per line "
+                "(DESIGN.md §3; `checkpoint-guard schema DIR` writes their JSON Schemas)")
+    ingest = f"turn it into events first: `checkpoint-guard ingest {name} | checkpoint-guard replay -`"
+    if first.startswith(b"\x1f\x8b"):
+        return f"it is gzip-compressed; decompress it first: `gunzip -c {name} | checkpoint-guard replay -`"
+    try:
+        text = first.decode("utf-8")
+    except UnicodeDecodeError:
+        return "it is binary, not JSONL text; give a JSONL file of input events (one JSON object per line)"
+    if "\0" in text:
+        return "it is binary, not JSONL text; give a JSONL file of input events (one JSON object per line)"
+    try:
+        value = json.loads(text)
+    except ValueError:
+        if text.strip().endswith(("{", "[", ",")):  # the first line of an indented JSON document
+            return ("it is one JSON document over many lines (an agent trajectory or a result array?), not one "
+                    f"event per line; {ingest}")
+        return "its first line is not JSON, so it is not JSONL input events; give a JSONL file of input events"
+    if isinstance(value, dict) and value.get("type") not in ("checkpoint", "artifact") and _TRANSCRIPT_KEYS & set(value):
+        return ("it is a Claude Code transcript, not input events; turn it into events first: "
+                f"`checkpoint-guard ingest claude-code {name} | checkpoint-guard replay -`")
+    return None
 
 
 def replay_lines(

@@ -49,6 +49,12 @@ class Settings(BaseSettings):
     app_id: str = Field("checkpoint-guard", description="faust app id = consumer group id.")
     partitions: int = Field(4, ge=1, description="Partition count of every topic and table.")
     replication_factor: int = Field(1, ge=1, description="Replication factor of topics we create.")
+    create_topics: bool = Field(
+        True,
+        description="The worker and remediate create the topics only they use (the state logs, faust's leader "
+        "topic) when missing; false: they never send CreateTopics (no create ACL needed) and refuse to start "
+        "when one is missing (`topics create` or the chart's Strimzi KafkaTopics make them).",
+    )
     compaction_topic: str = "compaction-events"
     artifact_topic: str = "artifact-events"
     alerts_topic: str = "checkpoint-alerts"

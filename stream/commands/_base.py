@@ -66,3 +66,15 @@ def check_output_file(path: str, *, option: str = "--out") -> None:
         fail(f"cannot write {option} {path}: directory {parent} does not exist; create it first (mkdir -p {parent})")
     if not os.access(parent, os.W_OK):
         fail(f"cannot write {option} {path}: directory {parent} is not writable")
+
+
+def check_input_file(path: str, *, what: str, dir_ok: bool = False) -> None:
+    """Fail (exit 2) unless ``path`` exists, is readable and (unless ``dir_ok``) is no
+    directory — checked before any work is done. ``what`` names what to give instead."""
+    p = Path(path)
+    if not p.exists():
+        fail(f"cannot read {path}: no such file or directory; check the path, or give {what}")
+    if p.is_dir() and not dir_ok:
+        fail(f"cannot read {path}: it is a directory; give {what} (e.g. {p / '*.jsonl'})")
+    if not os.access(p, os.R_OK):
+        fail(f"cannot read {path}: permission denied; make it readable (chmod u+r) or give another path")

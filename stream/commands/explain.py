@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import sys
 
-from stream.commands._base import argument, command, option
+from stream.commands._base import argument, command, fail, option
 from stream.settings import get_settings
 from stream.commands._forensics import read
 from stream.forensics import explain as explain_node
@@ -27,22 +28,25 @@ def explain(context_id: str, node_id: str, as_json: bool) -> int:
     authoritative now (and which nodes below it degrade it). Long sets show their first
     ten and how many more there are; --json has each record as published (sets cut to
     1,000, with set_size / degraded_count).
-    Exit code 3 when the node never appeared.
+    Exit code 1 (one line on stderr; --json still prints the empty history) when the node
+    never appeared.
     """
     records, _ = read(settings.input_topics, context=context_id)
     h = explain_node(records, context_id, node_id, seq_gap_limit=settings.seq_gap_limit,
                      max_ledger=settings.max_ledger)
     if as_json:
         print(json.dumps(h.to_json(), indent=2, ensure_ascii=False))
-        return 0 if h.exists else 3
+    if not h.exists:
+        sys.stdout.flush()
+        fail(f"node {node_id!r} never appeared in context {context_id!r} ({len(records)} input records of that "
+             f"context read); check both ids (`checkpoint-guard export --context {context_id}` lists its events)",
+             code=1)
+    if as_json:
+        return 0
     from rich.console import Console
     from rich.table import Table
 
     con = Console()
-    if not h.exists:
-        con.print(f"node [bold]{node_id}[/] never appeared in context [bold]{context_id}[/] "
-                  f"({len(records)} records read)")
-        return 3
     state = "[green]authoritative[/]" if h.authoritative else "[red]NOT authoritative[/]"
     extra = (" — frozen" if h.frozen else "") + (f" — open: {', '.join(h.open_rules)}" if h.open_rules else "")
     if h.degraded_count:

@@ -60,7 +60,7 @@ from stream.adapters.model_judge import (
     RestartWithFallback,
     build_model_judge,
 )
-from stream.commands._base import argument, check_output_file, command, fail, option
+from stream.commands._base import argument, check_input_file, check_output_file, command, fail, option
 from stream.settings import get_settings
 from stream.kafka_clients import kafka_error
 
@@ -236,6 +236,9 @@ def ingest(
         if not DEFAULT_TRACES.is_dir():
             fail(f"no PATH given and the shipped traces are not at {DEFAULT_TRACES}; pass trajectory files or directories")
         paths = (str(DEFAULT_TRACES),)
+    for path in paths:
+        check_input_file(path, what="trajectory files or directories (mini-swe-agent *.traj.json, tau-bench "
+                                    "result arrays)", dir_ok=True)
 
     loaded = load_trajectories(paths)
     for err in loaded.errors:
@@ -306,9 +309,10 @@ def _write(events: Iterable[dict[str, Any]], sink: BinaryIO) -> None:
 
 async def _produce(events: Iterable[dict[str, Any]]) -> int:
     """Send every event to its input topic (key = context id) and await every ack."""
-    from stream.kafka_clients import producer, start_client
+    from stream.kafka_clients import producer, require_topics, start_client
 
     topic = {"checkpoint": settings.compaction_topic, "artifact": settings.artifact_topic}
+    await require_topics(settings, settings.input_topics)  # at once, not after the producer's 40 s metadata wait
     client = producer(settings, enable_idempotence=True, linger_ms=5)
     try:
         await start_client(settings, client)
@@ -476,6 +480,9 @@ def _ingest_logs(
         fail("--judge-fallback needs --judge model")
     if metrics_file:
         check_output_file(metrics_file, option="--metrics-file")
+    for path in paths:
+        check_input_file(path, what="OpenHands conversation directories" if fmt == "openhands" else
+                         "Claude Code transcripts (*.jsonl) or project directories", dir_ok=True)
     try:
         matcher = ProhibitionMatcher(threshold=match_threshold, alert_uncertain=alert_uncertain)
     except ValueError as exc:
@@ -667,8 +674,9 @@ async def _run_logs(
 
     client = None
     if sink is None:
-        from stream.kafka_clients import producer, start_client
+        from stream.kafka_clients import producer, require_topics, start_client
 
+        await require_topics(settings, settings.input_topics)
         client = producer(settings, enable_idempotence=True, linger_ms=5)
         await start_client(settings, client)
     topic = {"checkpoint": settings.compaction_topic, "artifact": settings.artifact_topic}

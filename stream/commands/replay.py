@@ -13,7 +13,8 @@ each after the alerts of its event) to stdout or ``--out`` (with ``--verify`` on
 ``--out``: stdout then carries nothing), and a one-line summary on stderr. Exit code 0
 even when there were dead letters or alerts (they are output, not failure) unless
 ``--strict`` (1 on any dead letter); 1 when ``--verify`` found a difference; 2 on a
-usage error or an unreadable input.
+usage error or an input that is missing or not JSONL events (empty, binary, a JSON
+document, a transcript: refused from its first line, before any output).
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ import gc
 import os
 import sys
 
-from stream.commands._base import argument, check_output_file, command, fail, option
+from stream.commands._base import argument, check_input_file, check_output_file, command, fail, option
 from stream.settings import get_settings
-from stream.replay import Replayer, iter_lines
+from stream.replay import Replayer, first_line, iter_lines, not_events
 from stream.wire import encode
 
 settings = get_settings()
@@ -96,15 +97,13 @@ def replay(
     gc.freeze()
     gc.set_threshold(100_000, 50, 100)
     for path in paths:  # check every input before writing anything
-        if path != "-" and not os.path.isfile(path) and not os.path.exists(path):
-            fail(f"cannot read {path}: No such file or directory")
-        if path != "-" and os.path.isdir(path):
-            fail(f"cannot read {path}: is a directory")
+        if path != "-":
+            check_input_file(path, what="a JSONL file of input events")
+            _check_events(path)
     if out:
         if any(p != "-" and os.path.exists(p) and os.path.samefile(p, out) for p in paths if os.path.exists(out)):
-            fail(f"--out {out} is one of the inputs; it would be overwritten")
-        if os.path.isdir(out) or not os.path.isdir(os.path.dirname(os.path.abspath(out))):
-            fail(f"cannot write --out {out}: not a file in an existing directory")
+            fail(f"--out {out} is one of the inputs; it would be overwritten; write the alerts to another file")
+        check_output_file(out)
     rp = Replayer(seq_gap_limit=limit, since=since_flag, max_bytes=settings.max_message_bytes,
                   max_output_bytes=settings.max_output_bytes, max_ledger=settings.max_ledger)
     try:
@@ -132,7 +131,11 @@ def _run(rp: Replayer, paths: tuple[str, ...], sink, status: bool, *, strict: bo
                 fail(f"cannot read {path}: {exc.strerror}")
             with fh if path != "-" else _nullcontext(fh):
                 n_dead = len(rp.result.dead_letters)
+                checked = path != "-"  # files were checked up front; stdin is checked at its first line
                 for lineno, line in enumerate(iter_lines(fh), 1):
+                    if not checked and line.strip(b" \t\r"):
+                        checked = True
+                        _check_events(path, line)
                     records = rp.feed(line, lineno)
                     if len(rp.result.dead_letters) != n_dead:  # a bad line, or events rejected at apply time
                         for where, reason in rp.result.dead_letters[n_dead:]:
@@ -141,11 +144,25 @@ def _run(rp: Replayer, paths: tuple[str, ...], sink, status: bool, *, strict: bo
                     for record in records or ():
                         if status or record["type"] == "alert":
                             sink.write(encode(record) + b"\n")
+                if not checked:
+                    _check_events(path, None)
         result = rp.finish()
     finally:
         sink.flush()
     print(result.summary(), file=sys.stderr)
     return 1 if strict and result.dead_letters else 0
+
+
+def _check_events(path: str, first: bytes | None | bool = False) -> None:
+    """Fail (exit 2) at once, with what the input is and the fix, when ``path`` is not JSONL
+    input events (empty, binary, one JSON document, a transcript): its first non-blank
+    line ``first`` (read from the file when not given) decides (:func:`stream.replay.not_events`)."""
+    if first is False:
+        with open(path, "rb") as fh:
+            first = first_line(fh, limit=settings.max_message_bytes)
+    problem = not_events(first, "FILE" if path == "-" else path)
+    if problem:
+        fail(f"cannot replay {'stdin' if path == '-' else path}: {problem}")
 
 
 class _nullcontext:

@@ -72,7 +72,7 @@ async def follow(*, rule: str | None, context: str | None, as_json: bool, from_b
     from aiokafka import TopicPartition
     from rich.console import Console
 
-    from stream.kafka_clients import consumer, partitions_for, start_client
+    from stream.kafka_clients import consumer, missing_topics, partitions_for, start_client
 
     topic = settings.alerts_topic
     con = Console(highlight=False, soft_wrap=True)
@@ -82,7 +82,7 @@ async def follow(*, rule: str | None, context: str | None, as_json: bool, from_b
     try:
         parts = await partitions_for(settings, c, topic)
         if not parts:
-            raise ConfigurationError(f"topic {topic} does not exist; run `checkpoint-guard topics create` first")
+            raise missing_topics([topic])
         tps = [TopicPartition(topic, p) for p in sorted(parts)]
         c.assign(tps)
         if from_beginning:

@@ -94,7 +94,8 @@ def reset(yes: bool) -> None:
     if not partition_paths(state):
         click.echo(f"nothing to reset: no partition state in {state}")
         return
-    fd = lock_data_dir(settings.data_dir)  # exits 1 with one line while a worker runs on it
+    # exits 1 with one line while a worker runs on it
+    fd = lock_data_dir(settings.data_dir, fix="stop that worker first (its state is deleted only while no worker uses it)")
     try:
         parts = partition_paths(state)
         if not yes:

@@ -36,6 +36,7 @@ from stream.devtools.report import StreamReport
 from stream.errors import ConfigurationError
 from stream.kafka_clients import admin, consumer, create_project_topics, producer
 from stream.replay import replay_lines
+from stream.devtools import ctrl_c_deferred
 from stream.settings import USER_DATA_DIR, Settings
 from stream.wire import decode_event, encode
 
@@ -69,9 +70,10 @@ class Demo:
     def worker_env(self) -> dict[str, str]:
         s = self.settings
         env = {k: v for k, v in os.environ.items() if not k.startswith("CG_")}
+        self.web_port = kafka_local.free_ports(1)[0]
         env.update({
             "CG_BROKER": s.broker, "CG_APP_ID": s.app_id, "CG_PARTITIONS": str(s.partitions),
-            "CG_DATA_DIR": str(DEMO_HOME / "worker"), "CG_WEB_PORT": str(kafka_local.free_ports(1)[0]),
+            "CG_DATA_DIR": str(DEMO_HOME / "worker"), "CG_WEB_PORT": str(self.web_port),
             "CG_COMPACTION_TOPIC": s.compaction_topic, "CG_ARTIFACT_TOPIC": s.artifact_topic,
             "CG_ALERTS_TOPIC": s.alerts_topic, "CG_VERDICTS_TOPIC": s.verdicts_topic,
             "CG_STATUS_TOPIC": s.status_topic,
@@ -86,11 +88,12 @@ class Demo:
         log_path = DEMO_HOME / "worker.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self._worker_log = open(log_path, "wb")
-        self.worker = subprocess.Popen(
-            [sys.executable, "-m", "stream", "worker", "-l", "info"],
-            env=self.worker_env(), stdout=self._worker_log, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        with ctrl_c_deferred():  # a Ctrl-C now would leave a worker that stop() does not know
+            self.worker = subprocess.Popen(
+                [sys.executable, "-m", "stream", "worker", "-l", "info"],
+                env=self.worker_env(), stdout=self._worker_log, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + timeout
         with self.console.status("starting the worker..."):
             while "[^GuardWorker]: Ready" not in log_path.read_text(errors="replace"):
@@ -244,7 +247,7 @@ class Demo:
     def stop(self) -> None:
         if self.worker is not None and self.worker.poll() is None:
             if self.keep_running:
-                self.console.print(f"worker left running (pid {self.worker.pid}); broker {self.settings.broker}")
+                self.console.print(self.left_running(), highlight=False, soft_wrap=True)
                 return
             self.worker.send_signal(signal.SIGTERM)
             try:
@@ -254,6 +257,24 @@ class Demo:
         if self.broker_started and not self.keep_running:
             kafka_local.stop(self.settings)
             self.console.print("[green]✓[/] stopped the worker and Kafka")
+
+    def left_running(self) -> str:
+        """How to connect to what ``--keep-running`` left, and how to stop it."""
+        s, home = self.settings, DEMO_HOME / "kafka"
+        lines = [
+            f"left running: the worker (pid {self.worker.pid}){' and Kafka' if self.broker_started else ''}",
+            f"  connect:   export CG_BROKER={s.broker}"
+            + (" (and this run's other CG_* settings)" if any(k.startswith("CG_") and k != "CG_BROKER" for k in os.environ)
+               else "")
+            + "   # then e.g. checkpoint-guard tail --from-beginning, checkpoint-guard replay --from-kafka --verify,"
+            " checkpoint-guard explain CONTEXT NODE",
+            f"  web views: http://127.0.0.1:{self.web_port}/readyz  /metrics  /nodes/CONTEXT/NODE",
+            f"  log:       {DEMO_HOME / 'worker.log'}",
+            f"  stop:      kill {self.worker.pid}"
+            + (f" && checkpoint-guard kafka stop --home {home}" if self.broker_started else "")
+            + "   (then `checkpoint-guard clean` deletes their data)",
+        ]
+        return "\n".join(lines)
 
     # ------------------------------------------------------------------ the run
     def run(self, paths: list[str], params: SimulationParams, *, start_broker: bool = True) -> int:

@@ -56,6 +56,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from stream.devtools import ctrl_c_deferred
 from stream.errors import GuardError
 from stream.settings import Settings
 
@@ -795,19 +796,21 @@ def start(
         ]  # fmt: skip
         bootstrap = f"{HOST}:{settings.kafka_port}"
         protocol = SASL_LISTENER if sasl_users else "PLAINTEXT"
-        with open(p["log"], "ab") as log_fh:
-            t0 = time.monotonic()
-            proc = subprocess.Popen(
-                cmd,
-                cwd=home,
-                stdin=subprocess.DEVNULL,
-                stdout=log_fh,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=_pdeathsig_preexec() if die_with_parent and sys.platform == "linux" else None,
-            )
-        _CHILDREN[proc.pid] = proc
+        proc: subprocess.Popen | None = None
         try:
+            # Ctrl-C held back while the JVM starts: it lands here with `proc` known (below it is stopped)
+            with open(p["log"], "ab") as log_fh, ctrl_c_deferred():
+                t0 = time.monotonic()
+                proc = subprocess.Popen(
+                    cmd,
+                    cwd=home,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log_fh,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    preexec_fn=_pdeathsig_preexec() if die_with_parent and sys.platform == "linux" else None,
+                )
+                _CHILDREN[proc.pid] = proc
             _write_atomic(p["pid"], f"{proc.pid}\n")
             _write_atomic(
                 p["info"],
@@ -832,10 +835,11 @@ def start(
             ready_seconds = _wait_ready(proc, bootstrap, p["log"], timeout, t0, auth)
         except BaseException:
             # Not ready (or Ctrl-C while waiting): never leave a half-started JVM behind.
-            if proc.poll() is None:
-                _terminate(proc.pid, timeout=5)
-            proc.wait()
-            _CHILDREN.pop(proc.pid, None)
+            if proc is not None:
+                if proc.poll() is None:
+                    _terminate(proc.pid, timeout=5)
+                proc.wait()
+                _CHILDREN.pop(proc.pid, None)
             _clear_pid(home)
             raise
     return BrokerInfo(

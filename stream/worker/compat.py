@@ -258,6 +258,7 @@ class FaustHost(Host):
             datadir=str(s.data_dir),
             topic_partitions=s.partitions,
             topic_replication_factor=s.replication_factor,
+            topic_allow_declare=s.create_topics,  # false: no CreateTopics (faust's leader topic must exist)
             processing_guarantee="at_least_once",
             consumer_auto_offset_reset="earliest",
             web_host=s.web_host,

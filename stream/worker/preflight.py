@@ -22,8 +22,9 @@ def refuse(message: str) -> None:
     raise SystemExit(1)
 
 
-def lock_data_dir(data_dir: Path) -> int:
-    """Take the data dir's lock for the life of this process (returns the open fd).
+def lock_data_dir(data_dir: Path, *, fix: str = "give each worker its own CG_DATA_DIR") -> int:
+    """Take the data dir's lock for the life of this process (returns the open fd);
+    ``fix`` ends the refusal line when another worker holds it.
 
     Two workers on one RocksDB directory would corrupt each other's tables; the lock is
     an ``flock`` the kernel drops when the process dies (kill -9 included).
@@ -39,7 +40,7 @@ def lock_data_dir(data_dir: Path) -> int:
         holder = os.read(fd, 32).decode("ascii", "replace").strip() or "unknown"
         os.close(fd)
         refuse(f"CG_DATA_DIR={data_dir} is in use by another worker (pid {holder}, lock {data_dir / LOCK_NAME}); "
-               "give each worker its own CG_DATA_DIR")
+               f"{fix}")
     os.ftruncate(fd, 0)
     os.write(fd, f"{os.getpid()}\n".encode())
     return fd

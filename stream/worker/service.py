@@ -14,8 +14,9 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from stream.errors import ConfigurationError
-from stream.kafka_clients import check_copartitioned, ensure_state_topic
+from stream.errors import describe
+from stream.kafka_clients import check_copartitioned, ensure_worker_topics
+from stream.logs import kafka_errors_kept
 from stream.settings import Settings
 from stream.worker.host import Host
 from stream.worker.preflight import check_web_port, lock_data_dir
@@ -40,18 +41,15 @@ def first_start(settings: Settings, runtime: Any) -> Callable[[], Awaitable[None
     """The host's ``on_start``: the topic checks, then ``runtime.start()``."""
 
     async def start() -> None:
-        kafka_log = logging.getLogger("aiokafka")
-        level = kafka_log.level
-        kafka_log.setLevel(logging.CRITICAL)  # our one line says it; aiokafka's would precede it
         try:
-            await check_copartitioned(settings)
-            await ensure_state_topic(settings)
-        except ConfigurationError as exc:
+            with kafka_errors_kept():  # our one line says it; aiokafka's would precede it
+                await check_copartitioned(settings)
+                await ensure_worker_topics(settings)
+        except Exception as exc:  # noqa: BLE001 - topics missing, broker down, login refused: one line
             # SystemExit, not the error: the framework would log it with a traceback around our line.
-            print(f"checkpoint-guard: error: {exc}", file=sys.stderr, flush=True)
-            raise SystemExit(1) from None
-        finally:
-            kafka_log.setLevel(level)
+            line, code = describe(exc)
+            print(f"checkpoint-guard: error: {line}", file=sys.stderr, flush=True)
+            raise SystemExit(code) from None
         await runtime.start()
 
     return start

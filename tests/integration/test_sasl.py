@@ -112,10 +112,10 @@ def test_a_wrong_password_fails_with_a_clear_error(broker, tmp_path: Path):
     env = sasl_env(broker.bootstrap, tmp_path, password="not-the-password")
     done = run_cli(env, "topics", "create", timeout=120)
     assert done.returncode == 1
-    assert "SaslAuthenticationFailed: Authentication failed: Invalid username or password" in done.stderr
-    last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("checkpoint-guard: error: cannot reach Kafka")
-    assert "refused the PLAIN login of user 'alice'" in last and "CG_SASL_PASSWORD" in last
+    (line,) = done.stderr.strip().splitlines()  # ours only: aiokafka's SaslAuthenticationFailed line is not printed
+    assert line.startswith("checkpoint-guard: error: cannot reach Kafka")
+    assert "the broker refused the PLAIN login of user 'alice'" in line and "CG_SASL_PASSWORD" in line
+    assert "no broker answered" not in line and "SaslAuthenticationFailed" not in line
 
 
 def test_the_worker_with_a_wrong_password_stops_with_one_clear_line(broker, tmp_path: Path):
@@ -128,7 +128,7 @@ def test_the_worker_with_a_wrong_password_stops_with_one_clear_line(broker, tmp_
     text = worker.log_text()
     assert code != 0
     assert "checkpoint-guard: error: cannot reach Kafka" in text
-    assert "refused the SCRAM-SHA-512 login of user 'alice'" in text
+    assert "the broker refused the SCRAM-SHA-512 login of user 'alice'" in text and "no broker answered" not in text
 
 
 def test_a_client_without_sasl_settings_is_not_let_in(broker, tmp_path: Path):

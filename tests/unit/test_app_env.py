@@ -32,7 +32,8 @@ def test_a_bad_setting_is_one_clear_line_per_variable_even_for_help() -> None:
     assert out.returncode == 2
     assert out.stderr.splitlines() == [
         "checkpoint-guard: error: CG_PARTITIONS='abc': Input should be a valid integer, unable to parse string "
-        "as an integer",
-        "checkpoint-guard: error: CG_BATCH_MAX='0': Input should be greater than or equal to 1",
+        "as an integer; set CG_PARTITIONS to a valid value (README, \"Settings\") or unset it",
+        "checkpoint-guard: error: CG_BATCH_MAX='0': Input should be greater than or equal to 1; set CG_BATCH_MAX "
+        "to a valid value (README, \"Settings\") or unset it",
     ]
     assert "s3cr3t-xyz" not in out.stdout + out.stderr

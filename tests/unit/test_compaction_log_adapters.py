@@ -463,16 +463,18 @@ def test_bad_event_files_are_reported_one_line_each_and_the_rest_is_ingested(tmp
 def test_bad_transcript_lines_are_reported_with_their_line_number(tmp_path):
     lines = (CC / "cc-dropped-prohibition.jsonl").read_bytes().splitlines(keepends=True)
     (tmp_path / "s.jsonl").write_bytes(b"".join(lines[:2] + [b"not json\n", b"\xff\xfe\n", b"42\n"] + lines[2:]))
-    proc = ingest("claude-code", "s.jsonl", "missing.jsonl", cwd=tmp_path)
+    proc = ingest("claude-code", "s.jsonl", cwd=tmp_path)
     assert proc.returncode == 1
     err = proc.stderr.decode().splitlines()
-    assert err[0] == "checkpoint-guard: ingest: missing.jsonl: no such file or directory"
-    assert err[1:4] == [
+    assert err[0:3] == [
         "checkpoint-guard: ingest: s.jsonl:3: not valid JSON: Expecting value at column 1",
         "checkpoint-guard: ingest: s.jsonl:4: not UTF-8 (byte 0)",
         "checkpoint-guard: ingest: s.jsonl:5: a record must be a JSON object, got int",
     ]
-    assert "1 input(s) failed" in err[-1]
+    assert "3 bad" in err[-1] and "0 input(s) failed" in err[-1]
+    # a path that is not there is a usage mistake: one line, exit 2, nothing read (tests/integration/test_errors.py)
+    missing = ingest("claude-code", "s.jsonl", "missing.jsonl", cwd=tmp_path)
+    assert missing.returncode == 2 and missing.stdout == b""
     assert len(replay_lines(proc.stdout.splitlines()).alerts) == 2
 
 

@@ -60,7 +60,7 @@ def test_the_compose_spec_check_rejects_a_bogus_field(tmp_path: Path, compose: d
 
 
 def test_services_present(compose: dict) -> None:
-    assert {"kafka", "topics", "worker", "remediate", "prometheus", "grafana"} <= set(compose["services"])
+    assert {"kafka", "topics", "worker", "remediate", "prometheus", "alertmanager", "grafana"} <= set(compose["services"])
 
 
 def test_kafka_image_matches_local_broker_version(compose: dict) -> None:
@@ -163,7 +163,21 @@ def test_prometheus_finds_every_worker_replica_by_dns_and_loads_the_rules() -> N
     (job,) = [j for j in config["scrape_configs"] if j["job_name"] == "checkpoint-guard"]
     assert job["dns_sd_configs"] == [{"names": ["worker"], "type": "A", "port": DEFAULTS["web_port"],
                                       "refresh_interval": "15s"}]
-    assert config["rule_files"] == ["/etc/prometheus/rules.yml"]
+    assert config["rule_files"] == ["rules.yml"]  # next to the config: in the checkout and in the container
+
+
+def test_an_alertmanager_routes_what_prometheus_sends(compose: dict) -> None:
+    am = compose["services"]["alertmanager"]
+    assert "./deploy/alertmanager/alertmanager.yml:/etc/alertmanager/alertmanager.yml:ro" in am["volumes"]
+    assert "--config.file=/etc/alertmanager/alertmanager.yml" in am["command"]
+    assert am["ports"] == ["127.0.0.1:9093:9093"] and am["image"].startswith("prom/alertmanager:v")
+    prometheus = compose["services"]["prometheus"]
+    assert "alertmanager" in prometheus["depends_on"]
+    config = yaml.safe_load((PROJECT_ROOT / "deploy" / "prometheus" / "prometheus.yml").read_text())
+    (target,) = config["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"]
+    assert target == "alertmanager:9093"  # the compose service name and its port
+    # the mounted rules sit next to the mounted config, where the relative rule_files path points
+    assert "./deploy/prometheus/rules.yml:/etc/prometheus/rules.yml:ro" in prometheus["volumes"]
 
 
 def hadolint(path: Path) -> subprocess.CompletedProcess:

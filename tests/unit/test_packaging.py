@@ -54,6 +54,56 @@ def test_the_wheel_declares_the_command_licence_urls_and_python_version(installe
     assert meta["License-Expression"] == "MIT" and any(n.endswith("licenses/LICENSE") for n in names)
     assert {u.split(",")[0] for u in meta.get_all("Project-URL")} >= {"Homepage", "Documentation", "Issues"}
     assert "Programming Language :: Python :: 3.11" in meta.get_all("Classifier")
+    assert "stream/py.typed" in names and "Typing :: Typed" in meta.get_all("Classifier")
+
+
+def test_every_public_address_names_the_same_home(installed):
+    """pyproject's URLs and e-mail, the chart's home, the image's labels and the runbook URLs
+    agree on one public home (pyproject.toml says it is assumed)."""
+    import yaml
+
+    wheel, _ = installed
+    with zipfile.ZipFile(wheel) as z:
+        meta = email.message_from_bytes(z.read(next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))))
+    urls = dict(u.split(", ", 1) for u in meta.get_all("Project-URL"))
+    home = urls["Homepage"]
+    assert home.startswith("https://github.com/") and all(u.startswith(home) for u in urls.values()), urls
+    assert meta["Author-email"] == f"{home.split('/')[3]}@users.noreply.github.com" and meta["Author"]
+    chart = yaml.safe_load((PROJECT_ROOT / "deploy" / "helm" / "checkpoint-guard" / "Chart.yaml").read_text())
+    assert chart["home"] == home and chart["sources"] == [home]
+    dockerfile = (PROJECT_ROOT / "deploy" / "Dockerfile").read_text()
+    assert f'org.opencontainers.image.source="{home}"' in dockerfile
+    rules = (PROJECT_ROOT / "deploy" / "prometheus" / "rules.yml").read_text()
+    assert rules.count(f"{home}/blob/main/docs/OPERATIONS.md#") == rules.count("runbook_url:")
+
+
+def test_pip_show_has_no_blank_field(installed):
+    """What `pip show` prints for the installed wheel (pip >= 25.1 reads PEP 639's License-Expression)."""
+    _, site = installed
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CG_", "PYTHON"))}
+    env["PYTHONPATH"] = str(site)
+    done = subprocess.run([sys.executable, "-m", "pip", "show", "checkpoint-guard"], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    fields = dict(line.split(": ", 1) if ": " in line else (line.rstrip(":"), "") for line in done.stdout.splitlines())
+    assert fields["Location"] == str(site)  # the wheel's copy, not the checkout's editable install
+    assert fields["License-Expression"] == "MIT" and fields["Home-page"].startswith("https://github.com/")
+    blank = [name for name, value in fields.items() if not value.strip() and name != "Required-by"]
+    assert blank == [], blank
+
+
+def test_the_image_labels_carry_the_packages_version_and_licence():
+    import re
+
+    text = (PROJECT_ROOT / "deploy" / "Dockerfile").read_text()
+    assert re.search(r"^ARG VERSION=(\S+)$", text, re.M).group(1) == __version__
+    labels = dict(re.findall(r'(org\.opencontainers\.image\.[a-z.]+)="([^"]*)"', text))
+    assert labels["org.opencontainers.image.version"] == "${VERSION}"
+    assert labels["org.opencontainers.image.licenses"] == "MIT"
+    for key in ("title", "description", "revision", "authors", "url", "source", "documentation", "base.name"):
+        assert labels[f"org.opencontainers.image.{key}"], key
+    base = re.search(r"^FROM (\S+)", text, re.M).group(1)
+    assert labels["org.opencontainers.image.base.name"].endswith(base)
 
 
 def test_the_installed_package_carries_the_broker_files_and_the_samples(installed):

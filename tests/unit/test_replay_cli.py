@@ -188,7 +188,8 @@ def test_replay_reports_an_invalid_utf8_line_and_processes_the_others(workdir):
 def test_replay_of_a_missing_file_exits_2_with_one_line_error(workdir):
     proc = run_cli("replay", "missing.jsonl", cwd=workdir)
     assert proc.returncode == 2
-    assert stderr_lines(proc) == ["checkpoint-guard: error: cannot read missing.jsonl: No such file or directory"]
+    assert stderr_lines(proc) == ["checkpoint-guard: error: cannot read missing.jsonl: no such file or directory; "
+                                  "check the path, or give a JSONL file of input events"]
     assert proc.stdout == b""
 
 
