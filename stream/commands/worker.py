@@ -91,13 +91,13 @@ def reset(yes: bool) -> None:
 
     settings = get_settings()
     state = settings.state_dir
-    if not partition_paths(state):
-        click.echo(f"nothing to reset: no partition state in {state}")
-        return
-    # exits 1 with one line while a worker runs on it
+    # exits 1 with one line while a worker runs on it (checked first: a running worker's state is never touched)
     fd = lock_data_dir(settings.data_dir, fix="stop that worker first (its state is deleted only while no worker uses it)")
     try:
         parts = partition_paths(state)
+        if not parts:
+            click.echo(f"nothing to reset: no partition state in {state}")
+            return
         if not yes:
             click.confirm(f"delete the local state of {len(parts)} partition(s) in {state}?", abort=True)
         for path in parts:
