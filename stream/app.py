@@ -11,9 +11,8 @@ delete faust table state the worker does not have.
 
 from __future__ import annotations
 
-import click
-
 from stream.settings import get_settings
+from stream.worker import compat
 from stream.worker.app import broker_credentials, build, create_app
 
 #: faust command -> why it does not apply, and what to run instead.
@@ -35,30 +34,10 @@ FAUST_COMMANDS = {
 }
 
 
-def _refuse(name: str, why: str) -> click.Command:
-    @click.command(name=name, help=f"Not for checkpoint-guard: {why}.", add_help_option=False,
-                   context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-    def refuse() -> None:
-        click.echo(f"checkpoint-guard: error: `faust {name}` does not apply to checkpoint-guard's app: {why}",
-                   err=True)
-        raise SystemExit(2)
-
-    return refuse
-
-
-def refuse_faust_commands() -> None:
-    """Replace faust's commands other than ``worker`` (and ``completion``) by one-line refusals."""
-    from faust.cli.faust import cli as faust_cli
-
-    for name, why in FAUST_COMMANDS.items():
-        if name in faust_cli.commands:
-            faust_cli.commands[name] = _refuse(name, why)
-
-
 settings = get_settings()
 host, runtime = build(settings)
 app = host.app
-refuse_faust_commands()
+compat.refuse_faust_commands(FAUST_COMMANDS)
 
 # kept under its old name for callers of the previous layout
 faust_broker_credentials = broker_credentials

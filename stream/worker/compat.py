@@ -17,6 +17,8 @@ setting it changes three things, each pinned by ``tests/unit/test_compat.py``:
 
 from __future__ import annotations
 
+import click
+
 import asyncio
 import logging
 import ssl
@@ -399,3 +401,24 @@ class FaustHost(Host):
         app.worker_init_post_autodiscover()
         faust_cli.main(args=(["--quiet"] if quiet else []) + argv, prog_name=PROG, app=app)
         raise SystemExit(0)  # pragma: no cover - faust exits itself
+
+
+# faust's CLI (stream.app): its commands other than `worker` refuse with one line.
+def _refuse(name: str, why: str) -> click.Command:
+    @click.command(name=name, help=f"Not for checkpoint-guard: {why}.", add_help_option=False,
+                   context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+    def refuse() -> None:
+        click.echo(f"checkpoint-guard: error: `faust {name}` does not apply to checkpoint-guard's app: {why}",
+                   err=True)
+        raise SystemExit(2)
+
+    return refuse
+
+
+def refuse_faust_commands(commands: dict[str, str]) -> None:
+    """Replace faust's commands other than ``worker`` (and ``completion``) by one-line refusals."""
+    from faust.cli.faust import cli as faust_cli
+
+    for name, why in commands.items():
+        if name in faust_cli.commands:
+            faust_cli.commands[name] = _refuse(name, why)

@@ -117,7 +117,9 @@ def test_a_status_record_over_the_topics_limit_is_sent_without_its_list_and_the_
     authoritative" (dead-lettered, the table kept the root's old "yes"). The worker reads
     the limit at start; lowered while it runs, the broker rejects the batch, the worker
     stops (exit 70) and its restart sends the outputs since its last commit again."""
-    env = worker_env(kafka_bootstrap, tmp_path, CG_PARTITIONS=1)
+    # uncompressed batches, so that the broker sees the record's full size (lz4 would shrink
+    # the root's repetitive list below the lowered limit, and the broker would take it)
+    env = worker_env(kafka_bootstrap, tmp_path, CG_PARTITIONS=1, CG_PRODUCER_COMPRESSION="none")
     assert run_cli(env, "topics", "create").returncode == 0
     leaves = [f"leaf-{i:04d}" for i in range(1000)]
     before = [{"type": "artifact", "event_id": "admit", "context_id": "ctx", "artifact_id": "shared", "op": "admitted"},
