@@ -184,3 +184,44 @@ def test_the_hook_bench_and_the_real_log_check_run_and_write_their_sections(tmp_
     out = tmp_path / "check.md"
     assert hook_check.main([str(fixture), "--out", str(out)]) == 0
     assert "1 transcripts, 1 compactions, 1 with a dropped prohibition: every check passed" in out.read_text()
+
+
+def _result(part: int, summary: str) -> dict:
+    from bench.run_all import TITLES
+
+    return {"part": part, "command": f"python bench/p{part}.py", "code": 0, "seconds": 60.0, "summary": summary,
+            "text": f"## {TITLES[part]}\n\n{summary} section\n"}
+
+
+def test_update_rewrites_only_the_parts_run(tmp_path: Path) -> None:
+    import argparse
+
+    from bench.run_all import main, render, update
+
+    args = argparse.Namespace(quick=False)
+    first = render(args, [], [_result(1, "old 1"), _result(6, "old 6"), _result(8, "old 8")], "4.1.1", "1 1 1",
+                   "2026-12-01 13:27 UTC", 600.0)
+    second = update(first, args, ["--update", "--parts", "6,9"], [_result(6, "new 6"), _result(9, "new 9")],
+                    "4.1.1", "2 2 2", "2026-12-02 05:30 UTC", 60.0)
+    lines = second.splitlines()
+    rows = [line for line in lines if line.startswith("| ") and "min |" in line]
+    assert [row.split(" | ")[1] for row in rows] == ["old 1", "new 6", "old 8", "new 9"]
+    sections = [line for line in lines if line.startswith("## ")]
+    assert [s.split(".")[0] for s in sections] == ["## 1", "## 6", "## 8", "## 9"]
+    assert "old 1 section" in second and "old 8 section" in second and "new 6 section" in second
+    assert "old 6" not in second and "new 9 section" in second
+    assert "- Date: 2026-12-01 13:27 UTC" in second
+    assert any(line.startswith("- Parts 6, 9 re-run 2026-12-02 05:30 UTC by `python bench/run_all.py --update")
+               for line in lines)
+    # a later update of part 6 takes it out of the earlier re-run line
+    third = update(second, args, ["--update", "--parts", "6"], [_result(6, "newer 6")], "4.1.1", "3 3 3",
+                   "2026-12-02 06:00 UTC", 60.0)
+    assert "- Part 9 re-run 2026-12-02 05:30 UTC" in third and "- Part 6 re-run 2026-12-02 06:00 UTC" in third
+    assert "new 6" not in third and third.count("## 6.") == 1 and "old 8 section" in third
+    # through the command line: part 1 (toy size) re-run into an existing report, part 8 kept
+    out = tmp_path / "BENCHMARKS.md"
+    out.write_text(first)
+    assert main(["--update", "--parts", "6", "--quick", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "old 8 section" in text and "old 1 section" in text and "old 6" not in text
+    assert "**A. Fan-in**" in text
