@@ -193,9 +193,10 @@ def _result(part: int, summary: str) -> dict:
             "text": f"## {TITLES[part]}\n\n{summary} section\n"}
 
 
-def test_update_rewrites_only_the_parts_run(tmp_path: Path) -> None:
+def test_update_rewrites_only_the_parts_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import argparse
 
+    from bench import run_all
     from bench.run_all import main, render, update
 
     args = argparse.Namespace(quick=False)
@@ -218,10 +219,12 @@ def test_update_rewrites_only_the_parts_run(tmp_path: Path) -> None:
                    "2026-12-02 06:00 UTC", 60.0)
     assert "- Part 9 re-run 2026-12-02 05:30 UTC" in third and "- Part 6 re-run 2026-12-02 06:00 UTC" in third
     assert "new 6" not in third and third.count("## 6.") == 1 and "old 8 section" in third
-    # through the command line: part 1 (toy size) re-run into an existing report, part 8 kept
+    # through the command line (each part's run stood in for): part 6 re-run, parts 1 and 8 kept
+    monkeypatch.setattr(run_all, "run_part", lambda part, *a, **k: _result(part, "cli 6"))
     out = tmp_path / "BENCHMARKS.md"
     out.write_text(first)
-    assert main(["--update", "--parts", "6", "--quick", "--out", str(out)]) == 0
+    assert main(["--update", "--parts", "6", "--out", str(out)]) == 0
     text = out.read_text()
-    assert "old 8 section" in text and "old 1 section" in text and "old 6" not in text
-    assert "**A. Fan-in**" in text
+    assert "old 8 section" in text and "old 1 section" in text and "old 6" not in text and "cli 6 section" in text
+    assert main(["--parts", "6", "--out", str(out)]) == 0  # without --update: a report of part 6 alone
+    assert "old 8" not in out.read_text()
