@@ -250,8 +250,12 @@ def _degraded(reach: Any, node_id: str, bad: bool) -> tuple[tuple[str, ...], int
     count = _degraded_count(reach, bad)
     if count <= 0:
         return (), 0
-    first = reach[:DEGRADED_LIMIT + 1]
-    return tuple(x for x in first if x != node_id)[:DEGRADED_LIMIT], count
+    first = list(reach[:DEGRADED_LIMIT + 1])
+    try:  # a bad node is in its own reach, once (a set): removed at C speed
+        first.remove(node_id)
+    except ValueError:
+        pass
+    return tuple(first[:DEGRADED_LIMIT]), count
 
 
 def node_detail(state: State, context_id: str, node_id: str) -> NodeDetail | None:
