@@ -31,11 +31,14 @@ def test_engine_vs_naive_writes_its_section(tmp_path: Path) -> None:
 
 def test_cost_growth_writes_both_tables(tmp_path: Path) -> None:
     out = tmp_path / "scaling.md"
-    args = ["--dependents", "1,50", "--artifacts", "300,1200", "--reps", "5", "--mix", "50", "--out", str(out)]
+    args = ["--dependents", "1,50", "--artifacts", "300,1200", "--reps", "5", "--mix", "50", "--shapes-scale", "0.01",
+            "--out", str(out)]
     assert bench_scaling.main(args) == 0
     text = out.read_text()
     assert "**A. Fan-in**" in text and "| 50 |" in text
     assert "**B. Number of artifacts" in text and "| 1,200 |" in text
+    assert "**C. Shapes at two sizes**" in text and "| chain top-down, bottom prohibition nobody carries | 20 → 200 |" in text
+    assert "worst hostile/friendly" in Path(f"{out}.summary").read_text()
     # The hot artifact's eviction opens one alert per dependent (D constant across repetitions).
     row = next(line for line in text.splitlines() if line.startswith("| 50 |"))
     assert "(50)" in row
@@ -47,6 +50,9 @@ def test_adversarial_shapes_end_alike_in_both_orders_and_write_the_table(tmp_pat
     text = out.read_text()
     for shape in ("chain", "wide root", "hot artifact", "prohibition under a deep chain"):
         assert f"| {shape} |" in text
+    assert "| orphaned leaves under a root | 125 / 250 / 500 |" in text
+    # the versions of one node pass the ledger bound (scaled with the sizes) and are dead-lettered
+    assert '"ledger full" | 100 of 200 versions (expected 100) | yes |' in text
     assert "worst hostile/friendly" in Path(f"{out}.summary").read_text()
 
 
