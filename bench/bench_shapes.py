@@ -1,38 +1,15 @@
-"""Adversarial shapes: cost per event at two sizes, and a hostile against a friendly order
-(DESIGN.md §4 "Cost per event" [v2.1]).
+"""Adversarial shapes: cost per event at two sizes or more, and a hostile against a friendly
+order (DESIGN.md §4 "Cost per event" [v2.1]; issues 24, 28.3, 28.4).
 
     python bench/bench_shapes.py [--quick] [--scale 1.0] [--shapes 'chain,hot artifact'] [--out FILE]
 
-Each shape is built at two sizes (N small, N large) and replayed through ``stream.replay``
-(decode + engine over dicts + records, exactly ``python -m stream replay``; GC frozen as
-the CLI does), in a hostile and a friendly order; both orders end with the same node
-statuses (checked). Figures are the replay's CPU time. Two measures from this one run
-(§4 [v2.1]): **growth** — the hostile order's µs per event at N large over N small (goal
-≤ 3×; a quadratic shape shows about large/small here, whatever its ratio) — and
-**hostile / friendly** at N large (goal ≤ 10×); also the widest output line (≤ 16 MiB).
-A ratio between two orders that are both quadratic is about 1: the earlier single
-figure of this part ("worst hostile/friendly 1.01×") could not see growth.
-
-* **chain** — sections, each the only child of the previous one, the bottom one holding a
-  prohibition carried by all and a referent; hostile: top-down, friendly: bottom-up; then
-  the referent is evicted and re-admitted (N status records each time, both orders).
-* **chain (prohibition nobody carries)** — the same chain, no node carries it: every node
-  gets a ``negative_constraint_dropped`` whose ``subtree`` lists the nearest 1,000.
-* **wide root** / **wide root (prohibitions not carried)** — a root with N children, each
-  with its own prohibition the root carries (or not: its missing set grows by one key per
-  child, each alert listing the first 1,000); hostile: the root first.
-* **hot artifact** — N leaves under one root all referencing one artifact; hostile: the
-  root first; then the artifact is evicted and re-admitted three times.
-* **orphaned leaves under a root** (issue 28.4) — N leaves whose referent was never
-  admitted, under sections of 1,000 under one root; hostile: root and sections first
-  (every leaf degrades its section and the root: two status records listing 1,000 each).
-* **prohibition under a deep chain** — a chain where nobody carries anything; the bottom's
-  prohibition arrives last (a re-emission of the bottom leaf: all N nodes get their alert
-  in one event); friendly: the prohibition there from the start, bottom-up.
-* **versions of one node** (issue 28.3) — one node re-emitted N times, each version with
-  one new child: growth only (no second order); with ``CG_MAX_LEDGER`` at its default
-  the versions past 10,000 children are dead-lettered ("ledger full"), so the large size
-  is also run with the bound at N.
+Each shape (``SHAPES``; what each is and why it is hostile: bench/README.md, *Part 8 in
+detail*) is replayed as ``python -m stream replay --status`` does — ``Replayer.feed`` line
+by line, every output record encoded and written, GC frozen — at its sizes, in a hostile
+and a friendly order that must end with the same node statuses. Figures are CPU seconds.
+Measures: **growth** (hostile µs per event at N large over N small; goal ≤ 3x, a quadratic
+shape shows about large/small), **hostile / friendly** at N large (goal ≤ 10x), the widest
+output line (≤ 16 MiB), and a table of the Done-when bounds of issues 24 and 28.3/28.4.
 """
 
 from __future__ import annotations
