@@ -3,8 +3,8 @@
     python bench/run_all.py                      # everything, full size (~25 min): docs/BENCHMARKS.md
     python bench/run_all.py --quick              # smoke-sized (~3 min): var/bench/BENCHMARKS.quick.md
     python bench/run_all.py --parts 1,6          # some parts only (1-11, see below)
-    python bench/run_all.py --update --parts 6,8 # re-run those, keep the other parts of docs/BENCHMARKS.md
     python bench/run_all.py --bootstrap HOST:PORT   # use a running broker instead of starting one
+    python bench/run_all.py --update --parts 6,8 # re-run those, keep the other parts of docs/BENCHMARKS.md
 
 Parts (each is a script that also runs alone, with ``--quick`` for a smoke-sized run):
 
