@@ -147,9 +147,9 @@ def _lines(events: list[dict]) -> list[bytes]:
     return [json.dumps(e, separators=(",", ":")).encode() for e in events]
 
 
-def _replay(lines: list[bytes], **kwargs: Any) -> dict[str, Any]:
+def _replay(lines: list[bytes], sink_path: str = os.devnull, **kwargs: Any) -> dict[str, Any]:
     """One replay as ``python -m stream replay --status`` runs it (``Replayer.feed`` per line,
-    every output record encoded by ``wire.encode`` and written, here to /dev/null; GC frozen
+    every output record encoded by ``wire.encode`` and written, to /dev/null by default; GC frozen
     with the CLI's thresholds). The figure is this process's CPU time: on a shared machine
     the wall clock also counts the other processes' turns."""
     rp = Replayer(**kwargs)
@@ -159,7 +159,7 @@ def _replay(lines: list[bytes], **kwargs: Any) -> dict[str, Any]:
     gc.freeze()
     threshold = gc.get_threshold()
     gc.set_threshold(100_000, 50, 100)
-    with open(os.devnull, "wb") as sink:
+    with open(sink_path, "wb") as sink:
         c0, t0 = time.process_time(), time.perf_counter()
         for lineno, line in enumerate(lines, 1):
             for record in rp.feed(line, lineno) or ():

@@ -234,3 +234,19 @@ def test_update_rewrites_only_the_parts_run(tmp_path: Path, monkeypatch: pytest.
     assert "old 8 section" in text and "old 1 section" in text and "old 6" not in text and "cli 6 section" in text
     assert main(["--parts", "6", "--out", str(out)]) == 0  # without --update: a report of part 6 alone
     assert "old 8" not in out.read_text()
+
+
+def test_the_shapes_replay_writes_what_the_replay_command_writes(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    hostile, _, tail = bench_shapes.orphaned_leaves(30)
+    lines = bench_shapes._lines(hostile + tail)
+    events = tmp_path / "events.jsonl"
+    events.write_bytes(b"\n".join(lines) + b"\n")
+    bench_out, cli_out = tmp_path / "bench.jsonl", tmp_path / "cli.jsonl"
+    row = bench_shapes._replay(lines, sink_path=str(bench_out))
+    subprocess.run([sys.executable, "-m", "stream", "replay", "--status", "--out", str(cli_out), str(events)],
+                   check=True, capture_output=True, cwd=Path(__file__).resolve().parents[2])
+    assert bench_out.read_bytes() == cli_out.read_bytes()
+    assert row["records"] == len(cli_out.read_bytes().splitlines()) > 30
