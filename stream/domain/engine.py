@@ -907,6 +907,14 @@ class Engine:
             kids = get((ctx, current))
             if not kids:
                 continue
+            if len(kids) == 1:  # a chain's step (a rolling summary): no generator, no slices
+                child = kids[0]
+                if child not in seen:
+                    if len(listed) >= limit:
+                        return tuple(listed), True
+                    listed.append(child)
+                    seen.add(child)
+                continue
             room = limit - len(listed)
             new = list(islice((c for c in kids if c not in seen), room + 1))
             if len(new) > room:

@@ -316,6 +316,28 @@ def test_the_subtree_is_the_nearest_thousand_of_a_breadth_first_walk_of_the_ledg
     assert 0 < cut < len(alerts)  # both kinds of walk were checked
 
 
+@pytest.mark.parametrize("n", [SUBTREE_LIMIT + 1, SUBTREE_LIMIT + 2])
+def test_a_chain_lists_the_nearest_thousand_sections_and_is_cut_only_past_them(n):
+    # a chain of n sections, then a diamond at its top: two single-child nodes sharing one child
+    chain = [make_checkpoint(event_id=f"c{i}", node_id=f"c{i:05d}", level="section",
+                             children=[f"c{i + 1:05d}"] if i + 1 < n else []) for i in range(n)]
+    diamond = [make_checkpoint(event_id="a", node_id="a", level="section", children=["c00000"]),
+               make_checkpoint(event_id="b", node_id="b", level="section", children=["c00000"]),
+               make_checkpoint(event_id="top", node_id="top", level="root", children=["a", "b"])]
+    late = make_checkpoint(event_id="late", node_id=f"c{n - 1:05d}", level="section",
+                           raw_negative_constraints=["do not force-push"])
+    alerts = {a["node_id"]: a for a in run(*reversed(chain), *diamond, late).alerts}
+    ledger = {e["node_id"]: set(e["children"]) for e in (*chain, *diamond)}
+    for node in ("c00000", "top", "a", f"c{n - 3:05d}"):
+        expected = _breadth_first(ledger, node)
+        assert alerts[node]["subtree"] == expected[:SUBTREE_LIMIT]
+        assert alerts[node]["subtree_truncated"] is (len(expected) > SUBTREE_LIMIT)
+    # the chain's head reaches n - 1 sections: exactly 1,000 listed and counted, or cut at the 1,001st
+    assert alerts["c00000"]["subtree_truncated"] is (n - 1 > SUBTREE_LIMIT)
+    assert alerts["c00000"]["subtree_size"] == (None if n - 1 > SUBTREE_LIMIT else SUBTREE_LIMIT)
+    assert alerts["top"]["subtree"][:3] == ["a", "b", "c00000"] and alerts["top"]["subtree_truncated"] is True
+
+
 def test_sets_past_the_cut_keep_their_size_and_digest_per_key():
     from tests.reference import digest_of
 
