@@ -132,7 +132,7 @@ def merge(streams: list[Iterable[Any]], ranks: list[int]) -> Iterator[Any]:
 class TopicReader:
     """Read topics from ``since_ms`` (or the beginning) to their end at the start of the
     read, as one stream of :class:`Record` in the DESIGN.md §4 order (``ranks``: topic ->
-    rank, default the order of ``topics``). Records stamped at or after ``until_ms`` are
+    rank; default :func:`stream.order.input_ranks` of the settings, 0 for other topics). Records stamped at or after ``until_ms`` are
     left out (and end their partition's range); ``key`` keeps only records under that
     key. :attr:`range` holds the offsets read, :attr:`read` how many records were kept.
     No consumer group, no commits."""
@@ -142,7 +142,8 @@ class TopicReader:
                  progress: Callable[[int, int], None] | None = None, ranks: dict[str, int] | None = None) -> None:
         self.settings, self.topics = settings, tuple(topics)
         self.since_ms, self.until_ms, self.key, self.progress = since_ms, until_ms, key, progress
-        self.ranks = ranks if ranks is not None else {t: i for i, t in enumerate(self.topics)}
+        self.ranks = ranks if ranks is not None else {
+            **{t: 0 for t in self.topics}, **input_ranks(*settings.input_topics)}
         self.range = Range()
         self.read = 0
 
@@ -219,8 +220,7 @@ async def read_topics(
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[list[Record], Range]:
     """:class:`TopicReader` into a list (small reads and tests), with the range read."""
-    reader = TopicReader(settings, topics, since_ms=since_ms, until_ms=until_ms, key=key, progress=progress,
-                         ranks=input_ranks(*settings.input_topics))
+    reader = TopicReader(settings, topics, since_ms=since_ms, until_ms=until_ms, key=key, progress=progress)
     return [r async for r in reader.records()], reader.range
 
 

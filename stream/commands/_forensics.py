@@ -19,7 +19,6 @@ from stream.domain.outputs import Alert
 from stream.errors import ConfigurationError
 from stream.forensics import KafkaReplayer, Record, TopicReader, Verifier, parse_time
 from stream.kafka_clients import kafka_error
-from stream.order import input_ranks
 from stream.settings import get_settings
 from stream.wire import encode
 
@@ -58,8 +57,7 @@ def each(topics, handle: Callable[[Record], None], *, since: str | None = None, 
             if bar:
                 bar.update(task, completed=done, total=total)
 
-        reader = TopicReader(settings, topics, since_ms=since_ms, until_ms=until_ms, key=key, progress=progress,
-                             ranks={**{t: 0 for t in topics}, **input_ranks(*settings.input_topics)})
+        reader = TopicReader(settings, topics, since_ms=since_ms, until_ms=until_ms, key=key, progress=progress)
 
         async def drive() -> None:
             async with aclosing(reader.records()) as records:
