@@ -51,7 +51,7 @@ def _contexts(n: int, steps: int, *, seed: int, with_seq: int = 0) -> list[tuple
                 else:
                     i = rng.randrange(len(nodes))
                     leaf = i >= 4
-                    ev.update(node_id=nodes[i], level="leaf" if leaf else "mid",
+                    ev.update(node_id=nodes[i], level="leaf" if leaf else "section",
                               children=[] if leaf else rng.sample(nodes[4:], 2),
                               referents=rng.sample(arts, rng.randint(1, 3)),
                               negative_constraints=[], raw_negative_constraints=[])
