@@ -204,6 +204,10 @@ class TopicReader:
                             merger.close(i)
                             break
                     merger.add(i, kept)
+                for tp in needy:  # a compacted topic may end below its end offset
+                    i = index[tp]
+                    if i in merger.open and tp not in batch and await c.position(tp) >= spans[(tp.topic, tp.partition)][1]:
+                        merger.close(i)
                 if self.progress is not None:
                     self.progress(done, total)
         finally:
