@@ -256,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--depth", type=int, default=None, help="status: chain length [1000]")
     ap.add_argument("--toggles", type=int, default=None, help="status: evictions + admissions [1000]")
     ap.add_argument("--line-mb", type=float, default=None, help="line: its size in MB [100]")
-    ap.add_argument("--alerts", type=int, default=None, help="verify: published alerts [300000]")
+    ap.add_argument("--alerts", type=int, default=None, help="verify: published alerts [250000]")
     ap.add_argument("--baseline", default=None, metavar="REV", help="also run git revision REV (e.g. main)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--title", default="12. Replay: memory bounded by the state, linear line reading")
@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     depth = args.depth or (200 if q else 1000)
     toggles = args.toggles or (200 if q else 1000)
     line_mb = args.line_mb or (10 if q else 100)
-    alerts = args.alerts or (20_000 if q else 300_000)
+    alerts = args.alerts or (20_000 if q else 250_000)
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
     t_start, load_start = time.monotonic(), loadavg()
     lines = [f"## {args.title}", "",

@@ -198,3 +198,14 @@ def test_verify_statuses_compares_each_nodes_last_record_and_leaves_out_later_de
     assert [s["node_id"] for s in v.extra] == ["e"]
     assert [(a["node_id"], b["authoritative"]) for a, b in v.different] == [("b", False)]
     assert v.summary() == "verify: 4 node statuses compared: 1 missing, 1 extra, 1 different"
+
+
+def test_the_replay_bench_runs_its_offline_cases_and_writes_its_section(tmp_path):
+    from bench import bench_replay
+
+    out = tmp_path / "replay.md"
+    assert bench_replay.main(["--cases", "status,line", "--depth", "20", "--toggles", "10", "--line-mb", "2",
+                              "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "220 status records" in text and "| this tree |" in text and "line is 2000000 bytes" in text
+    assert "status 0.00 M records (this tree)" in (tmp_path / "replay.md.summary").read_text()
