@@ -82,6 +82,7 @@ class Merger:
         self.ranks = ranks
         self.buffers: list[deque] = [deque() for _ in ranks]
         self.open = set(range(len(ranks)))
+        self._starved = set(self.open)  # open streams with nothing buffered
         self._heads: list[tuple[tuple[int, int, int, int], int]] = []
 
     def add(self, i: int, records: Iterable[Any]) -> None:
@@ -89,24 +90,28 @@ class Merger:
         was_empty = not buf
         buf.extend(records)
         if was_empty and buf:
+            self._starved.discard(i)
             heapq.heappush(self._heads, (order_key(buf[0], self.ranks[i]), i))
 
     def close(self, i: int) -> None:
         self.open.discard(i)
+        self._starved.discard(i)
 
     def needy(self) -> list[int]:
-        return [i for i in self.open if not self.buffers[i]]
+        return sorted(self._starved)
 
     def pop(self) -> Any | None:
         """The next record, or None when no record can be known now (:meth:`needy`
         streams must be read first) or all streams are done."""
-        if self.needy() or not self._heads:
+        if self._starved or not self._heads:
             return None
         _, i = heapq.heappop(self._heads)
         buf = self.buffers[i]
         rec = buf.popleft()
         if buf:
             heapq.heappush(self._heads, (order_key(buf[0], self.ranks[i]), i))
+        elif i in self.open:
+            self._starved.add(i)
         return rec
 
 
@@ -132,10 +137,10 @@ def merge(streams: list[Iterable[Any]], ranks: list[int]) -> Iterator[Any]:
 class TopicReader:
     """Read topics from ``since_ms`` (or the beginning) to their end at the start of the
     read, as one stream of :class:`Record` in the DESIGN.md §4 order (``ranks``: topic ->
-    rank; default :func:`stream.order.input_ranks` of the settings, 0 for other topics). Records stamped at or after ``until_ms`` are
-    left out (and end their partition's range); ``key`` keeps only records under that
-    key. :attr:`range` holds the offsets read, :attr:`read` how many records were kept.
-    No consumer group, no commits."""
+    rank; default :func:`stream.order.input_ranks` of the settings, 0 for other topics).
+    Records stamped at or after ``until_ms`` are left out (and end their partition's
+    range); ``key`` keeps only records under that key. :attr:`range` holds the offsets
+    read, :attr:`read` how many records were kept. No consumer group, no commits."""
 
     def __init__(self, settings: Settings, topics: list[str] | tuple[str, ...], *, since_ms: int | None = None,
                  until_ms: int | None = None, key: bytes | None = None,
@@ -205,8 +210,8 @@ class TopicReader:
                             break
                     merger.add(i, kept)
                 for tp in needy:  # a compacted topic may end below its end offset
-                    i = index[tp]
-                    if i in merger.open and tp not in batch and await c.position(tp) >= spans[(tp.topic, tp.partition)][1]:
+                    i, end = index[tp], spans[(tp.topic, tp.partition)][1]
+                    if i in merger.open and tp not in batch and await c.position(tp) >= end:
                         merger.close(i)
                 if self.progress is not None:
                     self.progress(done, total)
