@@ -2,22 +2,12 @@
 
     python bench/bench_replay.py [--quick] [--cases status,line,verify] [--baseline REV] [--bootstrap HOST:PORT]
 
-Three cases, each ``python -m stream replay ...`` in a fresh process (peak RSS and CPU of
-that process from ``wait4``, interpreter start included):
-
-* ``status``: a chain of ``--depth`` nodes whose bottom leaf's one referent is evicted and
-  admitted ``--toggles`` times: every toggle changes the status of every node of the chain,
-  so ~1 M status records (``replay FILE --status``, read through a pipe and counted) come
-  from ~0.6 MB of input. Goal: peak RSS < 200 MB.
-* ``line``: one line of ``--line-mb`` MB, then one valid event: the line is dead-lettered by
-  its size (``line is N bytes, over the ...-byte limit``), CPU seconds.
-* ``verify``: ``replay --from-kafka --verify`` against ``--alerts`` published alerts (and as
-  many status records) on a broker (its own, or ``--bootstrap``): the input topics hold a few
-  contexts of leaves under one toggled artifact; the published side is ``replay --from-kafka
-  --status --out`` produced to the alerts and status topics. Peak RSS, CPU, wall.
-
-``--baseline REV`` also runs each case with the code of git revision REV (``git archive``
-into a temporary directory; e.g. ``main``) — the before figure, side by side in one run.
+Each figure is one ``python -m stream replay`` process (peak RSS and CPU from ``wait4``).
+``status``: a ``--depth`` chain whose bottom leaf's referent is toggled ``--toggles`` times,
+~1 M status records from ~0.5 MB (goal < 200 MB). ``line``: one ``--line-mb`` MB line between
+two events, dead-lettered by size (CPU s). ``verify``: ``replay --from-kafka --verify`` against
+``--alerts`` alerts and as many statuses published from ``replay --from-kafka --status`` (a broker
+of its own, or ``--bootstrap``). ``--baseline REV``: the same with REV's code (``git archive``).
 """
 
 from __future__ import annotations
