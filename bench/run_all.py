@@ -2,7 +2,7 @@
 
     python bench/run_all.py                      # everything, full size (~25 min): docs/BENCHMARKS.md
     python bench/run_all.py --quick              # smoke-sized (~3 min): var/bench/BENCHMARKS.quick.md
-    python bench/run_all.py --parts 1,6          # some parts only (1-11, see below)
+    python bench/run_all.py --parts 1,6          # some parts only (1-12, see below)
     python bench/run_all.py --bootstrap HOST:PORT   # use a running broker instead of starting one
     python bench/run_all.py --update --parts 6,8 # re-run those, keep the other parts of docs/BENCHMARKS.md
 
@@ -19,9 +19,10 @@ Parts (each is a script that also runs alone, with ``--quick`` for a smoke-sized
 9. ``bench/bench_client.py``   the pipeline client: produce rate vs raw aiokafka, StatusView catch-up/lookups at 1M
 10. ``bench/bench_quix.py``    the peer a user would pick instead: a Quix Streams app hosting the same engine
 11. ``bench/bench_hook.py``    the Claude Code hook: wall and CPU per call on 50k- and 200k-token sessions
+12. ``bench/bench_replay.py``  replay: peak RSS on ~1M status records, a 100 MB line, ``replay --from-kafka --verify``
 
 One local Kafka broker is started (``stream.devtools.kafka_local``, fresh, free ports, temporary
-home) for parts 2-5, 7, 9 and 10 and always stopped; each part runs as a subprocess with
+home) for parts 2-5, 7, 9, 10 and 12 and always stopped; each part runs as a subprocess with
 ``--bootstrap`` pointing at it and writes its Markdown section, which this script puts
 together with the machine, software versions, date, git revision and the exact command
 of every part. A part that fails is reported as failed; the others still run (exit 1).
@@ -44,7 +45,7 @@ from bench.common import (  # noqa: E402
     REPO, broker, git_rev, loadavg, machine_info, say, software_line, utc_now,
 )
 
-KAFKA_PARTS = {2, 3, 4, 5, 7, 9, 10}
+KAFKA_PARTS = {2, 3, 4, 5, 7, 9, 10, 12}
 
 TITLES = {
     1: "1. Engine vs the seed-style naive validator",
@@ -58,6 +59,7 @@ TITLES = {
     9: "9. The pipeline client: produce rate, StatusView lookups and catch-up",
     10: "10. The peer a user would pick instead: a Quix Streams app, same engine",
     11: "11. The Claude Code hook: time per call",
+    12: "12. Replay: memory bounded by the state, linear line reading",
 }
 
 
@@ -89,6 +91,8 @@ def part_argv(part: int, args: argparse.Namespace) -> tuple[str, list[str]]:
         return "bench/bench_quix.py", [*q, *runs]
     if part == 11:
         return "bench/bench_hook.py", [*q]
+    if part == 12:
+        return "bench/bench_replay.py", [*q]
     raise ValueError(part)
 
 
@@ -234,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     ap = argparse.ArgumentParser(prog="bench/run_all.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="every part smoke-sized (about a minute each)")
-    ap.add_argument("--parts", default="1,2,3,4,5,6,7,8,9,10,11", help="comma list of parts 1-11 (default all)")
+    ap.add_argument("--parts", default="1,2,3,4,5,6,7,8,9,10,11,12", help="comma list of parts 1-12 (default all)")
     ap.add_argument("--out", default=None,
                     help="report file (default docs/BENCHMARKS.md; with --quick var/bench/BENCHMARKS.quick.md)")
     ap.add_argument("--runs", type=int, default=None,
@@ -254,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     parts = sorted({int(p) for p in args.parts.split(",") if p.strip()})
     if not parts or any(p not in TITLES for p in parts):
-        ap.error("--parts: numbers 1-11")
+        ap.error("--parts: numbers 1-12")
     out = Path(args.out) if args.out else REPO / ("var/bench/BENCHMARKS.quick.md" if args.quick else "docs/BENCHMARKS.md")
     started, load_start, t0 = utc_now(), loadavg(), time.monotonic()
     results: list[dict] = []

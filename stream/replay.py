@@ -10,7 +10,8 @@ lines skipped; a bad line is a dead letter ``(line number, reason)`` and is skip
 so is an event the engine rejects at apply time (``ledger full``, DESIGN.md §4), with
 its own line number (a drained event's is the line it was read from).
 Waiting events (a seq gap not yet closed) are *not* flushed at the end: they are
-reported in :attr:`ReplayResult.waiting`.
+reported in :attr:`ReplayResult.waiting`. Memory follows the state, not the output: the
+output streams (the result keeps counts) and no line is held past the size limit.
 """
 
 from __future__ import annotations
@@ -33,12 +34,13 @@ BOM = b"\xef\xbb\xbf"
 
 @dataclass
 class ReplayResult:
-    """Everything one replay produced.
+    """Everything one replay counted (and, with ``keep``, produced).
 
-    ``alerts``: alert records (the JSON-ready dicts ``replay`` writes, from the engine's
-    values' ``to_record()``) in emission order. ``statuses``: node-status records.
-    ``records``: both, interleaved in output order (``replay --status``).
-    ``verdicts``: one per applied checkpoint.
+    ``n_alerts`` / ``n_statuses`` / ``rules``: alert and node-status records written,
+    alerts by rule. With ``keep`` (:func:`replay_lines`, tests) also the records, as the
+    JSON-ready dicts ``replay`` writes: ``alerts`` in emission order, ``statuses``,
+    ``records`` (both, in output order, ``replay --status``), ``verdicts`` (one per
+    applied checkpoint); without it they stay empty, so memory follows the state only.
     ``dead_letters``: ``(line number, reason)`` for bad lines (1-based, per input).
     ``waiting``: context -> seqs still waiting at end of input.
     """
@@ -53,44 +55,56 @@ class ReplayResult:
     applied: int = 0
     duplicates: int = 0
     dropped: int = 0
+    n_alerts: int = 0
+    n_statuses: int = 0
+    rules: Counter = field(default_factory=Counter)
 
     def alerts_by_rule(self) -> Counter:
-        return Counter(a["rule"] for a in self.alerts)
+        return self.rules
 
     def summary(self) -> str:
         """One line: events, dead letters, alerts by rule, still waiting."""
-        rules = ", ".join(f"{r}={n}" for r, n in sorted(self.alerts_by_rule().items())) or "none"
+        rules = ", ".join(f"{r}={n}" for r, n in sorted(self.rules.items())) or "none"
         waiting = sum(len(v) for v in self.waiting.values())
         return (
             f"replay: {self.events} events ({self.applied} applied, {self.duplicates} duplicates, "
             f"{self.dropped} dropped), {len(self.dead_letters)} dead letters, "
-            f"{len(self.alerts)} alerts ({rules}), {waiting} waiting"
+            f"{self.n_alerts} alerts ({rules}), {waiting} waiting"
         )
 
 
 class Replayer:
-    """Incremental replay: feed lines, collect alerts (used by the CLI and by tests)."""
+    """Incremental replay: feed lines, get each line's output (used by the CLI and by
+    tests); ``keep`` also collects every record in :attr:`result`."""
 
     def __init__(
         self, *, seq_gap_limit: int = 1000, since: bool = False, max_bytes: int = MAX_MESSAGE_BYTES,
-        max_output_bytes: int = MAX_OUTPUT_BYTES, max_ledger: int = MAX_LEDGER,
+        max_output_bytes: int = MAX_OUTPUT_BYTES, max_ledger: int = MAX_LEDGER, keep: bool = False,
     ):
         self.engine = Engine(seq_gap_limit, start_at_first_seq=since, max_output_bytes=max_output_bytes,
                              max_ledger=max_ledger)
         self.state = DictState()
         self.result = ReplayResult()
         self.max_bytes = max_bytes
+        self.keep = keep
         #: (context, seq) -> line number of each waiting event (its dead letter, if rejected)
         self._waiting_lines: dict[tuple[str, int], int] = {}
 
     def feed(self, line: bytes, lineno: int) -> list[dict[str, Any]] | None:
         """Decode and apply one line; returns its output records (alerts and statuses in
-        output order), or None if it was bad/blank."""
+        output order, JSON-ready dicts), or None if it was bad/blank."""
+        out = self.apply(line, lineno)
+        return None if out is None else [x.to_record() for x in out.records]
+
+    def apply(self, line: bytes, lineno: int) -> Output | None:
+        """:meth:`feed`, returning the engine's :class:`Output` (its ``records`` are
+        values: :func:`stream.wire.encode` writes them without a dict per record)."""
         if not line.strip(b" \t\r"):
             return None
         try:
-            if len(line) > self.max_bytes:
-                raise InvalidEvent(f"line is {len(line)} bytes, over the {self.max_bytes}-byte limit")
+            size = getattr(line, "size", len(line))  # an :class:`Oversize` line was not read whole
+            if size > self.max_bytes:
+                raise InvalidEvent(f"line is {size} bytes, over the {self.max_bytes}-byte limit")
             try:
                 line.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -102,17 +116,22 @@ class Replayer:
         r = self.result
         r.events += 1
         out = self.engine.process(self.state, event, OFFLINE)
-        records = [x.to_record() for x in out.records]
-        r.records.extend(records)
-        r.alerts.extend(x for x in records if x["type"] == "alert")
-        r.statuses.extend(x for x in records if x["type"] == "status")
-        r.verdicts.extend(v.to_record() for v in out.verdicts)
+        r.n_alerts += len(out.alerts)
+        r.n_statuses += len(out.statuses)
+        for a in out.alerts:
+            r.rules[a.rule] += 1
+        if self.keep:
+            records = [x.to_record() for x in out.records]
+            r.records.extend(records)
+            r.alerts.extend(x for x in records if x["type"] == "alert")
+            r.statuses.extend(x for x in records if x["type"] == "status")
+            r.verdicts.extend(v.to_record() for v in out.verdicts)
         r.applied += len(out.applied)
         r.duplicates += out.duplicates
         r.dropped += out.dropped
         if out.buffered or out.rejected or self._waiting_lines:
             self._dead_letter_rejected(event, lineno, out)
-        return records
+        return out
 
     def _dead_letter_rejected(self, event: Event, lineno: int, out: Output) -> None:
         """Events rejected at apply time (``ledger full``) are dead letters of their own line."""
@@ -134,10 +153,21 @@ class Replayer:
         return self.result
 
 
-def iter_lines(stream: BinaryIO) -> Iterator[bytes]:
-    """Split a binary stream on ``\\n`` only (not on \\r, \\x0b, U+2028 ...); strip a BOM."""
+class Oversize(bytes):
+    """A line over :func:`iter_lines`' ``limit``: its first ``limit`` bytes, and its
+    full length in ``size`` (the rest was never held)."""
+
+    size: int
+
+
+def iter_lines(stream: BinaryIO, *, limit: int | None = None) -> Iterator[bytes]:
+    """Split a binary stream on ``\\n`` only (not on \\r, \\x0b, U+2028 ...); strip a BOM.
+
+    Linear in the input, whatever its line lengths. With ``limit``, a line longer than
+    ``limit`` bytes is an :class:`Oversize` (only its first ``limit`` bytes are kept;
+    one that is blank whole is ``b""``), so no line costs more than ``limit`` memory."""
     first = True
-    buf = b""
+    line = _Line(limit)  # the line that continues into the next chunk
     while True:
         chunk = stream.read(1 << 20)
         if not chunk:
@@ -146,11 +176,63 @@ def iter_lines(stream: BinaryIO) -> Iterator[bytes]:
             if chunk.startswith(BOM):
                 chunk = chunk[len(BOM):]
             first = False
-        buf += chunk
-        *lines, buf = buf.split(b"\n")
-        yield from lines
-    if buf:
-        yield buf
+        pieces = chunk.split(b"\n")
+        if len(pieces) == 1:
+            line.add(chunk)
+            continue
+        line.add(pieces[0])
+        yield line.take()
+        for i in range(1, len(pieces) - 1):
+            piece = pieces[i]
+            if limit is None or len(piece) <= limit:
+                yield piece
+            else:
+                line.add(piece)
+                yield line.take()
+        line.add(pieces[-1])
+    if line.size:
+        yield line.take()
+
+
+class _Line:
+    """A line being read in pieces: at most ``limit`` bytes of it held, its full size and,
+    past the limit, whether the rest is blank."""
+
+    __slots__ = ("limit", "parts", "held", "size", "blank")
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.parts: list[bytes] = []
+        self.held = self.size = 0
+        self.blank = True
+
+    def add(self, piece: bytes) -> None:
+        if not piece:
+            return
+        self.size += len(piece)
+        limit = self.limit
+        if limit is None or self.held + len(piece) <= limit:
+            self.parts.append(piece)
+            self.held += len(piece)
+            return
+        if self.held < limit:
+            self.parts.append(piece[:limit - self.held])
+            self.held = limit
+        if self.blank:
+            self.blank = not piece.strip(b" \t\r")
+
+    def take(self) -> bytes:
+        parts = self.parts
+        line = parts[0] if len(parts) == 1 else b"".join(parts)
+        size, limit, blank = self.size, self.limit, self.blank
+        self.parts, self.held, self.size, self.blank = [], 0, 0, True
+        if limit is None or size <= limit:
+            return line
+        if blank and not line.strip(b" \t\r"):
+            return b""
+        over = Oversize(line)
+        over.size = size
+        return over
 
 
 #: Keys of a Claude Code transcript record (never of an input event).
@@ -160,9 +242,9 @@ _TRANSCRIPT_KEYS = frozenset({"sessionId", "parentUuid", "uuid", "leafUuid", "is
 def first_line(stream: BinaryIO, *, limit: int = MAX_MESSAGE_BYTES) -> bytes | None:
     """The first non-blank line of ``stream`` (BOM stripped, at most ``limit`` bytes), or
     None when it has none."""
-    for line in iter_lines(stream):
+    for line in iter_lines(stream, limit=limit):
         if line.strip(b" \t\r"):
-            return line[:limit]
+            return bytes(line[:limit])
     return None
 
 
@@ -199,9 +281,10 @@ def replay_lines(
     lines: Iterable[bytes], *, seq_gap_limit: int = 1000, since: bool = False,
     max_output_bytes: int = MAX_OUTPUT_BYTES, max_ledger: int = MAX_LEDGER,
 ) -> ReplayResult:
-    """Replay JSONL lines (bytes, without their ``\\n``) through a fresh engine."""
+    """Replay JSONL lines (bytes, without their ``\\n``) through a fresh engine, every
+    output kept in the result (in memory: for tests and small inputs)."""
     rp = Replayer(seq_gap_limit=seq_gap_limit, since=since, max_output_bytes=max_output_bytes,
-                  max_ledger=max_ledger)
+                  max_ledger=max_ledger, keep=True)
     for i, line in enumerate(lines, 1):
         if isinstance(line, str):
             line = line.encode("utf-8")

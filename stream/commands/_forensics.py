@@ -1,19 +1,26 @@
-"""Shared shell of the forensics commands (replay --from-kafka, export, explain)."""
+"""Shared shell of the forensics commands (replay --from-kafka, export, explain).
+
+Every read streams (:class:`stream.forensics.TopicReader`): records are handed on one
+by one in the DESIGN.md §4 order, and ``--verify`` compares in a temporary sqlite file
+(:class:`stream.forensics.Verifier`), so memory does not grow with the topics.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import sys
-from contextlib import nullcontext
+from collections.abc import Callable
+from contextlib import aclosing, nullcontext
 from typing import Any
 
 from stream.commands._base import fail
-from stream.settings import get_settings
+from stream.domain.outputs import Alert
 from stream.errors import ConfigurationError
-from stream.wire import encode
-from stream.forensics import Record, parse_time, read_topics, replay_records, verify, verify_statuses
+from stream.forensics import KafkaReplayer, Record, TopicReader, Verifier, parse_time
 from stream.kafka_clients import kafka_error
+from stream.settings import get_settings
+from stream.wire import encode
 
 settings = get_settings()
 
@@ -28,8 +35,15 @@ def _progress():
     return Progress(console=Console(stderr=True), transient=True)
 
 
-def read(topics, *, since: str | None = None, until: str | None = None, context: str | None = None) -> tuple[list[Record], Any]:
-    """Read topics with a progress bar; one-line errors for bad times or an unreachable broker."""
+class _Downstream(Exception):
+    """An error of the record handler, not of the read: re-raised as itself."""
+
+
+def each(topics, handle: Callable[[Record], None], *, since: str | None = None, until: str | None = None,
+         context: str | None = None) -> TopicReader:
+    """Read topics in the DESIGN.md §4 order with a progress bar, ``handle`` each record;
+    one-line errors for bad times or an unreachable broker. Returns the reader (its
+    ``range`` and ``read`` count)."""
     try:
         since_ms = parse_time(since) if since else None
         until_ms = parse_time(until) if until else None
@@ -43,12 +57,32 @@ def read(topics, *, since: str | None = None, until: str | None = None, context:
             if bar:
                 bar.update(task, completed=done, total=total)
 
+        reader = TopicReader(settings, topics, since_ms=since_ms, until_ms=until_ms, key=key, progress=progress)
+
+        async def drive() -> None:
+            async with aclosing(reader.records()) as records:
+                async for rec in records:
+                    try:
+                        handle(rec)
+                    except BaseException as exc:
+                        raise _Downstream() from exc
+
         try:
-            return asyncio.run(read_topics(settings, topics, since_ms=since_ms, until_ms=until_ms, key=key, progress=progress))
+            asyncio.run(drive())
+        except _Downstream as exc:
+            raise exc.__cause__ from None
         except ConfigurationError as exc:
             fail(str(exc), code=1)
         except Exception as exc:  # noqa: BLE001 - connection/auth errors: one line
             fail(kafka_error(settings, exc, "cannot read from Kafka"), code=1)
+    return reader
+
+
+def read(topics, *, since: str | None = None, until: str | None = None, context: str | None = None) -> tuple[list[Record], Any]:
+    """:func:`each` into a list (for small reads)."""
+    records: list[Record] = []
+    reader = each(topics, records.append, since=since, until=until, context=context)
+    return records, reader.range
 
 
 def replay_from_kafka(*, since: str | None, until: str | None, context: str | None, verify: bool,
@@ -59,44 +93,59 @@ def replay_from_kafka(*, since: str | None, until: str | None, context: str | No
     Exit code: 1 when ``verify`` found a difference, or ``strict`` and a record was
     dead-lettered; else 0.
     """
-    records, rng = read(settings.input_topics, since=since, until=until, context=context)
-    result = replay_records(records, seq_gap_limit=seq_gap_limit, since=since is not None,
-                            max_bytes=settings.max_message_bytes, max_output_bytes=settings.max_output_bytes,
-                            max_ledger=settings.max_ledger)
-    if out or not verify:  # --verify prints the differences, not every alert, unless --out asks
-        sink = open(out, "wb") if out else sys.stdout.buffer
+    rp = KafkaReplayer(seq_gap_limit=seq_gap_limit, since=since is not None, max_bytes=settings.max_message_bytes,
+                       max_output_bytes=settings.max_output_bytes, max_ledger=settings.max_ledger)
+    sink = (open(out, "wb") if out else sys.stdout.buffer) if out or not verify else None
+    verifier = Verifier() if verify else None
+    try:
+        def replayed(rec: Record) -> None:
+            for value in rp.feed(rec):
+                if sink is not None and (status or isinstance(value, Alert)):
+                    sink.write(encode(value) + b"\n")
+                if verifier is not None:
+                    verifier.replayed(value)
+
         try:
-            for record in result.records if status else result.alerts:
-                sink.write(encode(record) + b"\n")
+            reader = each(settings.input_topics, replayed, since=since, until=until, context=context)
         finally:
-            sink.flush()
-            if out:
-                sink.close()
-    print(f"replay --from-kafka: {len(records)} records, {result.events} events, "
-          f"{len(result.dead_letters)} dead letters, {len(result.alerts)} alerts, "
-          f"{len(result.statuses)} status records", file=sys.stderr)
-    failed = strict and bool(result.dead_letters)
-    if not verify:
-        return 1 if failed else 0
-    published, _ = read((settings.alerts_topic,), context=context)
-    report = verify_alerts(result.alerts, published, rng)
-    status_records, _ = read((settings.status_topic,), context=None)
-    status_report = verify_status_records(result.statuses, status_records, rng, context)
-    return 0 if report.ok and status_report.ok and not failed else 1
+            if sink is not None:
+                sink.flush()
+                if out:
+                    sink.close()
+        print(f"replay --from-kafka: {reader.read} records, {rp.events} events, "
+              f"{rp.dead_letters} dead letters, {rp.alerts} alerts, "
+              f"{rp.statuses} status records", file=sys.stderr)
+        failed = strict and bool(rp.dead_letters)
+        if verifier is None:
+            return 1 if failed else 0
+        verifier.range = reader.range
+        report = verify_alerts(verifier, context)
+        status_report = verify_status_records(verifier, context)
+        return 0 if report.ok and status_report.ok and not failed else 1
+    finally:
+        if verifier is not None:
+            verifier.close()
 
 
-def verify_status_records(replayed, published_records: list[Record], rng, context: str | None):
-    """Final node statuses: replay vs the compacted status topic (one line per difference)."""
-    published = []
-    for rec in published_records:
+def _values(what: Callable[[dict], None], context: str | None = None) -> Callable[[Record], None]:
+    """A record handler that hands each readable JSON value (of ``context``) to ``what``."""
+    def handle(rec: Record) -> None:
         try:
             value = json.loads(rec.value)
         except (TypeError, ValueError):
+            value = None
+        if not isinstance(value, dict):
             print(f"verify: unreadable record {rec.topic}[{rec.partition}]@{rec.offset}", file=sys.stderr)
-            continue
+            return
         if context is None or value.get("context_id") == context:
-            published.append(value)
-    report = verify_statuses(replayed, published, rng)
+            what(value)
+    return handle
+
+
+def verify_status_records(verifier: Verifier, context: str | None):
+    """Final node statuses: replay vs the compacted status topic (one line per difference)."""
+    each((settings.status_topic,), _values(verifier.published_status, context), context=None)
+    report = verifier.statuses()
     for s in report.missing:
         print(f"missing  status {s['context_id']}/{s['node_id']}", file=sys.stderr)
     for s in report.extra:
@@ -109,14 +158,10 @@ def verify_status_records(replayed, published_records: list[Record], rng, contex
     return report
 
 
-def verify_alerts(replayed, published_records: list[Record], rng):
-    published = []
-    for rec in published_records:
-        try:
-            published.append(json.loads(rec.value))
-        except (TypeError, ValueError):
-            print(f"verify: unreadable record {rec.topic}[{rec.partition}]@{rec.offset}", file=sys.stderr)
-    report = verify(replayed, published, rng)
+def verify_alerts(verifier: Verifier, context: str | None):
+    """Alerts: replay vs the alerts topic over the replayed range (one line per difference)."""
+    each((settings.alerts_topic,), _values(verifier.published_alert), context=context)
+    report = verifier.alerts()
     for a in report.missing:
         print(f"missing  {_describe(a)}", file=sys.stderr)
     for a in report.extra:

@@ -7,8 +7,8 @@ import sys
 
 from stream.commands._base import argument, command, fail, option
 from stream.settings import get_settings
-from stream.commands._forensics import read
-from stream.forensics import explain as explain_node
+from stream.commands._forensics import each
+from stream.forensics import Explainer
 
 settings = get_settings()
 
@@ -31,14 +31,14 @@ def explain(context_id: str, node_id: str, as_json: bool) -> int:
     Exit code 1 (one line on stderr; --json still prints the empty history) when the node
     never appeared.
     """
-    records, _ = read(settings.input_topics, context=context_id)
-    h = explain_node(records, context_id, node_id, seq_gap_limit=settings.seq_gap_limit,
-                     max_ledger=settings.max_ledger)
+    ex = Explainer(context_id, node_id, seq_gap_limit=settings.seq_gap_limit, max_ledger=settings.max_ledger)
+    read = each(settings.input_topics, ex.feed, context=context_id).read
+    h = ex.finish()
     if as_json:
         print(json.dumps(h.to_json(), indent=2, ensure_ascii=False))
     if not h.exists:
         sys.stdout.flush()
-        fail(f"node {node_id!r} never appeared in context {context_id!r} ({len(records)} input records of that "
+        fail(f"node {node_id!r} never appeared in context {context_id!r} ({read} input records of that "
              f"context read); check both ids (`checkpoint-guard export --context {context_id}` lists its events)",
              code=1)
     if as_json:

@@ -132,18 +132,18 @@ def _run(rp: Replayer, paths: tuple[str, ...], sink, status: bool, *, strict: bo
             with fh if path != "-" else _nullcontext(fh):
                 n_dead = len(rp.result.dead_letters)
                 checked = path != "-"  # files were checked up front; stdin is checked at its first line
-                for lineno, line in enumerate(iter_lines(fh), 1):
+                for lineno, line in enumerate(iter_lines(fh, limit=rp.max_bytes), 1):
                     if not checked and line.strip(b" \t\r"):
                         checked = True
                         _check_events(path, line)
-                    records = rp.feed(line, lineno)
+                    out = rp.apply(line, lineno)
                     if len(rp.result.dead_letters) != n_dead:  # a bad line, or events rejected at apply time
                         for where, reason in rp.result.dead_letters[n_dead:]:
                             print(f"{path}:{where}: {reason}", file=sys.stderr)
                         n_dead = len(rp.result.dead_letters)
-                    for record in records or ():
-                        if status or record["type"] == "alert":
-                            sink.write(encode(record) + b"\n")
+                    if out is not None:
+                        for value in out.records if status else out.alerts:
+                            sink.write(encode(value) + b"\n")
                 if not checked:
                     _check_events(path, None)
         result = rp.finish()

@@ -1,8 +1,8 @@
 """The order of a partition number's two input topics (DESIGN.md §4 [v2.1] *Across the two topics*).
 
 Records are applied in the order of (record timestamp, topic — ``compaction-events``
-before ``artifact-events`` —, offset): :func:`comes_first` is that order, the one place
-it is decided. :class:`TopicMerge` is Kafka Streams' timestamp synchronization
+before ``artifact-events`` —, offset): :func:`stream.order.comes_first`, the definition
+``replay --from-kafka`` uses too. :class:`TopicMerge` is Kafka Streams' timestamp synchronization
 (``max.task.idle.ms``) over it: one topic's records wait while the other's are at the
 broker but not yet received, so a late worker's fetched backlog of one topic is not
 applied before the other's (a 1 MB fetch holds thousands of artifacts but few
@@ -18,19 +18,12 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from stream.order import comes_first, timestamp
+
+__all__ = ["HELD_MAX", "TopicMerge", "comes_first", "timestamp"]
+
 #: Records one partition number may hold for the other input topic before they go on anyway.
 HELD_MAX = 20_000
-
-
-def timestamp(m: Any) -> int:
-    """A record's timestamp (ms; 0 when it has none)."""
-    return getattr(m, "timestamp", None) or 0
-
-
-def comes_first(checkpoint: Any, artifact: Any) -> bool:
-    """Is the ``compaction-events`` record applied before the ``artifact-events`` one?
-    (Timestamp order; on equal timestamps the checkpoint first.)"""
-    return timestamp(checkpoint) <= timestamp(artifact)
 
 
 class TopicMerge:

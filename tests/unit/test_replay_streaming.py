@@ -1,0 +1,211 @@
+"""Replay's memory follows its state, not its output or its longest line (issue 28.5, 28.6),
+and ``replay --from-kafka`` merges the topics in the worker's order (28.1, stream/order.py)."""
+
+from __future__ import annotations
+
+import io
+import random
+import tracemalloc
+
+import pytest
+
+from stream.forensics import Merger, Range, Record, merge, verify, verify_statuses
+from stream.order import ARTIFACTS, CHECKPOINTS, comes_first, order_key
+from stream.replay import Oversize, Replayer, iter_lines, replay_lines
+from stream.settings import Settings
+from stream.worker.merge import TopicMerge
+from tests.unit.builders import admit, as_line, evict, make_checkpoint
+
+pytestmark = pytest.mark.unit
+
+CK, AR = Settings().input_topics
+MiB = 1 << 20
+
+
+class Trickle(io.RawIOBase):
+    """A binary stream whose reads return at most ``step`` bytes."""
+
+    def __init__(self, data: bytes, step: int) -> None:
+        self.data, self.pos, self.step = data, 0, step
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int = -1) -> bytes:
+        n = self.step if n < 0 else min(n, self.step)
+        out = self.data[self.pos:self.pos + n]
+        self.pos += len(out)
+        return out
+
+
+class Zeros(io.RawIOBase):
+    """``size`` bytes of ``x`` then ``tail``, produced as read (never held whole)."""
+
+    def __init__(self, size: int, tail: bytes = b"") -> None:
+        self.left, self.tail = size, tail
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int = -1) -> bytes:
+        if self.left:
+            k = min(n, self.left)
+            self.left -= k
+            return b"x" * k
+        out, self.tail = self.tail[:n], self.tail[n:]
+        return out
+
+
+def test_lines_are_split_on_newline_only_whatever_the_chunk_boundaries():
+    rng = random.Random(28)
+    for _ in range(300):
+        data = bytes(rng.choice(b"ab \r\n") for _ in range(rng.randint(0, 60)))
+        want = data.split(b"\n")
+        if want and want[-1] == b"":
+            want.pop()
+        for step in (1, 2, 3, 7, 64):
+            assert list(iter_lines(Trickle(data, step))) == want, (data, step)
+            assert list(iter_lines(Trickle(data, step), limit=100)) == want, (data, step)
+
+
+def test_a_line_over_the_limit_is_cut_at_the_limit_and_knows_its_full_size():
+    data = b"short\n" + b"y" * 25 + b"\nafter\n" + b"z" * 11
+    for step in (1, 4, 10, 100):
+        lines = list(iter_lines(Trickle(data, step), limit=10))
+        assert lines == [b"short", b"y" * 10, b"after", b"z" * 10]
+        assert [getattr(x, "size", None) for x in lines] == [None, 25, None, 11]
+        assert isinstance(lines[1], Oversize)
+
+
+def test_a_blank_line_over_the_limit_stays_blank_and_one_with_a_late_character_does_not():
+    assert list(iter_lines(io.BytesIO(b" " * 50 + b"\n"), limit=10)) == [b""]
+    [line] = list(iter_lines(io.BytesIO(b" " * 50 + b"x\n"), limit=10))
+    assert line == b" " * 10 and line.size == 51
+
+
+def test_a_32_mb_line_is_read_within_the_limit_of_memory():
+    tracemalloc.start()
+    try:
+        lines = [(len(x), getattr(x, "size", None)) for x in iter_lines(Zeros(32 * MiB, b"\nok\n"), limit=MiB)]
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert lines == [(MiB, 32 * MiB), (2, None)]
+    assert peak < 6 * MiB, f"peak {peak / MiB:.1f} MiB for a 32 MiB line with a 1 MiB limit"
+
+
+def test_an_oversize_line_is_dead_lettered_with_its_full_size():
+    rp = Replayer(max_bytes=1000)
+    for n, line in enumerate(iter_lines(Zeros(5000, b"\n"), limit=1000), 1):
+        rp.feed(line, n)
+    assert rp.result.dead_letters == [(1, "line is 5000 bytes, over the 1000-byte limit")]
+
+
+def _orphaning(n: int) -> list[bytes]:
+    lines = [as_line(admit("a1", event_id="e0"))]
+    for i in range(n):
+        lines.append(as_line(make_checkpoint(event_id=f"c{i}", node_id=f"n{i}", referents=["a1"])))
+    lines += [as_line(evict("a1", event_id="e1")), as_line(admit("a1", event_id="e2"))]
+    return lines
+
+
+def test_the_replayer_keeps_counts_not_records_unless_asked():
+    lines = _orphaning(50)
+    rp = Replayer()
+    written = [r for n, line in enumerate(lines, 1) for r in rp.feed(line, n) or ()]
+    result = rp.finish()
+    kept = replay_lines(lines)
+    assert (result.alerts, result.statuses, result.records, result.verdicts) == ([], [], [], [])
+    assert (result.n_alerts, result.n_statuses) == (len(kept.alerts), len(kept.statuses)) == (100, 150)
+    assert written == kept.records
+    assert result.summary() == kept.summary()
+    assert result.rules == kept.alerts_by_rule() == {"orphaned_referent": 100}
+
+
+def _rec(topic: str, offset: int, ts: int, partition: int = 0) -> Record:
+    return Record(topic, partition, offset, ts, None, None)
+
+
+def test_the_forensic_merge_applies_the_checkpoint_first_on_equal_timestamps():
+    ck, ar = _rec(CK, 5, 100), _rec(AR, 0, 100)
+    assert list(merge([[ar], [ck]], [ARTIFACTS, CHECKPOINTS])) == [ck, ar]
+    assert order_key(ck, CHECKPOINTS) < order_key(ar, ARTIFACTS) and comes_first(ck, ar)
+
+
+def test_the_forensic_merge_is_the_workers_merge():
+    """Same records, same order: the worker's TopicMerge and replay --from-kafka's Merger."""
+    rng = random.Random(2801)
+    for _ in range(200):
+        streams = {}
+        for topic in (CK, AR):
+            ts = rng.randint(0, 5)
+            recs = []
+            for off in range(rng.randint(0, 12)):
+                ts += rng.choice((-1, 0, 0, 0, 1, 2))  # producer time may go back a little
+                recs.append(_rec(topic, off, max(ts, 0)))
+            streams[topic] = recs
+        worker = TopicMerge((CK, AR))
+        everything = streams[CK] + streams[AR]
+        worker.received(everything)
+        live = worker.release(everything, lambda topic: True)
+        assert list(merge([streams[AR], streams[CK]], [ARTIFACTS, CHECKPOINTS])) == live
+
+
+def test_the_merger_waits_for_an_open_stream_that_has_nothing_yet():
+    m = Merger([CHECKPOINTS, ARTIFACTS])
+    m.add(1, [_rec(AR, 0, 10)])
+    assert m.pop() is None and m.needy() == [0]  # the checkpoints' topic may still hold an earlier one
+    m.add(0, [_rec(CK, 0, 10)])
+    assert m.pop() == _rec(CK, 0, 10)
+    assert m.pop() is None and m.needy() == [0]
+    m.close(0)
+    assert m.pop() == _rec(AR, 0, 10) and m.pop() is None and m.needy() == [1]
+    m.close(1)
+    assert m.pop() is None and m.needy() == []
+
+
+def _alert(aid: str, offset: int, **extra) -> dict:
+    return {"type": "alert", "alert_id": aid, "emitted_at": "t", "rule": "orphaned_referent", "status": "open",
+            "context_id": "c", "node_id": "n", "trigger": {"topic": CK, "partition": 0, "offset": offset}, **extra}
+
+
+def test_verify_finds_missing_extra_different_and_differing_repeats_within_the_range():
+    rng = Range({(CK, 0): (0, 10)})
+    mine = [_alert("same", 1), _alert("gone", 2), _alert("changed", 3), _alert("same", 1, emitted_at="u")]
+    theirs = [_alert("same", 1, emitted_at="x"), _alert("changed", 3, orphans=["z"]), _alert("new", 4),
+              _alert("outside", 12), _alert("new", 4, status="resolved")]
+    v = verify(mine, theirs, rng)
+    assert [a["alert_id"] for a in v.missing] == ["gone"]
+    assert [a["alert_id"] for a in v.extra] == ["new"]
+    assert [(a["alert_id"], b.get("status"), b.get("orphans")) for a, b in v.different] == [
+        ("new", "resolved", None), ("changed", "open", ["z"])]
+    assert v.summary() == "verify: 4 alerts compared: 1 missing, 1 extra, 2 different"
+
+
+def _status(node: str, offset: int, **extra) -> dict:
+    return {"schema_version": 1, "type": "status", "context_id": "c", "node_id": node, "authoritative": True,
+            "trigger": {"topic": AR, "partition": 0, "offset": offset}, **extra}
+
+
+def test_verify_statuses_compares_each_nodes_last_record_and_leaves_out_later_decisions():
+    rng = Range({(AR, 0): (0, 10)})
+    mine = [_status("a", 1, authoritative=False), _status("a", 2), _status("b", 3), _status("c", 4),
+            _status("d", 5)]
+    theirs = [_status("a", 2), _status("b", 3, authoritative=False), _status("c", 4), _status("c", 20),
+              _status("e", 6)]
+    v = verify_statuses(mine, theirs, rng)
+    assert [s["node_id"] for s in v.missing] == ["d"]
+    assert [s["node_id"] for s in v.extra] == ["e"]
+    assert [(a["node_id"], b["authoritative"]) for a, b in v.different] == [("b", False)]
+    assert v.summary() == "verify: 4 node statuses compared: 1 missing, 1 extra, 1 different"
+
+
+def test_the_replay_bench_runs_its_offline_cases_and_writes_its_section(tmp_path):
+    from bench import bench_replay
+
+    out = tmp_path / "replay.md"
+    assert bench_replay.main(["--cases", "status,line", "--depth", "20", "--toggles", "10", "--line-mb", "2",
+                              "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "220 status records" in text and "| this tree |" in text and "line is 2000000 bytes" in text
+    assert "status 0.00 M records (this tree)" in (tmp_path / "replay.md.summary").read_text()
