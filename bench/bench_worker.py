@@ -52,7 +52,8 @@ and written to ``--out FILE`` too):
    so a worker that cannot keep up is reported as such, not hidden.
 4. optional **profile** (``--profile SECONDS``): one extra worker run on the real
    stream (``--profile-stream``; not counted in the medians) with ``py-spy record --nonblocking`` attached
-   for SECONDS from its first progress; prints where the worker's CPU time goes by
+   for SECONDS from its first progress (``--profile-stream latency``: an extra latency run at
+   the highest ``--rates`` rate, from its first paced send); prints where the worker's CPU time goes by
    component and the top functions (self and inclusive).
 
 Settings: ``CG_*`` variables in the environment are passed to the workers (e.g.
@@ -110,6 +111,8 @@ from stream.settings import Settings, get_settings  # noqa: E402
 
 PARTITIONS = 4
 LATENCY_CONTEXTS = 64
+#: Issue 25's goal per offered rate: p99 event -> alert (s).
+GOALS = {1000: 0.050, 5000: 0.250}
 POLL = 0.1  # s between committed-offset polls
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -680,6 +683,16 @@ class LatencyResult:
     worker_cpu_share: float
     main_on: float
     main_rq: float
+    cpu_us_per_event: float = float("nan")  # worker CPU (user + sys) over the window / alerts received
+
+    @property
+    def goal(self) -> float | None:
+        """Issue 25's p99 goal at this rate (s): 50 ms at 1,000/s, 250 ms at 5,000/s."""
+        return GOALS.get(self.rate)
+
+    @property
+    def met(self) -> bool:
+        return self.kept_up and self.goal is not None and self.p99[0] <= self.goal
 
     @property
     def achieved(self) -> float:
@@ -751,6 +764,7 @@ class Bench:
         self.broker: kafka_local.BrokerInfo | None = None
         self.kafka_version = "?"
         self.results: dict[str, Any] = {"throughput": [], "latency": [], "profile": None, "errors": []}
+        self.latency_profile: Path | None = None  # py-spy's file of the last latency run profiled
         self.t_start = time.monotonic()
         self.load_start = loadavg()
 
@@ -910,13 +924,17 @@ class Bench:
         })
 
     # ------------------------------------------------------------------ latency
-    def latency(self, rate: int) -> LatencyResult:
+    def latency(self, rate: int, *, profile: float = 0.0) -> LatencyResult:
+        """One latency measurement at ``rate``; ``profile`` > 0: py-spy records the worker for
+        that many seconds from the first paced send (the profile's run, not in the table)."""
         tag = f"lat{rate}-{uuid.uuid4().hex[:6]}"
         inputs, outputs = self.topic_set(tag)
         asyncio.run(self.create(tag))
         contexts = asyncio.run(_seed_latency(self.settings, inputs))
         w = Worker(self, f"bw-{tag}", inputs, outputs).start()
         watcher: AlertWatcher | None = None
+        spy: list[subprocess.Popen] = []
+        spy_file = self.tmp / f"{tag}.pyspy.txt"
         try:
             asyncio.run(wait_drained(self, w, self.args.timeout))
             time.sleep(1.0)  # let the first commits settle: the worker is idle and caught up
@@ -926,6 +944,11 @@ class Bench:
             if watcher.error:
                 raise watcher.error
             stamps: dict[str, float] = {}
+            if profile:
+                spy.append(subprocess.Popen(
+                    [find_py_spy() or "py-spy", "record", "--pid", str(w.pid), "--format", "raw", "--nonblocking",
+                     "--duration", str(int(profile)), "--rate", "100", "-o", str(spy_file)],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=_pdeathsig))
             cpu0, t0, sch0 = cpu_seconds(w.pid), time.monotonic(), main_sched(w.pid)
             send_secs = asyncio.run(_paced_send(self.settings, inputs[1], contexts, rate,
                                                 self.args.latency_seconds, stamps))
@@ -941,7 +964,15 @@ class Bench:
         finally:
             if watcher is not None:
                 watcher.halt.set()
+            for p in spy:
+                try:
+                    _, err = p.communicate(timeout=profile + 30)
+                    if p.returncode != 0:
+                        say(f"py-spy failed: {err.decode(errors='replace')[-500:]}")
+                except subprocess.TimeoutExpired:
+                    p.kill()
             w.stop()
+        self.latency_profile = spy_file if profile and spy_file.exists() else None
         first_ts = min(stamps.values())
         last_ts = max(stamps.values())
 
@@ -965,6 +996,7 @@ class Bench:
             p50_first=p50_between(0, 2), p50_last=p50_between(last_ts - first_ts - 2, float("inf")),
             alert_rate=alert_rate, worker_cpu_share=(cpu1 - cpu0) / (t1 - t0),
             main_on=(sch1[0] - sch0[0]) / 1e9 / (t1 - t0), main_rq=(sch1[1] - sch0[1]) / 1e9 / (t1 - t0),
+            cpu_us_per_event=(cpu1 - cpu0) / max(len(got), 1) * 1e6,
         )
         say(f"latency @ {rate}/s: sent {res.sent} at {res.achieved:,.0f}/s, received {res.received} "
             f"({res.received_while_sending} while sending), p50 {fmt_lat(res.p50)} p99 {fmt_lat(res.p99)} "
@@ -972,11 +1004,21 @@ class Bench:
         return res
 
     # ------------------------------------------------------------------ profile
-    def profile(self, st: Stream) -> None:
+    def profile(self, st: Stream | None) -> None:
+        """py-spy on one extra run: of ``st``, or (``st`` None: ``--profile-stream latency``)
+        of the latency test at the highest ``--rates`` rate, from its first paced send."""
         if not find_py_spy():
             raise RuntimeError("py-spy not found (pip install -e '.[bench]'); no profile")
-        res = self.worker_run(st, 0, profile=self.args.profile)
-        f = res.get("profile_file")
+        if st is None:
+            rate = max(self.args.rate_list or [5000])
+            lat = self.latency(rate, profile=min(self.args.profile, self.args.latency_seconds))
+            res: dict[str, Any] = {"latency": lat}
+            f = self.latency_profile
+            name = f"latency @ {rate:,}/s"
+        else:
+            res = self.worker_run(st, 0, profile=self.args.profile)
+            f = res.get("profile_file")
+            name = st.name
         if f is None:
             say("py-spy produced no output; skipping the profile")
             return
@@ -989,9 +1031,9 @@ class Bench:
 
             Path(self.args.flamegraph).parent.mkdir(parents=True, exist_ok=True)
             folded_to_svg(Path(f), Path(self.args.flamegraph),
-                          f"checkpoint-guard worker, {st.name} stream, py-spy {self.args.profile:.0f} s")
+                          f"checkpoint-guard worker, {name} stream, py-spy {self.args.profile:.0f} s")
             say(f"flame graph written to {self.args.flamegraph}")
-        self.results["profile"] = {"run": res, "summary": summarize_profile(Path(f)), "stream": st.name}
+        self.results["profile"] = {"run": res, "summary": summarize_profile(Path(f)), "stream": name}
 
 
 # ============================================================================ py-spy summary
@@ -1180,17 +1222,19 @@ def render(bench: Bench, argv: list[str], runtime: float) -> str:
             "",
             "| offered rate | sent | achieved send rate | alerts received (while sending) | processed rate "
             "(alerts/s = events/s) | "
-            "p50 | p99 | max | p50 first 2 s | p50 last 2 s | worker CPU use | main thread: on CPU / "
-            "waiting for a CPU | kept up? | p99 ≤ 100 ms (issue 18's goal) |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "p50 | p99 | max | p50 first 2 s | p50 last 2 s | worker CPU use | worker CPU per event | "
+            "main thread: on CPU / waiting for a CPU | kept up? | issue 25's goal (p99 ≤ 50 ms at 1,000/s, "
+            "≤ 250 ms at 5,000/s) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for r in bench.results["latency"]:
             lines.append(
                 f"| {r.rate:,}/s × {r.seconds:.0f} s | {r.sent:,} | {r.achieved:,.0f}/s | {r.received:,} "
                 f"({r.received_while_sending:,}) | {r.alert_rate:,.0f}/s | {fmt_lat(r.p50)} | {fmt_lat(r.p99)} | "
                 f"{fmt_lat(r.max)} | {fmt_lat(r.p50_first)} | {fmt_lat(r.p50_last)} | {r.worker_cpu_share:.0%} | "
-                f"{r.main_on:.0%} / {r.main_rq:.0%} | {'yes' if r.kept_up else '**no**'} | "
-                f"{'yes' if r.kept_up and r.p99[0] <= 0.1 else '**no**'} |")
+                f"{r.cpu_us_per_event:,.0f} µs | {r.main_on:.0%} / {r.main_rq:.0%} | "
+                f"{'yes' if r.kept_up else '**no**'} | "
+                f"{'n/a' if r.goal is None else 'yes' if r.met else '**no**'} |")
         lines += [
             "",
             f"Alerts are awaited {a.latency_drain:.0f} s after the last send. An alert not received by then "
@@ -1208,11 +1252,17 @@ def render(bench: Bench, argv: list[str], runtime: float) -> str:
     if prof:
         s = prof["summary"]
         n = max(s["samples"], 1)
-        d: DrainResult = prof["run"]["drain"]
+        if "latency" in prof["run"]:
+            lr: LatencyResult = prof["run"]["latency"]
+            that = (f"from its first paced send, {s['samples']:,} samples of on-CPU time; that run: "
+                    f"{lr.alert_rate:,.0f} events/s processed, p99 {fmt_lat(lr.p99)}, with the profiler attached, "
+                    "not in the latency table")
+        else:
+            d: DrainResult = prof["run"]["drain"]
+            that = (f"from its first progress, {s['samples']:,} samples of on-CPU time; that run: "
+                    f"{d.rate:,.0f} events/s with the profiler attached, not in the medians")
         lines += [
-            f"### Where the worker's CPU time goes (py-spy, {prof['stream']} stream, {a.profile:.0f} s from "
-            f"its first progress, {s['samples']:,} samples of on-CPU time; that run: {d.rate:,.0f} events/s "
-            "with the profiler attached, not in the medians)",
+            f"### Where the worker's CPU time goes (py-spy, {prof['stream']} stream, {a.profile:.0f} s {that})",
             "",
             "| component (innermost matching frame) | share |",
             "|---|---|",
@@ -1245,7 +1295,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                     help="trajectory files/dirs of the real stream (default stream/samples/traces)")
     ap.add_argument("--profile", type=float, default=0.0, metavar="SECONDS",
                     help="extra real-stream worker run with py-spy attached for SECONDS (default off)")
-    ap.add_argument("--profile-stream", choices=("real", "synthetic"), default="real",
+    ap.add_argument("--profile-stream", choices=("real", "synthetic", "latency"), default="real",
                     help="stream of the profiled run (default real)")
     ap.add_argument("--keep-profile", metavar="FILE", help="also copy py-spy's raw output there")
     ap.add_argument("--quick", action="store_true",
@@ -1310,7 +1360,8 @@ def main(argv: list[str] | None = None) -> int:
                 steps.append((f"latency @ {rate}/s",
                               lambda rate=rate: bench.results["latency"].append(bench.latency(rate))))
         if args.profile:
-            steps.append(("profile", lambda: bench.profile(real if args.profile_stream == "real" else synth)))
+            steps.append(("profile", lambda: bench.profile(
+                {"real": real, "synthetic": synth}.get(args.profile_stream))))
         for name, step in steps:
             try:
                 step()
@@ -1339,9 +1390,10 @@ def summarize(bench: Bench) -> str:
         parts.append(f"{t['stream'].name} stream: worker {w:,.0f} events/s vs raw aiokafka {raw:,.0f} "
                      f"(1/{raw / w:,.0f})")
     for r in bench.results["latency"]:
+        goal = "" if r.goal is None else f", p99 <= {r.goal * 1000:.0f} ms: {'yes' if r.met else 'no'}"
         parts.append(f"at {r.rate:,}/s offered: p50 {fmt_lat(r.p50)}, p99 {fmt_lat(r.p99)}, processed "
-                     f"{r.alert_rate:,.0f}/s, kept up: {'yes' if r.kept_up else 'no'}"
-                     f"{'' if r.rate != 1000 else ', p99 <= 100 ms: ' + ('yes' if r.kept_up and r.p99[0] <= 0.1 else 'no')}")
+                     f"{r.alert_rate:,.0f}/s, kept up: {'yes' if r.kept_up else 'no'}{goal}, worker CPU "
+                     f"{r.cpu_us_per_event:,.0f} µs/event")
     prof = bench.results.get("profile")
     if prof:
         top = ", ".join(f"{name.split(' (')[0]} {v / max(prof['summary']['samples'], 1):.0%}"

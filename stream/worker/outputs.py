@@ -1,15 +1,15 @@
 """Output delivery: engine outputs -> records -> the broker, acknowledged before a commit.
 
-:class:`Outputs` builds the records of what the engine returned (alerts, status records,
-verdicts) and the dead letters of bad input, sends them without waiting, and
-:meth:`Outputs.settle` (step 1 of a commit, :mod:`stream.worker.durability`) waits for
-every acknowledgement; a transient failure is sent again. A record over its topic's
-``max.message.bytes`` (read at start) is refused before it is sent and replaced
-(DESIGN.md §4 *Bounded outputs*) down a ladder: a status record first without its
-``degraded_by`` list (``degraded_truncated: true``, so the compacted status topic never
-keeps a stale ``authoritative``), then the dead letter of its trigger with the input's
-bytes, then that dead letter without them. A status record sent again after a newer one
-of its node is dropped instead (compaction keeps the last). A batch the broker itself
+:class:`Outputs` builds the records of what the engine returned and the dead letters of
+bad input, and sends each topic partition's records of a batch as record batches
+(aiokafka's ``send_batch``: one future per batch, the default partitioner's partition
+cached per key) without waiting; :meth:`Outputs.settle` (commit step 1,
+:mod:`stream.worker.durability`) waits for every acknowledgement, sending a failed batch's
+records again. A record over its topic's ``max.message.bytes`` (read at start) is refused
+before it is sent and replaced (DESIGN.md §4 *Bounded outputs*): a status record first
+without its ``degraded_by`` list (``degraded_truncated: true``), then the dead letter of its
+trigger with the input's bytes, then without them. A status record sent again after a
+newer one of its node is dropped (compaction keeps the last). A batch the broker itself
 rejects (a limit lowered after the start) breaks the idempotent producer's sequence for
 that partition: the worker stops, and its restart reads the new limit.
 """
@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiokafka.errors import MessageSizeTooLargeError, OutOfOrderSequenceNumber, TopicAuthorizationFailedError
+from aiokafka.partitioner import DefaultPartitioner
+from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
 from stream.domain.engine import Output
 from stream.domain.events import Event
@@ -37,6 +39,10 @@ log = logging.getLogger("checkpoint_guard.outputs")
 SEND_RETRY_MAX_DELAY = 5.0
 #: A record batch of one record: the batch header and the record's own framing (bytes).
 BATCH_OVERHEAD = 512
+#: Keys whose partition is remembered, per topic (the cache starts again past it).
+PARTITION_CACHE = 100_000
+
+_partitioner = DefaultPartitioner()
 
 #: Kinds of record, and what replaces each when the broker rejects it by size.
 RECORD, STATUS, STATUS_CUT, DEAD_LETTER, BARE = "record", "status", "status_cut", "dead_letter", "bare"
@@ -85,6 +91,7 @@ class Outputs:
 
     def __init__(self, settings: Settings, producer: Any = None, *, limits: dict[str, int] | None = None,
                  on_rejected: Callable[[str], None] = lambda topic: None) -> None:
+        self.max_request_bytes = settings.max_request_bytes
         self.alerts = settings.alerts_topic
         self.verdicts = settings.verdicts_topic
         self.status = settings.status_topic
@@ -92,7 +99,9 @@ class Outputs:
         self.producer = producer
         self.limits = dict(limits or {})
         self.on_rejected = on_rejected
-        self._inflight: list[tuple[OutputRecord, Any]] = []
+        self._inflight: list[tuple[list[OutputRecord], Any]] = []  # (records of one batch, its future)
+        self._partitions: dict[str, dict[bytes, int]] = {}  # topic -> key -> partition
+        self._topic_partitions: dict[str, list[int]] = {}
         self._seq = 0
         # status key -> seq of the newest status record sent for it, since the last two takes
         self._latest: dict[bytes | None, int] = {}
@@ -127,9 +136,25 @@ class Outputs:
             return limit
         return None
 
-    async def _enqueue(self, records: Iterable[OutputRecord], into: list[tuple[OutputRecord, Any]], *,
+    async def _partition(self, topic: str, key: bytes) -> int:
+        """The partition aiokafka's default partitioner gives ``key`` (murmur2; cached per key)."""
+        cache = self._partitions.get(topic)
+        if cache is None:
+            cache = self._partitions[topic] = {}
+            self._topic_partitions[topic] = list(await self.producer.partitions_for(topic))
+        p = cache.get(key)
+        if p is None:
+            if len(cache) >= PARTITION_CACHE:
+                cache.clear()
+            p = cache[key] = _partitioner(key, self._topic_partitions[topic], None)
+        return p
+
+    async def _enqueue(self, records: Iterable[OutputRecord], into: list[tuple[list[OutputRecord], Any]], *,
                        track: bool = False) -> None:
-        limits, send = self.limits, self.producer.send
+        """Send ``records``: grouped by topic partition (order kept within each), one
+        record batch and one future per group (module docstring)."""
+        limits, request_max = self.limits, self.max_request_bytes
+        groups: dict[tuple[str, int], list[OutputRecord]] = {}
         for r in records:
             if r.kind == STATUS and track:
                 self._seq += 1
@@ -142,24 +167,62 @@ class Outputs:
                     r = self._cut(r)
                     limit = self._over_limit(r)
                 if limit is not None:
-                    into.append((r, _failed(Refused(f"{len(r.value)} bytes, over the topic's max.message.bytes "
-                                                    f"{limit}"))))
+                    into.append(([r], _failed(Refused(f"{len(r.value)} bytes, over the topic's max.message.bytes "
+                                                      f"{limit}"))))
                     continue
-            try:
-                fut = await send(r.topic, r.value, key=r.key, partition=r.partition)
-            except MessageSizeTooLargeError as exc:  # over the producer's request size
-                fut = _failed(Refused(str(exc)))
-            except Exception as exc:  # could not even enqueue
-                fut = _failed(exc)
-            into.append((r, fut))
+            if (len(r.value) + len(r.key or b"") + BATCH_OVERHEAD > request_max
+                    and DefaultRecordBatchBuilder.estimate_size_in_bytes(r.key, r.value, []) > request_max):
+                into.append(([r], _failed(Refused(f"{len(r.value)} bytes, over the producer's max_request_size "
+                                                  f"{request_max}"))))
+                continue
+            partition = r.partition
+            if partition is None:
+                if r.key is None:  # a random partition: the producer picks it
+                    into.append(([r], await self._send_one(r)))
+                    continue
+                partition = await self._partition(r.topic, r.key)
+            group = groups.get((r.topic, partition))
+            if group is None:
+                group = groups[(r.topic, partition)] = []
+            group.append(r)
+        for (topic, partition), group in groups.items():
+            await self._send_group(topic, partition, group, into)
+
+    async def _send_one(self, r: OutputRecord) -> Any:
+        try:
+            return await self.producer.send(r.topic, r.value, key=r.key, partition=r.partition)
+        except MessageSizeTooLargeError as exc:  # over the producer's request size
+            return _failed(Refused(str(exc)))
+        except Exception as exc:  # could not even enqueue
+            return _failed(exc)
+
+    async def _send_group(self, topic: str, partition: int, group: list[OutputRecord],
+                          into: list[tuple[list[OutputRecord], Any]]) -> None:
+        """One topic partition's records as record batches (a new one when one is full)."""
+        producer = self.producer
+        batch, members = producer.create_batch(), []
+        for r in group:
+            if batch.append(key=r.key, value=r.value, timestamp=None) is None:  # full
+                into.append((members, await self._submit(batch, topic, partition)))
+                batch, members = producer.create_batch(), []
+                batch.append(key=r.key, value=r.value, timestamp=None)  # the first record always fits
+            members.append(r)
+        if members:
+            into.append((members, await self._submit(batch, topic, partition)))
+
+    async def _submit(self, batch: Any, topic: str, partition: int) -> Any:
+        try:
+            return await self.producer.send_batch(batch, topic, partition=partition)
+        except Exception as exc:  # could not even enqueue: every record of it is sent again
+            return _failed(exc)
 
     @property
     def pending(self) -> int:
-        """Records sent since the last :meth:`take`."""
+        """Record batches sent since the last :meth:`take`."""
         return len(self._inflight)
 
-    def take(self) -> list[tuple[OutputRecord, Any]]:
-        """The outputs sent so far, (record, future) each, for :meth:`settle`; later sends start a new list."""
+    def take(self) -> list[tuple[list[OutputRecord], Any]]:
+        """The outputs sent so far, (records, future) each, for :meth:`settle`; later sends start a new list."""
         batch, self._inflight = self._inflight, []
         # a status re-sent by this batch's settle can only be superseded by one sent after
         # the previous take: older entries are no longer needed
@@ -172,7 +235,7 @@ class Outputs:
         newest = self._latest.get(record.key, self._older.get(record.key, -1))
         return newest > record.seq
 
-    async def settle(self, batch: list[tuple[OutputRecord, Any]]) -> None:
+    async def settle(self, batch: list[tuple[list[OutputRecord], Any]]) -> None:
         """Wait until every output of ``batch`` (from :meth:`take`) is acknowledged,
         sending again what failed and replacing what was refused by size. Raises
         :class:`~stream.errors.OutputRejected` on an authorization failure or a batch
@@ -184,32 +247,33 @@ class Outputs:
                 await asyncio.wait(pending)
             retry: list[OutputRecord] = []
             failure: BaseException | None = None
-            for record, fut in batch:
+            for records, fut in batch:
                 if fut.cancelled():
                     raise asyncio.CancelledError()
                 res = fut.exception()
                 if res is None:
                     continue
+                topic = records[0].topic
                 if is_error(res, (TopicAuthorizationFailedError,)):
-                    raise OutputRejected(f"the broker refused a record for {record.topic!r} ({res}); "
+                    raise OutputRejected(f"the broker refused a record for {topic!r} ({res}); "
                                          "check the worker's ACLs") from res
                 if isinstance(res, Refused):
-                    if record.kind == STATUS and self._superseded(record):
-                        continue  # a newer status of the node was sent since: it is the current one
-                    self._rejected(record, str(res))
-                    replacement = self._replacement(record, res)
-                    if replacement is not None:
-                        retry.append(replacement)
+                    for record in records:
+                        if record.kind == STATUS and self._superseded(record):
+                            continue  # a newer status of the node was sent since: it is the current one
+                        self._rejected(record, str(res))
+                        replacement = self._replacement(record, res)
+                        if replacement is not None:
+                            retry.append(replacement)
                     continue
                 if is_error(res, (MessageSizeTooLargeError, OutOfOrderSequenceNumber)):
                     raise OutputRejected(
-                        f"the broker rejected a record batch for {record.topic!r} ({type(res).__name__}): its "
+                        f"the broker rejected a record batch for {topic!r} ({type(res).__name__}): its "
                         "max.message.bytes is lower than when the worker started; restart the worker (it reads "
                         "the limits at start and sends the outputs since its last commit again)") from res
-                if self._superseded(record):
-                    continue  # a newer status of the node was sent since: it is the current one
                 failure = failure or res
-                retry.append(record)
+                # a newer status of the node sent since is the current one: not sent again
+                retry.extend(r for r in records if not self._superseded(r))
             if failure is not None:
                 log.warning("sending %d record(s) failed (%r); retrying in %.1fs", len(retry), failure, delay)
                 await asyncio.sleep(delay)

@@ -44,8 +44,10 @@ log = logging.getLogger("checkpoint_guard.agent")
 
 #: Exit status when state or outputs cannot be written (EX_SOFTWARE); a supervisor restarts.
 STATE_WRITE_EXIT = 70
-#: The producer's batch size (aiokafka's default), unless an output topic's limit is lower.
-PRODUCER_BATCH_BYTES = 16384
+#: The producer's batch size, unless an output topic's limit is lower: a batch's outputs of
+#: one topic partition fit one record batch (aiokafka's default 16 KiB held a handler
+#: batch at each full one until the one before was sent: a round trip each).
+PRODUCER_BATCH_BYTES = 256 << 10
 
 
 class Runtime:

@@ -59,6 +59,8 @@ class FakeBroker:
     held: list[tuple[Record, asyncio.Future]] = field(default_factory=list)
     holding: set[str] = field(default_factory=set)
     sends: list[tuple[str, bytes]] = field(default_factory=list)
+    #: errors the next admin ``delete_records`` calls raise, in order
+    delete_failures: list[BaseException] = field(default_factory=list)
 
     # ------------------------------------------------------------------ faults
     def fail(self, topic: str, *errors: BaseException) -> None:
@@ -100,28 +102,58 @@ class FakeBroker:
         return FakeAdmin(self)
 
 
+class FakeBatch:
+    """aiokafka's BatchBuilder as the producer's ``create_batch`` returns it: full past ``size`` bytes."""
+
+    def __init__(self, size: int = 16384) -> None:
+        self.size = size
+        self.records: list[tuple[bytes | None, bytes]] = []
+        self.bytes = 0
+
+    def append(self, *, timestamp: Any, key: bytes | None, value: bytes, headers: Any = ()) -> Any:
+        n = len(value) + len(key or b"")
+        if self.records and self.bytes + n > self.size:
+            return None
+        self.records.append((key, value))
+        self.bytes += n
+        return len(self.records)
+
+
 class FakeProducer:
     def __init__(self, broker: FakeBroker) -> None:
         self.broker = broker
 
+    async def partitions_for(self, topic: str) -> set[int]:
+        return set(range(self.broker.partitions))
+
+    def create_batch(self) -> FakeBatch:
+        return FakeBatch()
+
     async def send(self, topic: str, value: bytes, key: bytes | None = None, partition: int | None = None) -> Any:
+        return self._deliver(topic, partition or 0, [(key, value)])
+
+    async def send_batch(self, batch: FakeBatch, topic: str, *, partition: int) -> Any:
+        return self._deliver(topic, partition, batch.records)
+
+    def _deliver(self, topic: str, partition: int, records: list[tuple[bytes | None, bytes]]) -> Any:
+        """One record batch: the next failure of ``topic`` or a record over its limit fails it whole."""
         b = self.broker
         fut = asyncio.get_running_loop().create_future()
-        b.sends.append((topic, value))
+        b.sends.extend((topic, value) for _, value in records)
         if b.failures[topic]:
             fut.set_exception(b.failures[topic].pop(0))
             return fut
         limit = b.limits.get(topic)
-        if limit is not None and len(value) > limit:
+        if limit is not None and any(len(value) > limit for _, value in records):
             from aiokafka.errors import MessageSizeTooLargeError
 
-            fut.set_exception(MessageSizeTooLargeError(f"{len(value)} bytes over {limit}"))
+            fut.set_exception(MessageSizeTooLargeError(f"a record over {limit} bytes"))
             return fut
-        rec = b.append(topic, partition or 0, key, value)
+        recs = [b.append(topic, partition, key, value) for key, value in records]
         if topic in b.holding:
-            b.held.append((rec, fut))
+            b.held.append((recs[-1], fut))
         else:
-            fut.set_result(Metadata(topic, rec.partition, rec.offset))
+            fut.set_result(Metadata(topic, partition, recs[-1].offset))
         return fut
 
 
@@ -177,6 +209,8 @@ class FakeAdmin:
 
     async def delete_records(self, targets: Mapping[TopicPartition, Any]) -> None:
         b = self.broker
+        if b.delete_failures:
+            raise b.delete_failures.pop(0)
         for tp, to in targets.items():
             key = (tp.topic, tp.partition)
             drop = to.before_offset - b.starts[key]
@@ -252,11 +286,14 @@ class Rig:
     """One worker's durability over fakes: partition 0 restored, the real handler feeding it."""
 
     def __init__(self, tmp_path: Path, broker: FakeBroker | None = None, name: str = "a", *,
-                 engine: Engine | None = None, cache_entries: int | None = None, **overrides: Any) -> None:
+                 engine: Engine | None = None, cache_entries: int | None = None, snapshot_after: int | None = None,
+                 **overrides: Any) -> None:
         self.settings = Settings(app_id="faults", partitions=1, data_dir=tmp_path / name, commit_interval=300,
                                  metrics_enabled=False, **overrides)
         if cache_entries is not None:  # below the setting's bound: values evicted and re-read all the time
             self.settings = self.settings.model_copy(update={"state_cache_entries": cache_entries})
+        if snapshot_after is not None:  # below the setting's bound: a snapshot after a few entries
+            self.settings = self.settings.model_copy(update={"snapshot_min_entries": snapshot_after})
         self.broker = broker or FakeBroker()
         self.host = FakeHost(check=self._no_offset_past_the_log)
         self.failures: list[BaseException] = []

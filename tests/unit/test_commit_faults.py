@@ -8,6 +8,7 @@ the same protocol on the real broker: tests/integration/test_durability.py.
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -205,5 +206,56 @@ def test_records_below_the_covered_offset_are_skipped_and_a_gap_above_it_is_read
         assert [r.offset for r in fresh] == [2, 3, 4, 5]  # 1 is covered; 2-3 were never delivered
         assert rig.gaps.reads == [(CK, 0, 2, 4)]
         assert [r.offset for r in await rig.d.uncovered(part, records[4:], {CK: 5})] == [5]  # 4 is held
+
+    run(scenario())
+
+
+def test_a_revoke_whose_commit_the_state_log_refuses_stops_the_worker_and_moves_no_offset(tmp_path):
+    async def scenario() -> None:
+        rig = await Rig(tmp_path).start()
+        await rig.apply(rig.produce(orphan(0)))
+        await rig.d.commit()
+        rig.broker.fail(rig.settings.state_topic, TopicAuthorizationFailedError())
+        await rig.apply(rig.produce(orphan(1), orphan(2)))
+        with pytest.raises(StateWriteError):
+            await rig.d.revoke([0])
+        assert [type(e) for e in rig.failures] == [StateWriteError]
+        assert rig.host.committed[(CK, 0)] == 1 and rig.stored_offsets()[CK] == 1
+        assert [c["o"][CK] for c in rig.commits_in_log()] == [1]
+
+    run(scenario())
+
+
+def test_a_whole_record_batch_that_fails_is_sent_again_once_in_order_and_the_commit_completes(tmp_path):
+    """Outputs go as one record batch per topic partition: a transient failure fails all of
+    its records, and all of them (not only the first) are sent again, in their order."""
+    async def scenario() -> None:
+        rig = await Rig(tmp_path).start()
+        rig.broker.fail("checkpoint-alerts", KafkaTimeoutError())
+        await rig.apply(rig.produce(*(orphan(i) for i in range(5))))
+        await rig.d.commit()
+        got = alerts(rig.broker)
+        assert len(got) == 5 == len(set(got))
+        nodes = [json.loads(r.value)["node_id"] for r in rig.broker.records("checkpoint-alerts")]
+        assert nodes == [f"n{i}" for i in range(5)]
+        assert rig.host.committed[(CK, 0)] == 5 and rig.failures == []
+
+    run(scenario())
+
+
+def test_a_snapshot_whose_log_deletion_fails_does_not_stop_the_worker_and_the_log_stays_whole(tmp_path):
+    async def scenario() -> None:
+        rig = await Rig(tmp_path, snapshot_after=1).start()
+        rig.broker.delete_failures.append(ConnectionError("broker away"))
+        await rig.apply(rig.produce(*(orphan(i) for i in range(4))))
+        await rig.d.commit()
+        kinds = [r["k"] for r in rig.state_log()]
+        assert "sm" in kinds and kinds[0] == "f"  # the snapshot was written, nothing before it deleted
+        assert rig.failures == [] and rig.host.committed[(CK, 0)] == 4
+        await rig.apply(rig.produce(orphan(4)))
+        await rig.d.commit()
+        assert rig.failures == [] and rig.host.committed[(CK, 0)] == 5
+        again = await Rig(tmp_path, rig.broker, name="b").start(generation=2)  # restores from the whole log
+        assert again.d.partition(0).next_offset(CK) == 5  # type: ignore[union-attr]
 
     run(scenario())
