@@ -102,7 +102,7 @@ def claude_code(match_threshold: float | None, alert_uncertain: bool, judge_prec
         finally:
             limit.disarm()
         if out is not None:
-            real_stdout.write(json.dumps(out, ensure_ascii=False))
+            real_stdout.write(json.dumps(out, ensure_ascii=True))  # ASCII: safe whatever stdout's encoding and the text
             real_stdout.flush()
     except BudgetExceeded:
         started = spawn_catch_up(get_settings(), raw, session_key(inp.session_id), sys.argv[1:]) if inp else False
