@@ -368,11 +368,9 @@ _LATIN = ("en", "es", "fr", "de", "pt", "it", "nl", "pl", "tr", "id", "vi", "cs"
 
 @lru_cache(maxsize=1)
 def _identifier():
-    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+    from stream.adapters.langid_model import load_identifier  # py3langid's, from a decompressed cached copy
 
-    ident = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
-    ident.set_languages(list(_LATIN))
-    return ident
+    return load_identifier(_LATIN)
 
 
 @lru_cache(maxsize=65_536)

@@ -102,7 +102,7 @@ def claude_code(match_threshold: float | None, alert_uncertain: bool, judge_prec
         finally:
             limit.disarm()
         if out is not None:
-            real_stdout.write(json.dumps(out, ensure_ascii=False))
+            real_stdout.write(json.dumps(out, ensure_ascii=True))  # ASCII: safe whatever stdout's encoding and the text
             real_stdout.flush()
     except BudgetExceeded:
         started = spawn_catch_up(get_settings(), raw, session_key(inp.session_id), sys.argv[1:]) if inp else False
@@ -208,10 +208,21 @@ def install_cmd(user: bool, project: str | None, local: str | None, settings_fil
         fail(str(exc), code=1)
     print("\n".join(report_lines))
     if not dry_run:
+        _warm_language_model()
         print("Claude Code reads the change itself (running sessions too). Alerts: `checkpoint-guard tail`; "
               "state: `checkpoint-guard hooks status`; undo: `checkpoint-guard hooks uninstall"
               + ("" if scope == "user" else f" --{scope} {path.parent.parent}" if scope != "file" else f" --settings-file {path}") + "`.")
     raise SystemExit(0)
+
+
+def _warm_language_model() -> None:
+    """Build the rules judge's cached language model now, so that no hook call after a compaction has to."""
+    try:
+        from stream.adapters.cues import _identifier
+
+        _identifier()
+    except Exception:  # noqa: BLE001 - only a warm-up: the first call that needs the model builds it
+        pass
 
 
 @hooks.command(name="uninstall")

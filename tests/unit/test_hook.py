@@ -137,6 +137,22 @@ def test_after_each_compaction_the_hook_hands_back_exactly_the_engines_dropped_s
         assert "typed by the user" in context
 
 
+def test_the_text_handed_back_is_ascii_escaped_json_whatever_the_rule_and_stdouts_encoding(tmp_path):
+    rule = "Never push to the “main” branch of Zoë’s \u672c\u756a repo \U0001f6ab \\n \\\" } \u2014 ask first."
+    records = synthetic_session("5e55a000-0000-4000-8000-0000000000a5", turns=14, compact_every=12)
+    for r in records:  # the user says the rule in non-ASCII words; the summary quotes the old ASCII ones
+        if r["type"] == "user" and isinstance(r["message"]["content"], str) and not r.get("isCompactSummary"):
+            r["message"]["content"] = r["message"]["content"].replace("Never push to the main branch.", rule)
+    source = write_jsonl(records, tmp_path / "source" / "5e55a000-0000-4000-8000-0000000000a5.jsonl")
+    player = Player(source, tmp_path / "projects" / source.name, env_for(tmp_path, PYTHONIOENCODING="ascii"))
+    player.play()
+    assert_protocol_kept(player)
+    [start] = [c for c in player.calls if c.event == "SessionStart"]
+    assert start.stdout.isascii() and start.stdout.lstrip().startswith("{")
+    [said] = [t for t in raw_texts(batch(source, env_for(tmp_path))).values() if not t.isascii()]
+    assert said.startswith("Never push to the “main” branch") and f"\"{said}\"" in start.context
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.glob("*.jsonl")))
 def test_every_claude_code_fixture_played_forward_gives_the_batch_events(tmp_path, name):
     player = play(tmp_path, FIXTURES / name)

@@ -54,6 +54,8 @@ def test_install_on_a_clean_home_writes_working_entries_and_uninstall_removes_th
     assert proc.returncode == 0, proc.stderr
     path = tmp_path / "home" / ".claude" / "settings.json"
     assert f"{path} (user): created" in proc.stdout
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or tmp_path / "home" / ".cache") / "checkpoint-guard" / "langid"
+    assert list(cache.glob("model-*.bin")), "install builds the judge's language model cache"
     data = json.loads(path.read_text())
     assert set(data) == {"hooks"} and set(data["hooks"]) == {e for e, _, _ in HOOK_EVENTS}
     session_start = data["hooks"]["SessionStart"][0]
