@@ -481,6 +481,29 @@ def language_of(line: str) -> str:
     return "en" if english else "und"
 
 
+def main_language(langs: list[str]) -> str:
+    """The language of a message from its lines' languages: another language than English that most of the lines
+    told (at least half of them) is the message's; else English."""
+    told = [lang for lang in langs if lang != "und"]
+    other = sorted({lang for lang in told if lang != "en"})
+    if not other:
+        return "en"
+    best = max(other, key=told.count)
+    return best if told.count(best) * 2 >= len(told) else "en"
+
+
+def language_in(line: str, main: str) -> str:
+    """The language of one line of a message whose language is ``main``: a line too short to tell (a plan bullet
+    "Sin dependencias nuevas") or not plainly English is read in the message's language."""
+    lang = language_of(line)
+    if main == "en" or lang not in ("en", "und"):
+        return lang
+    words = re.findall(r"[^\W\d_]+(?:'[^\W\d_]+)?", _CODE.sub(" ", line).lower())
+    if lang == "en" and words and sum(w in _ENGLISH_WORDS for w in words) * 3 >= len(words):
+        return "en"
+    return main
+
+
 _FUNCTION_WORDS = {
     "fr": frozenset("le la les de des du une et est pas ne que qui pour dans sur avec au aux ce cette ces".split()),
     "es": frozenset("el los las de del una y es que para con por pero como esto esta este".split()),

@@ -219,13 +219,15 @@ class RulesJudge:
 
     def _read_uncached(self, text: str, channel: str, question: str | None) -> _Read:
         source = _SOURCE.get(channel, "user")
+        lines = [(line, item or source == "plan") for line, _s, _d, item, _b in prose_lines(text, source=source)]
+        main = cues.main_language([cues.language_of(line) for line, _ in lines])
         by_lang: dict[str, list[tuple[str, bool]]] = {}
-        for line, _section, _descriptive, item, _block in prose_lines(text, source=source):
-            by_lang.setdefault(cues.language_of(line), []).append((line, item or source == "plan"))
+        for line, item in lines:
+            by_lang.setdefault(cues.language_in(line, main), []).append((line, item))
         rules: dict[str, tuple[Prohibition, str]] = {}
         if any(lang in ("en", "und") for lang in by_lang):
             for p in self.matcher.prohibitions(text, source=source, about=question):
-                lang = cues.language_of(p.text)
+                lang = cues.language_in(p.text, main)
                 if lang in ("en", "und"):
                     rules.setdefault(p.id, (p, "en"))
         skipped = []
