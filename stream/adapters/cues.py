@@ -105,7 +105,9 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ("keep-as-is", "preserve", "medium",
              r"(?:その|この)?ままに?して(?:ください|下さい|おいて)?|そのままで(?:いい|お願い|残)|を?維持して|を?残して(?:ください|下さい|おいて)|変更しないで"),
             ("later", "defer", "medium", r"(?:後で|あとで|後回しに|次回|今度)(?:に)?(?:して|しましょう|します|でいい|やる)"),
-            ("ask-first", "restraint", "medium", r"(?:前に|まず|先に)(?:確認|相談)して|確認してから|私が(?:やる|やります|します)"),
+            ("ask-first", "restraint", "medium", r"(?:前に|まず|先に)(?:確認|相談)して|確認してから|私が(?:やる|やります|します)"
+                                                 r"|(?:承認|確認|許可)を(?:待って|得てから|取ってから)"),
+            ("skip-for-now", "defer", "medium", r"(?:今は|いったん|一旦|とりあえず)(?:スキップ|保留|後回し|やらない)"),
             ("neg-item", "explicit", "medium",
              r"(?:変更|修正|追加|削除|導入|使用|編集|作成|実装|公開|コミット|プッシュ|マージ|リネーム|リファクタ\w*)(?:は|を)?(?:し|せ)(?:ない|ず|ません)(?:こと|ように)?\s*[。.]?\s*$"
              r"|(?:触ら|使わ|変え|消さ|入れ|書か|いじら|壊さ|増やさ|足さ|加え|動かさ|戻さ|作ら|残さ)(?:ない|ず|ません)(?:こと|ように)?\s*[。.]?\s*$"
@@ -125,7 +127,11 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ("must-not", "explicit", "medium", r"(?:不能|不可以|不可)(?:再|随便|隨便|擅自|直接)?[改删刪动動加提推用碰写寫换換]"),
             ("keep-as-is", "preserve", "medium", r"保持|保留|维持|維持|(?:不要|别|別)(?:动|動)|原样|原樣"),
             ("later", "defer", "medium", r"(?:先|暂时|暫時|暂且)(?:不|别|別|不要)|以后再|之后再|稍后再|下次再|以後再|之後再"),
-            ("ask-first", "restraint", "medium", r"(?:先|事先)(?:问|問|确认|確認|征求)我|经过我|經過我|我(?:自己|亲自|親自)来"),
+            ("ask-first", "restraint", "medium",
+             r"(?:先|事先)(?:问|問|确认|確認|征求)我|(?:先|事先)(?:给|給|跟|和|让|讓)我(?:确认|確認|看|过目|過目|审|審)|"
+             r"(?:之前|以前)(?:先)?(?:问|問|确认|確認)(?:一下)?我|经过我|經過我|等我(?:确认|確認|同意)|我(?:自己|亲自|親自)来"),
+            ("skip-for-now", "defer", "medium", r"(?:暂时|暫時|先)(?:跳过|跳過|不做|搁置|擱置|不管)"),
+            ("rather-than", "contrastive", "medium", r"而(?:不是|非)\S"),
             ("neg-item", "explicit", "medium",
              r"^(?:[\w`./-]+\s*)?(?:不|无|無|勿|禁止|避免)(?:再|要|得)?(?:修改|改动|改動|改变|改變|更改|引入|添加|增加|新增|删除|刪除|移除|使用|触碰|觸碰|重写|重寫|"
              r"重构|重構|提交|推送|合并|合併|依赖|依賴|动|動|碰|改|加|删|刪)", "item"),
@@ -170,6 +176,9 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ("later", "defer", "medium", r"\b(?:déjalo|dejalo|deja\s+\w+)\s+para\s+(?:después|luego|más\s+tarde)\b"),
             ("neg-item", "explicit", "medium",
              r"^(?:\W*)(?:no\s+(?:se\s+)?(?:\w+(?:ar|er|ir)|\w+(?:ará|erá|irá)n?)\b|sin\s+\w|nada\s+de\s+\w|ningun[oa]?s?\s+\w|ningún\s+\w|nunca\s+\w)", "item"),
+            ("ask-first", "restraint", "medium",
+             r"\bespera\s+(?:mi\s+(?:confirmación|aprobación|visto\s+bueno|ok)|a\s+que\s+(?:te\s+)?(?:confirme|apruebe))\b"
+             r"|\b(?:pregúntame|consúltame)\s+antes\b|\blo\s+hago\s+yo\b"),
         ],
         "veto": [
             ("question", r"[?¿]"),
@@ -192,6 +201,9 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ("later", "defer", "medium", r"\b(?:deixe|deixa)\s+(?:isso|isto|\w+)\s+para\s+(?:depois|mais\s+tarde)\b"),
             ("neg-item", "explicit", "medium",
              r"^(?:\W*)(?:não\s+(?:se\s+)?(?:\w+(?:ar|er|ir)|\w+(?:ará|erá|irá)|\w+(?:e|a))\b|sem\s+\w|nenhum[a]?s?\s+\w|nunca\s+\w)", "item"),
+            ("ask-first", "restraint", "medium",
+             r"\bespere\s+(?:a\s+)?minha\s+(?:aprovação|confirmação|validação)\b|\b(?:pergunte[- ]me|me\s+pergunte|me\s+consulte)\s+antes\b"
+             r"|\beu\s+mesmo\s+faço\b"),
         ],
         "veto": [
             ("question", r"\?"),
@@ -206,13 +218,17 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
              r"\w+[sz]?\s+(?:pas|jamais|rien|plus)\b"),
             ("merci-de-ne-pas", "explicit", "high", r"\bmerci\s+de\s+ne\s+(?:pas|jamais)\b|\b(?:il\s+ne\s+faut|tu\s+ne\s+dois|vous\s+ne\s+devez)\s+(?:pas|jamais)\b"
                                                    r"|\bje\s+ne\s+veux\s+pas\s+que\s+(?:tu|vous)\b"),
-            ("pas-de", "explicit", "medium", r"^(?:et\s+)?(?:surtout\s+)?(?:pas|jamais)\s+(?:de\s+|d['’])\w"),
+            ("pas-de", "explicit", "medium", r"(?:^|[,;]\s*)(?:et\s+)?(?:surtout\s+)?(?:pas|jamais)\s+(?:de\s+|d['’])\w"),
+            ("on-va-pas", "explicit", "medium", r"^(?:non,?\s*)?(?:on|nous)\s+(?:ne\s+)?(?:va|allons)\s+pas\s+\w"),
             ("avoid", "explicit", "high", r"^(?:merci\s+d['’]|s'il\s+te\s+plaît,?\s*)?évit(?:e|ez|er)\s+(?:de\s+|d['’])?\w|\binterdit\b"),
             ("keep-as-is", "preserve", "medium",
              r"\b(?:garde|gardez|conserve|conservez|laisse|laissez)\b.{0,40}?\b(?:tel(?:le)?s?\s+quel(?:le)?s?|intact\w*|inchangé\w*|comme\s+(?:ça|c'est))\b"
              r"|^(?:s'il\s+te\s+plaît,?\s*)?(?:garde|gardez|conserve|conservez)\s+(?:le|la|les|l['’])\s*\w"),
             ("neg-item", "explicit", "medium",
              r"^(?:\W*)(?:ne\s+(?:pas|jamais|rien)\s+\w|n['’]?\s*\w+\s+(?:pas|jamais|aucun\w*)\b|pas\s+(?:de|d['’])\s*\w|aucun\w*\s+\w|sans\s+\w|jamais\s+(?:de\s+)?\w)", "item"),
+            ("ask-first", "restraint", "medium",
+             r"\battends?\s+(?:ma|mon|mes)\s+(?:validation|accord|feu\s+vert|confirmation|retour|go)\b|\bdemande[sz]?[- ]moi\s+avant\b"
+             r"|\bavant\s+de\s+\w+.{0,40}?,\s*demande[sz]?[- ]moi\b|\bje\s+(?:le\s+)?ferai\s+moi[- ]même\b"),
         ],
         "veto": [
             ("question", r"\?"),
@@ -238,6 +254,9 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ("neg-item", "explicit", "medium",
              r"^(?:\W*)(?:(?:und\s+)?keine?[nmrs]?\s+\w|ohne\s+\w|nicht\s+\w|niemals\s+\w|nie\s+\w)"
              r"|\b(?:nicht|nie|niemals)\s+(?:\S+\s+){0,3}?\w+(?:en|ern|eln)\s*[.]?\s*$|\bbleib(?:t|en)\s+(?:\S+\s+){0,2}?unverändert\b", "item"),
+            ("ask-first", "restraint", "medium",
+             r"\bwarte\s+auf\s+(?:mein|meine)\s+(?:ok|okay|freigabe|bestätigung|zustimmung|go)\b|\bfrag\s+mich\s+(?:vorher|zuerst|bevor)\b"
+             r"|\bmach\s+(?:das|ich)\s+selbst\b|\bdas\s+mache\s+ich\s+selbst\b"),
         ],
         "veto": [
             ("question", r"\?"),
@@ -257,6 +276,8 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ("keep-as-is", "preserve", "medium", r"\b(?:оставь|оставьте|сохрани|сохраните)\b.{0,40}?\b(?:как\s+есть|без\s+изменений)\b"),
             ("neg-item", "explicit", "medium",
              r"^(?:\W*)(?:не\s+\w+(?:ать|ять|еть|ить|уть|ти)(?:ся)?\b|без\s+\w|никаких\s+\w|никогда\s+не\b)", "item"),
+            ("ask-first", "restraint", "medium",
+             r"\bспроси\s+(?:меня\s+)?(?:сначала|перед|прежде)|\bжди\s+моего\s+(?:подтверждения|одобрения|ок)|\bя\s+сам\s+(?:сделаю|это\s+сделаю)"),
         ],
         "veto": [
             ("question", r"\?"),
@@ -278,6 +299,8 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ("later", "defer", "medium", r"\b(?:lascia(?:lo)?|rimanda(?:lo)?)\s+(?:\w+\s+)?(?:a\s+dopo|per\s+dopo|più\s+tardi)\b"),
             ("neg-item", "explicit", "medium",
              r"^(?:\W*)(?:non\s+(?:si\s+)?\w+(?:are|ere|ire)\b|senza\s+\w|nessun[oa]?\s+\w|mai\s+\w)", "item"),
+            ("ask-first", "restraint", "medium",
+             r"\baspetta\s+(?:la\s+)?mia\s+(?:conferma|approvazione)\b|\bchiedimi\s+prima\b|\blo\s+faccio\s+io\b"),
         ],
         "veto": [
             ("question", r"\?"),
@@ -354,6 +377,8 @@ DROP_CUES: tuple[Cue, ...] = (
         "(typed rules survive their first compaction in that list: weak)", "low"),
     Cue("not-quoted-no-trace", "*", "drop", None, "the same, and nothing of the rule is left anywhere in the summary (no code "
         "name; in English, under a third of its naming words)", "medium"),
+    Cue("not-quoted-long-no-trace", "*", "drop", None, "a long message's rule the list does not quote and of which nothing is "
+        "left anywhere in the summary", "low"),
     Cue("not-quoted-long", "*", "drop", None, "the same for a long message (lists describe long messages, not quote them)", "low"),
     Cue("unmatched", "*", "drop", None, "nothing in the summary states it", "medium"),
     Cue("uncertain", "en", "drop", None, "only a partial restatement (dropped at the recall end only)", "low"),
@@ -411,8 +436,8 @@ PRECISION_LEVELS: dict[str, Level] = {
     "precise": Level("precise", frozenset({"high", "medium"}), _PRECISE,
                      _PRECISE - {"removed", "unmatched", "not-quoted-no-trace"}, False),
     "balanced": Level("balanced", frozenset(STRENGTHS), _BALANCED, _BALANCED - {"removed", "unmatched"}, False),
-    "recall": Level("recall", frozenset(STRENGTHS), _BALANCED | {"uncertain", "not-quoted-long"},
-                    _BALANCED | {"not-quoted-long"}, True),
+    "recall": Level("recall", frozenset(STRENGTHS), _BALANCED | {"uncertain", "not-quoted-long", "not-quoted-long-no-trace"},
+                    _BALANCED | {"not-quoted-long", "not-quoted-long-no-trace"}, True),
 }
 DEFAULT_PRECISION = "precise"
 

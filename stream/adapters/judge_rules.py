@@ -314,7 +314,7 @@ class RulesJudge:
             return "plan-no-trace" if no_trace else "plan-unstated"
         if c.channel in _USER_WORDS and now.lists_user_messages:
             if len(c.text) > QUOTABLE:
-                return "not-quoted-long"
+                return "not-quoted-long-no-trace" if no_trace else "not-quoted-long"
             return "not-quoted-no-trace" if no_trace else "not-quoted"
         return "unmatched"
 

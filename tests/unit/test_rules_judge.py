@@ -198,8 +198,9 @@ def test_a_rule_missing_from_a_user_message_list_alerts_at_precise_only_when_not
     assert judge_one(short, traced) == [(short, True, "below-precision:not-quoted")]  # its words are still there
     assert judge_one(short, traced, precision="balanced") == [(short, False, "not-quoted")]
     long = "Here is the whole spec of the exporter. " * 12 + "don't rename the config keys."
-    assert judge_one(long, SUMMARY_2) == [("don't rename the config keys", True, "below-precision:not-quoted-long")]
-    assert judge_one(long, SUMMARY_2, precision="recall") == [("don't rename the config keys", False, "not-quoted-long")]
+    assert judge_one(long, SUMMARY_2) == [("don't rename the config keys", True, "below-precision:not-quoted-long-no-trace")]
+    assert judge_one(long, SUMMARY_2, precision="balanced")[0][1] is True
+    assert judge_one(long, SUMMARY_2, precision="recall") == [("don't rename the config keys", False, "not-quoted-long-no-trace")]
 
 
 def test_an_opaque_summary_carries_nothing_and_says_so():
