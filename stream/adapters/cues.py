@@ -369,7 +369,8 @@ DROP_CUES: tuple[Cue, ...] = (
     Cue("unquoted-again", "*", "drop", None, "an earlier summary quoted the rule; this one neither quotes nor restates it, "
         "nor names any of its code names", "high"),
     Cue("unquoted-again-traced", "*", "drop", None, "the same, but this summary still names one of the rule's code names", "medium"),
-    Cue("removed", "en", "drop", None, "the summary names the thing while saying it was removed / replaced", "high"),
+    Cue("removed", "*", "drop", None, "the summary names the thing (in another language: a code name of the keep rule) while "
+        "saying it was removed / replaced", "high"),
     Cue("plan-no-trace", "*", "drop", None, "a rule of an approved plan with code names (files, identifiers, numbers) of "
         "which the summary names none", "high"),
     Cue("plan-unstated", "*", "drop", None, "a rule of an approved plan the summary does not state", "medium"),
@@ -433,9 +434,8 @@ _PRECISE = frozenset({"unquoted-again", "removed", "plan-no-trace", "not-quoted-
 _BALANCED = _PRECISE | {"unquoted-again-traced", "plan-unstated", "not-quoted"}
 #: The levels of the precision setting (``--judge-precision`` / ``CG_JUDGE_PRECISION``); measured in docs/REAL_LOGS.md.
 PRECISION_LEVELS: dict[str, Level] = {
-    "precise": Level("precise", frozenset({"high", "medium"}), _PRECISE,
-                     _PRECISE - {"removed", "unmatched", "not-quoted-no-trace"}, False),
-    "balanced": Level("balanced", frozenset(STRENGTHS), _BALANCED, _BALANCED - {"removed", "unmatched"}, False),
+    "precise": Level("precise", frozenset({"high", "medium"}), _PRECISE, _PRECISE - {"unmatched", "not-quoted-no-trace"}, False),
+    "balanced": Level("balanced", frozenset(STRENGTHS), _BALANCED, _BALANCED - {"unmatched"}, False),
     "recall": Level("recall", frozenset(STRENGTHS), _BALANCED | {"uncertain", "not-quoted-long", "not-quoted-long-no-trace"},
                     _BALANCED | {"not-quoted-long", "not-quoted-long-no-trace"}, True),
 }

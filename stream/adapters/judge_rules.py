@@ -291,6 +291,8 @@ class RulesJudge:
             quote = _code_name_kept(i.text, now.text, i.form == "preserve")
             if quote is not None:
                 return Carry(i.id, True, cue="code-name", quote=quote)
+            if i.form == "preserve" and _code_name_kept(i.text, now.text, removed=True) is not None:
+                matcher_cue = "removed"
         drop = self._drop_cue(i, c, lang, matcher_cue, now, before)
         allowed = self.level.drops if lang == "en" else self.level.foreign_drops
         if drop not in allowed and not (drop == "uncertain" and self.matcher.alert_uncertain):
@@ -351,15 +353,18 @@ _REMOVAL = re.compile(r"\b(?:remov\w*|delet\w*|dropp\w*|replac\w*|rewr[io]t\w*|r
                       r"substituíd\w*|rimoss\w*|sostituit\w*|удал[её]н\w*|замен[её]н\w*)\b|削除|置き換え|删除|删掉|替换|替換|삭제|제거|교체", re.I)
 
 
-def _code_name_kept(rule: str, summary: str, preserve: bool = False) -> str | None:
+def _code_name_kept(rule: str, summary: str, preserve: bool = False, removed: bool = False) -> str | None:
     """A summary sentence naming a code name of ``rule`` (a path, an identifier) next to a negation or keep word."""
     names = {m.group(1) or m.group(2) for m in _CODE_NAME.finditer(rule)}
     names = {n.strip() for n in names if n and len(n.strip()) >= 3}
     if not names:
         return None
     for sentence in re.split(r"(?<=[.!?。])\s+|\n", summary):
-        if any(n in sentence for n in names) and _NEGATION_OR_KEEP.search(sentence) and not (
-                preserve and _REMOVAL.search(sentence)):
+        if not any(n in sentence for n in names):
+            continue
+        if removed and _REMOVAL.search(sentence):
+            return sentence.strip()
+        if not removed and _NEGATION_OR_KEEP.search(sentence) and not (preserve and _REMOVAL.search(sentence)):
             return sentence.strip()
     return None
 
