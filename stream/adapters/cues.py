@@ -425,6 +425,7 @@ class Level:
     drops: frozenset[str]  # drop cues that alert (others count as carried)
     foreign_drops: frozenset[str]  # the same, for instructions read in another language than the summary's
     uncertain_drops: bool  # a partial restatement does not carry
+    high_only: frozenset[str] = frozenset()  # drop cues that alert only for a rule read by an instruction cue of strength high
 
 
 #: Precise: both decisions strong — an instruction cue of strength high or medium and a structural drop (a quote
@@ -435,7 +436,8 @@ _BALANCED = _PRECISE | {"unquoted-again-traced", "plan-unstated", "not-quoted"}
 #: The levels of the precision setting (``--judge-precision`` / ``CG_JUDGE_PRECISION``); measured in docs/REAL_LOGS.md.
 PRECISION_LEVELS: dict[str, Level] = {
     "precise": Level("precise", frozenset({"high", "medium"}), _PRECISE, _PRECISE - {"unmatched", "not-quoted-no-trace"}, False),
-    "balanced": Level("balanced", frozenset(STRENGTHS), _BALANCED, _BALANCED - {"unmatched"}, False),
+    "balanced": Level("balanced", frozenset(STRENGTHS), _BALANCED | {"not-quoted-long"}, _BALANCED - {"unmatched"}, False,
+                      frozenset({"not-quoted-long"})),
     "recall": Level("recall", frozenset(STRENGTHS), _BALANCED | {"uncertain", "not-quoted-long", "not-quoted-long-no-trace"},
                     _BALANCED | {"not-quoted-long", "not-quoted-long-no-trace"}, True),
 }

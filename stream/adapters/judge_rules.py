@@ -295,6 +295,8 @@ class RulesJudge:
                 matcher_cue = "removed"
         drop = self._drop_cue(i, c, lang, matcher_cue, now, before)
         allowed = self.level.drops if lang == "en" else self.level.foreign_drops
+        if drop in self.level.high_only and cues.strength_of(i.cue) != "high":
+            allowed = frozenset()
         if drop not in allowed and not (drop == "uncertain" and self.matcher.alert_uncertain):
             return Carry(i.id, True, cue=f"below-precision:{drop}",
                          reason=f"not stated, but a '{drop}' drop does not alert at precision '{self.level.name}'")

@@ -349,3 +349,21 @@ def test_a_summary_that_names_a_kept_thing_while_saying_it_was_removed_does_not_
     assert judge_one(rule, "Summary: legacy_export.py was kept unchanged.")[0][1:] == (True, "code-name")
     assert judge_one(rule, "Summary: removed legacy_export.py and its tests.")[0][1:] == (False, "removed")
     assert judge_one(rule, "Summary: the report page was restyled.")[0][1:] == (True, "below-precision:unmatched")
+
+
+def test_the_instructions_of_a_prompt_the_user_writes_for_another_model_are_not_read():
+    text = ("## Step 2: the triage agent\n\n- Model: a small one\n- Do not give it web search\n\nSystem Prompt:\n\n"
+            "  You sort tickets.\n  Rules:\n  - Never reply to the customer\n\nAfter that, do not touch the billing agent.\n")
+    assert [t for t, _, _ in read(text)] == ["Do not give it web search", "After that, do not touch the billing agent"]
+    assert [t for t, _, _ in read("Prompt système :\n  Ne réponds jamais au client.\n")] == []
+
+
+def test_a_long_messages_rule_the_list_does_not_quote_alerts_at_balanced_only_for_a_strong_instruction_cue():
+    spec = "This is the spec of the importer, section by section. " * 10
+    strong = spec + "Do not touch the ledger tables."
+    summary = SUMMARY_2 + "\n7. Pending Tasks:\n   - finish the importer spec: the ledger tables come next\n"
+    assert judge_one(strong, summary) == [("Do not touch the ledger tables", True, "below-precision:not-quoted-long")]
+    assert judge_one(strong, summary, precision="balanced")[0][1:] == (False, "not-quoted-long")
+    medium = spec + "Keep the existing ledger tables."
+    assert judge_one(medium, summary, precision="balanced") == [
+        ("Keep the existing ledger tables", True, "below-precision:not-quoted-long")]
