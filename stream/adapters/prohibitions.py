@@ -169,6 +169,13 @@ _PASTE_LEAD = re.compile(
     re.IGNORECASE,
 )
 _PASTE_TITLE = re.compile(r"^(?:title|subject)\s*:\s+\S", re.IGNORECASE)
+#: A long user-side message that opens by casting its reader in a role ("You are the coordinator of ...") is a prompt
+#: template a tool wrote (a swarm launcher, a command file), not the user's typed words.
+_ROLE_OPENING = re.compile(
+    r"^\W{0,6}(?:(?:you\s+are|you're|you\s+will\s+act\s+as|act\s+as)\s+(?:a|an|the)|tu\s+es\s+(?:un|une|le|la)|vous\s+êtes\s+(?:un|une|le|la)|"
+    r"du\s+bist\s+(?:ein|eine|der|die|das)|eres\s+(?:un|una|el|la)|sei\s+(?:un|una|il|la)|você\s+é\s+(?:um|uma|o|a)|ты\s+—?\s*\w+)\s+\w"
+    r"|^\W{0,6}(?:あなたは|你是|당신은)", re.IGNORECASE | re.MULTILINE)
+_PROMPT_MESSAGE_CHARS = 2_000
 #: A lead-in to a prompt the user writes for another model (an agent being built): the indented lines under it are
 #: that model's instructions, not the user's to this agent ("System Prompt:", "Description for Orchestrator routing:").
 _PROMPT_LEAD = re.compile(
@@ -231,6 +238,8 @@ def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, 
         return
     if any(text.lstrip().startswith(p) for p in _NOT_WORDS) or _PASTE_OPENING.match(text.lstrip()):
         return
+    if source == "user" and len(text) > _PROMPT_MESSAGE_CHARS and _ROLE_OPENING.search(text[:600]):
+        return  # a long prompt that casts the agent in a role: a template or another tool's text, not typed words
     text = _WRAPPER.sub("\n", text)
     text = _ARGS.sub("\n", text)
     if source == "plan":

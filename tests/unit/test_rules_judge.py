@@ -367,3 +367,11 @@ def test_a_long_messages_rule_the_list_does_not_quote_alerts_at_balanced_only_fo
     medium = spec + "Keep the existing ledger tables."
     assert judge_one(medium, summary, precision="balanced") == [
         ("Keep the existing ledger tables", True, "below-precision:not-quoted-long")]
+
+
+def test_a_long_prompt_that_casts_the_agent_in_a_role_is_a_template_not_the_users_words():
+    template = ("SWARM LAUNCHER\n\nYou are the lead coordinator of a team of workers.\n\n"
+                + "- assign the next task to a free worker\n" * 60 + "\n❌ NEVER let a worker idle\n")
+    assert len(template) > 2000 and read(template) == []
+    typed = "You are right, the first fix was wrong. Never push to main without asking.\n" + "- a note of mine\n" * 130
+    assert [t for t, _, _ in read(typed)] == ["Never push to main without asking"]
