@@ -430,16 +430,17 @@ class Level:
 
 #: Precise: both decisions strong — an instruction cue of strength high or medium and a structural drop (a quote
 #: lost with no code name left, a plan rule none of whose code names is left, a keep rule whose thing was removed),
-#: or, for an English rule and a summary with no list of the user's messages (OpenHands), no restatement at all.
+#: or, for an English rule and a summary with no list of the user's messages (OpenHands), no restatement at all; and a
+#: long message's rule the summary's list does not quote, only when a *high* cue read it (tuning fold T: 34 / 2).
 _PRECISE = frozenset({"unquoted-again", "removed", "plan-no-trace", "not-quoted-no-trace", "unmatched"})
-_BALANCED = _PRECISE | {"unquoted-again-traced", "plan-unstated", "not-quoted"}
+_LONG = frozenset({"not-quoted-long", "not-quoted-long-no-trace"})
+_BALANCED = _PRECISE | _LONG | {"unquoted-again-traced", "plan-unstated", "not-quoted"}
 #: The levels of the precision setting (``--judge-precision`` / ``CG_JUDGE_PRECISION``); measured in docs/REAL_LOGS.md.
 PRECISION_LEVELS: dict[str, Level] = {
-    "precise": Level("precise", frozenset({"high", "medium"}), _PRECISE, _PRECISE - {"unmatched", "not-quoted-no-trace"}, False),
-    "balanced": Level("balanced", frozenset(STRENGTHS), _BALANCED | {"not-quoted-long"}, _BALANCED - {"unmatched"}, False,
-                      frozenset({"not-quoted-long"})),
-    "recall": Level("recall", frozenset(STRENGTHS), _BALANCED | {"uncertain", "not-quoted-long", "not-quoted-long-no-trace"},
-                    _BALANCED | {"not-quoted-long", "not-quoted-long-no-trace"}, True),
+    "precise": Level("precise", frozenset({"high", "medium"}), _PRECISE | _LONG,
+                     _PRECISE - {"unmatched", "not-quoted-no-trace"} | _LONG, False, _LONG),
+    "balanced": Level("balanced", frozenset(STRENGTHS), _BALANCED, _BALANCED - {"unmatched"}, False),
+    "recall": Level("recall", frozenset(STRENGTHS), _BALANCED | {"uncertain"}, _BALANCED, True),
 }
 DEFAULT_PRECISION = "precise"
 
