@@ -33,6 +33,7 @@ class Cue:
     pattern: str  # the regex, or a short statement of the structural test
     strength: str = "medium"
     note: str = ""
+    scope: str = "any"  # instruction cues: "any" line, or "item" (a list item or a plan's line only)
 
 
 def _en(name: str, form: str, strength: str, pattern: str, note: str) -> Cue:
@@ -104,7 +105,13 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ("keep-as-is", "preserve", "medium",
              r"(?:その|この)?ままに?して(?:ください|下さい|おいて)?|そのままで(?:いい|お願い|残)|を?維持して|を?残して(?:ください|下さい|おいて)|変更しないで"),
             ("later", "defer", "medium", r"(?:後で|あとで|後回しに|次回|今度)(?:に)?(?:して|しましょう|します|でいい|やる)"),
-            ("ask-first", "restraint", "medium", r"(?:前に|まず|先に)(?:確認|相談)して|確認してから|私が(?:やる|やります|します)"),
+            ("ask-first", "restraint", "medium", r"(?:前に|まず|先に)(?:確認|相談)して|確認してから|私が(?:やる|やります|します)"
+                                                 r"|(?:承認|確認|許可)を(?:待って|得てから|取ってから)"),
+            ("skip-for-now", "defer", "medium", r"(?:今は|いったん|一旦|とりあえず)(?:スキップ|保留|後回し|やらない)"),
+            ("neg-item", "explicit", "medium",
+             r"(?:変更|修正|追加|削除|導入|使用|編集|作成|実装|公開|コミット|プッシュ|マージ|リネーム|リファクタ\w*)(?:は|を)?(?:し|せ)(?:ない|ず|ません)(?:こと|ように)?\s*[。.]?\s*$"
+             r"|(?:触ら|使わ|変え|消さ|入れ|書か|いじら|壊さ|増やさ|足さ|加え|動かさ|戻さ|作ら|残さ)(?:ない|ず|ません)(?:こと|ように)?\s*[。.]?\s*$"
+             r"|(?:は|の)?(?:なし|無し)\s*[。.)）]?\s*$|禁止\s*[。.]?\s*$", "item"),
         ],
         "veto": [
             ("question", r"[?？]\s*$|(?:ですか|ますか|でしょうか|かな)\s*[。]?\s*$"),
@@ -120,7 +127,14 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ("must-not", "explicit", "medium", r"(?:不能|不可以|不可)(?:再|随便|隨便|擅自|直接)?[改删刪动動加提推用碰写寫换換]"),
             ("keep-as-is", "preserve", "medium", r"保持|保留|维持|維持|(?:不要|别|別)(?:动|動)|原样|原樣"),
             ("later", "defer", "medium", r"(?:先|暂时|暫時|暂且)(?:不|别|別|不要)|以后再|之后再|稍后再|下次再|以後再|之後再"),
-            ("ask-first", "restraint", "medium", r"(?:先|事先)(?:问|問|确认|確認|征求)我|经过我|經過我|我(?:自己|亲自|親自)来"),
+            ("ask-first", "restraint", "medium",
+             r"(?:先|事先)(?:问|問|确认|確認|征求)我|(?:先|事先)(?:给|給|跟|和|让|讓)我(?:确认|確認|看|过目|過目|审|審)|"
+             r"(?:之前|以前)(?:先)?(?:问|問|确认|確認)(?:一下)?我|经过我|經過我|等我(?:确认|確認|同意)|我(?:自己|亲自|親自)来"),
+            ("skip-for-now", "defer", "medium", r"(?:暂时|暫時|先)(?:跳过|跳過|不做|搁置|擱置|不管)"),
+            ("rather-than", "contrastive", "medium", r"而(?:不是|非)\S"),
+            ("neg-item", "explicit", "medium",
+             r"^(?:[\w`./-]+\s*)?(?:不|无|無|勿|禁止|避免)(?:再|要|得)?(?:修改|改动|改動|改变|改變|更改|引入|添加|增加|新增|删除|刪除|移除|使用|触碰|觸碰|重写|重寫|"
+             r"重构|重構|提交|推送|合并|合併|依赖|依賴|动|動|碰|改|加|删|刪)", "item"),
         ],
         "veto": [
             ("question", r"[吗嗎呢？?]\s*$|是否|要不要|能不能|可不可以"),
@@ -136,6 +150,9 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ("keep-as-is", "preserve", "medium", r"유지(?:해|하세요|해\s*주세요|할\s*것|합니다)|그대로\s*(?:둬|두세요|두고|놔|유지)"),
             ("later", "defer", "medium", r"(?:나중에|다음에)\s*(?:하자|할게|해|하세요|합시다)"),
             ("ask-first", "restraint", "medium", r"먼저\s*(?:물어|확인|상의)|(?:제가|내가)\s*(?:직접|할게|하겠)"),
+            ("neg-item", "explicit", "medium",
+             r"(?:하|건드리|바꾸|변경하|수정하|추가하|삭제하|사용하|도입하|만들|커밋하|푸시하|고치|쓰)지\s*(?:않(?:음|기|는다|습니다|도록)|말\s*것|말기)"
+             r"|(?:변경|수정|추가|삭제|사용|도입)\s*(?:금지|없음|안\s*함)\s*[.]?\s*$", "item"),
         ],
         "veto": [
             ("question", r"[?？]\s*$|(?:까|나요|니|냐)\s*$"),
@@ -157,6 +174,11 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
              r"\b(?:mantén|mantenga|mantener|conserva|conserve|deja|deje|dejar)\b.{0,40}?\b(?:como\s+está|igual|intact[oa]s?|sin\s+cambios)\b"
              r"|^(?:por\s+favor,?\s*)?(?:mantén|mantenga|conserva|conserve)\s+(?:el|la|los|las)\s+\w"),
             ("later", "defer", "medium", r"\b(?:déjalo|dejalo|deja\s+\w+)\s+para\s+(?:después|luego|más\s+tarde)\b"),
+            ("neg-item", "explicit", "medium",
+             r"^(?:\W*)(?:no\s+(?:se\s+)?(?:\w+(?:ar|er|ir)|\w+(?:ará|erá|irá)n?)\b|sin\s+\w|nada\s+de\s+\w|ningun[oa]?s?\s+\w|ningún\s+\w|nunca\s+\w)", "item"),
+            ("ask-first", "restraint", "medium",
+             r"\bespera\s+(?:mi\s+(?:confirmación|aprobación|visto\s+bueno|ok)|a\s+que\s+(?:te\s+)?(?:confirme|apruebe))\b"
+             r"|\b(?:pregúntame|consúltame)\s+antes\b|\blo\s+hago\s+yo\b"),
         ],
         "veto": [
             ("question", r"[?¿]"),
@@ -177,6 +199,11 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ("keep-as-is", "preserve", "medium",
              r"\b(?:mantenha|manter|mantém|preserve|conserve|deixe|deixa)\b.{0,40}?\b(?:como\s+está|igual|intact[oa]s?|sem\s+alteraç\w+)\b"),
             ("later", "defer", "medium", r"\b(?:deixe|deixa)\s+(?:isso|isto|\w+)\s+para\s+(?:depois|mais\s+tarde)\b"),
+            ("neg-item", "explicit", "medium",
+             r"^(?:\W*)(?:não\s+(?:se\s+)?(?:\w+(?:ar|er|ir)|\w+(?:ará|erá|irá)|\w+(?:e|a))\b|sem\s+\w|nenhum[a]?s?\s+\w|nunca\s+\w)", "item"),
+            ("ask-first", "restraint", "medium",
+             r"\bespere\s+(?:a\s+)?minha\s+(?:aprovação|confirmação|validação)\b|\b(?:pergunte[- ]me|me\s+pergunte|me\s+consulte)\s+antes\b"
+             r"|\beu\s+mesmo\s+faço\b"),
         ],
         "veto": [
             ("question", r"\?"),
@@ -191,11 +218,17 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
              r"\w+[sz]?\s+(?:pas|jamais|rien|plus)\b"),
             ("merci-de-ne-pas", "explicit", "high", r"\bmerci\s+de\s+ne\s+(?:pas|jamais)\b|\b(?:il\s+ne\s+faut|tu\s+ne\s+dois|vous\s+ne\s+devez)\s+(?:pas|jamais)\b"
                                                    r"|\bje\s+ne\s+veux\s+pas\s+que\s+(?:tu|vous)\b"),
-            ("pas-de", "explicit", "medium", r"^(?:et\s+)?(?:surtout\s+)?(?:pas|jamais)\s+(?:de\s+|d['’])\w"),
+            ("pas-de", "explicit", "medium", r"(?:^|[,;]\s*)(?:et\s+)?(?:surtout\s+)?(?:pas|jamais)\s+(?:de\s+|d['’])\w"),
+            ("on-va-pas", "explicit", "medium", r"^(?:non,?\s*)?(?:on|nous)\s+(?:ne\s+)?(?:va|allons)\s+pas\s+\w"),
             ("avoid", "explicit", "high", r"^(?:merci\s+d['’]|s'il\s+te\s+plaît,?\s*)?évit(?:e|ez|er)\s+(?:de\s+|d['’])?\w|\binterdit\b"),
             ("keep-as-is", "preserve", "medium",
              r"\b(?:garde|gardez|conserve|conservez|laisse|laissez)\b.{0,40}?\b(?:tel(?:le)?s?\s+quel(?:le)?s?|intact\w*|inchangé\w*|comme\s+(?:ça|c'est))\b"
              r"|^(?:s'il\s+te\s+plaît,?\s*)?(?:garde|gardez|conserve|conservez)\s+(?:le|la|les|l['’])\s*\w"),
+            ("neg-item", "explicit", "medium",
+             r"^(?:\W*)(?:ne\s+(?:pas|jamais|rien)\s+\w|n['’]?\s*\w+\s+(?:pas|jamais|aucun\w*)\b|pas\s+(?:de|d['’])\s*\w|aucun\w*\s+\w|sans\s+\w|jamais\s+(?:de\s+)?\w)", "item"),
+            ("ask-first", "restraint", "medium",
+             r"\battends?\s+(?:ma|mon|mes)\s+(?:validation|accord|feu\s+vert|confirmation|retour|go)\b|\bdemande[sz]?[- ]moi\s+avant\b"
+             r"|\bavant\s+de\s+\w+.{0,40}?,\s*demande[sz]?[- ]moi\b|\bje\s+(?:le\s+)?ferai\s+moi[- ]même\b"),
         ],
         "veto": [
             ("question", r"\?"),
@@ -218,6 +251,12 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ("keep-as-is", "preserve", "medium",
              r"\b(?:behalte|belasse|lass|lasse)\b.{0,40}?\b(?:bei|so|wie\s+(?:es|sie|er)\s+(?:ist|sind)|unverändert|in\s+ruhe)\b"
              r"|\b(?:beibehalten|unverändert\s+lassen)\b"),
+            ("neg-item", "explicit", "medium",
+             r"^(?:\W*)(?:(?:und\s+)?keine?[nmrs]?\s+\w|ohne\s+\w|nicht\s+\w|niemals\s+\w|nie\s+\w)"
+             r"|\b(?:nicht|nie|niemals)\s+(?:\S+\s+){0,3}?\w+(?:en|ern|eln)\s*[.]?\s*$|\bbleib(?:t|en)\s+(?:\S+\s+){0,2}?unverändert\b", "item"),
+            ("ask-first", "restraint", "medium",
+             r"\bwarte\s+auf\s+(?:mein|meine)\s+(?:ok|okay|freigabe|bestätigung|zustimmung|go)\b|\bfrag\s+mich\s+(?:vorher|zuerst|bevor)\b"
+             r"|\bmach\s+(?:das|ich)\s+selbst\b|\bdas\s+mache\s+ich\s+selbst\b"),
         ],
         "veto": [
             ("question", r"\?"),
@@ -235,11 +274,54 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ("never", "explicit", "high", r"\bникогда\s+не\b"),
             ("forbidden", "explicit", "medium", r"\b(?:запрещено|нельзя)\b"),
             ("keep-as-is", "preserve", "medium", r"\b(?:оставь|оставьте|сохрани|сохраните)\b.{0,40}?\b(?:как\s+есть|без\s+изменений)\b"),
+            ("neg-item", "explicit", "medium",
+             r"^(?:\W*)(?:не\s+\w+(?:ать|ять|еть|ить|уть|ти)(?:ся)?\b|без\s+\w|никаких\s+\w|никогда\s+не\b)", "item"),
+            ("ask-first", "restraint", "medium",
+             r"\bспроси\s+(?:меня\s+)?(?:сначала|перед|прежде)|\bжди\s+моего\s+(?:подтверждения|одобрения|ок)|\bя\s+сам\s+(?:сделаю|это\s+сделаю)"),
         ],
         "veto": [
             ("question", r"\?"),
             ("hedged", r"\b(?:может\s+быть|наверное|возможно|кажется)\b"),
             ("no-need", r"\bне\s+(?:нужно|надо|обязательно)\b"),
+        ],
+    },
+    "it": {
+        "instruction": [
+            ("neg-imperative", "explicit", "high",
+             r"\bnon\s+(?:(?:lo|la|li|le|ci|mi|ti|si|ne)\s+)?(?:toccare|modificare|cambiare|cancellare|eliminare|rimuovere|aggiungere|"
+             r"usare|utilizzare|fare|mettere|eseguire|installare|spostare|rompere|editare|rinominare|pubblicare|aggiornare|"
+             r"scrivere|riscrivere|committare|pushare|toccarlo|modificarlo|cambiarlo|toccate|modificate|cambiate)\b"),
+            ("never", "explicit", "high", r"\bmai\s+(?:(?:lo|la|li|le)\s+)?\w+are\b|\bnon\s+\w+are\s+mai\b"),
+            ("avoid", "explicit", "high", r"^(?:per\s+favore,?\s*)?evit(?:a|are|ate)\s+(?:di\s+)?\w|\bvietato\b"),
+            ("must-not", "explicit", "high", r"\bnon\s+(?:devi|dovresti|deve|devono|voglio\s+che)\b"),
+            ("keep-as-is", "preserve", "medium",
+             r"\b(?:mantieni|mantenere|conserva|lascia|lasciare)\b.{0,40}?\b(?:com['’]\s*è|invariat[oaie]|intatt[oaie]|così\s+com['’]\s*è)\b"),
+            ("later", "defer", "medium", r"\b(?:lascia(?:lo)?|rimanda(?:lo)?)\s+(?:\w+\s+)?(?:a\s+dopo|per\s+dopo|più\s+tardi)\b"),
+            ("neg-item", "explicit", "medium",
+             r"^(?:\W*)(?:non\s+(?:si\s+)?\w+(?:are|ere|ire)\b|senza\s+\w|nessun[oa]?\s+\w|mai\s+\w)", "item"),
+            ("ask-first", "restraint", "medium",
+             r"\baspetta\s+(?:la\s+)?mia\s+(?:conferma|approvazione)\b|\bchiedimi\s+prima\b|\blo\s+faccio\s+io\b"),
+        ],
+        "veto": [
+            ("question", r"\?"),
+            ("hedged", r"\b(?:forse|magari|penso\s+che|credo\s+che|non\s+so)\b"),
+            ("no-need", r"\bnon\s+(?:serve|è\s+necessario|c['’]è\s+bisogno|bisogna)\b"),
+        ],
+    },
+    "vi": {
+        "instruction": [
+            ("neg-imperative", "explicit", "high", r"(?:^|[,.;:!]\s*)(?:xin\s+|vui\s+lòng\s+|làm\s+ơn\s+)?(?:đừng|chớ|không\s+được|cấm)\s+\w"),
+            ("must-not", "explicit", "high", r"\b(?:không\s+được\s+phép|tuyệt\s+đối\s+không|nghiêm\s+cấm)\b"),
+            ("avoid", "explicit", "high", r"^(?:xin\s+|vui\s+lòng\s+)?tránh\s+\w"),
+            ("keep-as-is", "preserve", "medium", r"\b(?:giữ\s+nguyên|giữ\s+lại|không\s+thay\s+đổi)\b"),
+            ("later", "defer", "medium", r"\b(?:để\s+sau|làm\s+sau|để\s+lần\s+sau)\b"),
+            ("ask-first", "restraint", "medium", r"\b(?:hỏi\s+(?:tôi|mình|em|anh)\s+trước|(?:tôi|mình)\s+sẽ\s+tự\s+làm)\b"),
+            ("neg-item", "explicit", "medium", r"^(?:\W*)(?:không\s+\w|bỏ\s+qua\s+\w)", "item"),
+        ],
+        "veto": [
+            ("question", r"\?|\b(?:không\s*\?|chưa\s*\?|được\s+không)\s*$"),
+            ("hedged", r"\b(?:có\s+lẽ|có\s+thể|hình\s+như|chắc\s+là)\b"),
+            ("no-need", r"\bkhông\s+(?:cần|phải)\b"),
         ],
     },
 }
@@ -257,7 +339,8 @@ class ForeignTable:
 
 def _compile(lang: str, spec: dict[str, list[tuple[str, ...]]]) -> ForeignTable:
     flags = re.IGNORECASE | re.UNICODE
-    ins = tuple((Cue(n, lang, "instruction", f, pat, s), re.compile(pat, flags)) for n, f, s, pat in spec["instruction"])
+    ins = tuple((Cue(n, lang, "instruction", f, pat, s, scope=rest[0] if rest else "any"), re.compile(pat, flags))
+                for n, f, s, pat, *rest in spec["instruction"])
     veto = tuple((Cue(n, lang, "veto", None, pat), re.compile(pat, flags)) for n, pat in spec["veto"])
     return ForeignTable(lang, ins, veto)
 
@@ -283,11 +366,21 @@ CARRY_CUES: tuple[Cue, ...] = (
 )
 #: Why a summary is taken not to carry an instruction (the alert's reason).
 DROP_CUES: tuple[Cue, ...] = (
-    Cue("unquoted-again", "*", "drop", None, "an earlier summary quoted the rule; this one neither quotes nor restates it", "high"),
-    Cue("removed", "en", "drop", None, "the summary names the thing while saying it was removed / replaced", "high"),
-    Cue("not-quoted", "*", "drop", None, "the summary lists the user's messages since the last one and not this rule's", "medium"),
-    Cue("not-quoted-long", "*", "drop", None, "the same for a long message (lists describe long messages, not quote them)", "low"),
+    Cue("unquoted-again", "*", "drop", None, "an earlier summary quoted the rule; this one neither quotes nor restates it, "
+        "nor names any of its code names", "high"),
+    Cue("unquoted-again-traced", "*", "drop", None, "the same, but this summary still names one of the rule's code names", "medium"),
+    Cue("removed", "*", "drop", None, "the summary names the thing (in another language: a code name of the keep rule) while "
+        "saying it was removed / replaced", "high"),
+    Cue("plan-no-trace", "*", "drop", None, "a rule of an approved plan with code names (files, identifiers, numbers) of "
+        "which the summary names none", "high"),
     Cue("plan-unstated", "*", "drop", None, "a rule of an approved plan the summary does not state", "medium"),
+    Cue("not-quoted", "*", "drop", None, "the summary lists the user's messages since the last one and not this rule's "
+        "(typed rules survive their first compaction in that list: weak)", "low"),
+    Cue("not-quoted-no-trace", "*", "drop", None, "the same, and nothing of the rule is left anywhere in the summary (no code "
+        "name; in English, under a third of its naming words)", "medium"),
+    Cue("not-quoted-long-no-trace", "*", "drop", None, "a long message's rule the list does not quote and of which nothing is "
+        "left anywhere in the summary", "low"),
+    Cue("not-quoted-long", "*", "drop", None, "the same for a long message (lists describe long messages, not quote them)", "low"),
     Cue("unmatched", "*", "drop", None, "nothing in the summary states it", "medium"),
     Cue("uncertain", "en", "drop", None, "only a partial restatement (dropped at the recall end only)", "low"),
     Cue("opaque", "*", "drop", None, "the summary text is not available", "high"),
@@ -332,16 +425,22 @@ class Level:
     drops: frozenset[str]  # drop cues that alert (others count as carried)
     foreign_drops: frozenset[str]  # the same, for instructions read in another language than the summary's
     uncertain_drops: bool  # a partial restatement does not carry
+    high_only: frozenset[str] = frozenset()  # drop cues that alert only for a rule read by an instruction cue of strength high
 
 
-_DROPS = frozenset({"unquoted-again", "removed", "not-quoted", "plan-unstated", "unmatched"})
+#: Precise: both decisions strong — an instruction cue of strength high or medium and a structural drop (a quote
+#: lost with no code name left, a plan rule none of whose code names is left, a keep rule whose thing was removed),
+#: or, for an English rule and a summary with no list of the user's messages (OpenHands), no restatement at all; and a
+#: long message's rule the summary's list does not quote, only when a *high* cue read it (tuning fold T: 34 / 2).
+_PRECISE = frozenset({"unquoted-again", "removed", "plan-no-trace", "not-quoted-no-trace", "unmatched"})
+_LONG = frozenset({"not-quoted-long", "not-quoted-long-no-trace"})
+_BALANCED = _PRECISE | _LONG | {"unquoted-again-traced", "plan-unstated", "not-quoted"}
 #: The levels of the precision setting (``--judge-precision`` / ``CG_JUDGE_PRECISION``); measured in docs/REAL_LOGS.md.
 PRECISION_LEVELS: dict[str, Level] = {
-    "precise": Level("precise", frozenset({"high", "medium"}), _DROPS,
-                     frozenset({"unquoted-again", "not-quoted", "plan-unstated"}), False),
-    "balanced": Level("balanced", frozenset(STRENGTHS), _DROPS, _DROPS - {"removed"}, False),
-    "recall": Level("recall", frozenset(STRENGTHS), _DROPS | {"uncertain", "not-quoted-long"},
-                    _DROPS | {"not-quoted-long"}, True),
+    "precise": Level("precise", frozenset({"high", "medium"}), _PRECISE | _LONG,
+                     _PRECISE - {"unmatched", "not-quoted-no-trace"} | _LONG, False, _LONG),
+    "balanced": Level("balanced", frozenset(STRENGTHS), _BALANCED, _BALANCED - {"unmatched"}, False),
+    "recall": Level("recall", frozenset(STRENGTHS), _BALANCED | {"uncertain"}, _BALANCED, True),
 }
 DEFAULT_PRECISION = "precise"
 
@@ -408,12 +507,37 @@ def language_of(line: str) -> str:
     return "en" if english else "und"
 
 
+def main_language(langs: list[str]) -> str:
+    """The language of a message from its lines' languages: another language than English that most of the lines
+    told (at least half of them) is the message's; else English."""
+    told = [lang for lang in langs if lang != "und"]
+    other = sorted({lang for lang in told if lang != "en"})
+    if not other:
+        return "en"
+    best = max(other, key=told.count)
+    return best if told.count(best) * 2 >= len(told) else "en"
+
+
+def language_in(line: str, main: str) -> str:
+    """The language of one line of a message whose language is ``main``: a line too short to tell (a plan bullet
+    "Sin dependencias nuevas") or not plainly English is read in the message's language."""
+    lang = language_of(line)
+    if main == "en" or lang not in ("en", "und"):
+        return lang
+    words = re.findall(r"[^\W\d_]+(?:'[^\W\d_]+)?", _CODE.sub(" ", line).lower())
+    if lang == "en" and words and sum(w in _ENGLISH_WORDS for w in words) * 3 >= len(words):
+        return "en"
+    return main
+
+
 _FUNCTION_WORDS = {
     "fr": frozenset("le la les de des du une et est pas ne que qui pour dans sur avec au aux ce cette ces".split()),
     "es": frozenset("el los las de del una y es que para con por pero como esto esta este".split()),
     "pt": frozenset("os as de do da dos das um uma que para com por mas como isso este esta".split()),
     "de": frozenset("der die das und ist nicht ein eine mit für auf zu den dem des nur auch".split()),
+    "it": frozenset("il lo la gli le di del della che per con non una è sono questo questa anche".split()),
+    "vi": frozenset("không của và là có cho này các những được với một trong để".split()),
 }
 
 #: Tables of Latin-script languages: their lines are cut into sentences like English ones.
-LATIN_TABLES = frozenset({"es", "pt", "fr", "de"})
+LATIN_TABLES = frozenset({"es", "pt", "fr", "de", "it", "vi"})

@@ -42,7 +42,16 @@ QUOTED = 0.5
 QUOTABLE = 400
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+", re.UNICODE)
-_USER_LIST = re.compile(r"all\s+(?:of\s+the\s+)?user(?:'s)?\s+messages|user\s+messages\s*:", re.I)
+#: The heading of a summary's list of the user's messages, in the tables' languages (the summary may be in the user's).
+_USER_LIST = re.compile(
+    r"all\s+(?:of\s+the\s+)?user(?:'s)?\s+messages|user\s+messages\s*:|alle\s+(?:benutzer|nutzer)\w*nachrichten|"
+    r"nachrichten\s+des\s+(?:benutzers|nutzers)|messages\s+de\s+l['’]utilisateur|mensajes\s+del\s+usuario|"
+    r"mensagens\s+do\s+usuário|messaggi\s+dell['’]utente|tin\s+nhắn\s+(?:của\s+)?người\s+dùng|сообщения\s+пользователя|"
+    r"ユーザー(?:の)?メッセージ|用户消息|用戶(?:訊息|消息)|사용자\s*메시지", re.I)
+#: A section heading of a summary, at column 0: "## Pending tasks", "6. All user messages:", "**6. All user messages**".
+_HEAD = re.compile(r"^(?:#{1,6}[ \t]+\S.*|(?:\*\*)?\d{1,2}[.)][ \t]+[^\n]{2,100}?:(?:\*\*)?[ \t]*|\*\*\d{1,2}[.)][^\n]{2,100}\*\*:?[ \t]*)$")
+_QUOTED_ITEM = re.compile(r"^[ \t]*(?:[-*•]|\d+[.)])[ \t]+(?:\*\*[^*]{0,40}\*\*:?[ \t]*)?[\"“「『'»«]")
+_ITEM = re.compile(r"^[ \t]*(?:[-*•]|\d+[.)])[ \t]+\S")
 _FOREIGN_SENTENCE = re.compile(r"(?<=[。！？!?．])\s*")
 _CODE_NAME = re.compile(r"`([^`\n]{2,80})`|((?:[\w.-]+/)+[\w.-]+|\b\w+\.(?:py|go|ts|tsx|js|rs|java|md|json|ya?ml|toml|sql)\b|"
                         r"\b[a-z]+_[a-z_]+\b|\b[A-Za-z][a-z0-9]+[A-Z]\w*\b)")
@@ -59,12 +68,40 @@ def _shingles(words: list[str]) -> frozenset[tuple[str, ...]]:
     return frozenset(tuple(words[i : i + 3]) for i in range(len(words) - 2))
 
 
+def sections(summary: str) -> list[tuple[str, str]]:
+    """``(heading, body)`` of a summary's top-level sections: numbered or markdown headings (language-free)."""
+    out: list[tuple[str, list[str]]] = [("", [])]
+    for line in summary.split("\n"):
+        if len(line) <= 120 and _HEAD.match(line):
+            out.append((line.strip(" #*:\t"), []))
+        else:
+            out[-1][1].append(line)
+    return [(h, "\n".join(b)) for h, b in out if h or "".join(b).strip()]
+
+
+def user_message_list(summary: str) -> str | None:
+    """The section of a summary that quotes the user's messages: headed so (in a language of the tables), else the
+    section whose list items are mostly quotes (three or more). None when it has neither."""
+    secs = sections(summary)
+    for heading, body in secs:
+        if _USER_LIST.search(heading):
+            return body
+    best = None
+    for heading, body in secs:
+        items = [ln for ln in body.split("\n") if _ITEM.match(ln)]
+        quoted = sum(bool(_QUOTED_ITEM.match(ln)) for ln in items)
+        if quoted >= 3 and quoted * 10 >= 6 * len(items) and (best is None or quoted > best[0]):
+            best = (quoted, body)
+    return best[1] if best else (summary if _USER_LIST.search(summary) else None)
+
+
 @dataclass(frozen=True)
 class _Summary:
     text: str
     words: str  # " ".join(tokens), padded with spaces
     shingles: frozenset[tuple[str, ...]]
     lists_user_messages: bool
+    lowered: str  # NFKC, casefolded: where code names are looked for
 
     @property
     def index(self) -> SummaryIndex:
@@ -74,7 +111,8 @@ class _Summary:
 @lru_cache(maxsize=256)
 def _summary(text: str) -> _Summary:
     words = tokens(text)
-    return _Summary(text, f" {' '.join(words)} ", _shingles(words), bool(_USER_LIST.search(text)))
+    return _Summary(text, f" {' '.join(words)} ", _shingles(words), user_message_list(text) is not None,
+                    unicodedata.normalize("NFKC", text).casefold())
 
 
 @lru_cache(maxsize=64)
@@ -95,6 +133,58 @@ def quoted_share(rule: str, summary: _Summary) -> float:
         return 0.0
     own = _shingles(words)
     return len(own & summary.shingles) / len(own)
+
+
+_NAME = re.compile(r"`([^`\n]{2,80})`|((?:[\w.-]+/)+[\w.-]+|\b[\w-]+\.(?:[a-z]{1,5})\b|\b[a-z][a-z0-9]*_[a-z0-9_]+\b|"
+                   r"\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z0-9]+[A-Z]\w*\b|\b[A-Z][A-Z0-9]{1,}\b|\b\d{2,}\b|(?<!\w)--?[a-z][\w-]+)")
+_LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9+#.-]{2,}")
+_NON_LATIN = re.compile(rf"[{_CJK}\u0400-\u04ff]")
+
+
+@lru_cache(maxsize=65_536)
+def code_names(rule: str) -> frozenset[str]:
+    """What a rule names that survives translation and paraphrase: back-ticked spans, paths, file names, identifiers,
+    acronyms, numbers of two digits or more, flags; in a rule in a non-Latin script, every Latin-script word too."""
+    names = {(m.group(1) or m.group(2) or "").strip() for m in _NAME.finditer(rule)}
+    if _NON_LATIN.search(rule):
+        names |= set(_LATIN_WORD.findall(rule))
+    return frozenset(unicodedata.normalize("NFKC", n).casefold().rstrip(".") for n in names if len(n.strip()) >= 2)
+
+
+def traced(rule: str, summary: "_Summary") -> tuple[str, ...]:
+    """The rule's code names the summary still names (as a whole token)."""
+    out = []
+    for n in sorted(code_names(rule)):
+        i = summary.lowered.find(n)
+        while i >= 0:
+            before = summary.lowered[i - 1] if i else " "
+            after = summary.lowered[i + len(n)] if i + len(n) < len(summary.lowered) else " "
+            if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
+                out.append(n)
+                break
+            i = summary.lowered.find(n, i + 1)
+    return tuple(out)
+
+
+#: Words that say nothing about what a rule is about (function words, the cue words themselves).
+_PLAIN_WORDS = frozenset("this that these those with from have will would should could must please never dont don't avoid "
+                         "keep just also only then them they their there what when which about into onto make sure need "
+                         "want like does doing done were been being your ours anything something everything thing things "
+                         "stuff again still ever okay yeah".split())
+#: A rule whose naming words the summary holds less than this share of has left no trace there (its own language).
+NO_TRACE = 0.34
+#: ... and one with this share of them (three or more) is still there in other words, though no longer quoted.
+KEPT_WORDS = 0.67
+
+
+def trace_share(rule: str, summary: "_Summary") -> float:
+    """Share of the rule's naming words (four letters or more, or with a digit; not a cue or function word) the summary
+    holds anywhere; 0 when it has none (a rule in a script whose words are characters: only code names speak for it)."""
+    naming = {w for w in tokens(rule) if (len(w) >= 4 or any(ch.isdigit() for ch in w)) and w not in _PLAIN_WORDS}
+    if not naming:
+        return 0.0
+    share = sum(f" {w} " in summary.words for w in naming) / len(naming)
+    return share if len(naming) >= 3 or share < KEPT_WORDS else min(share, NO_TRACE)  # one or two common words tell little
 
 
 @dataclass(frozen=True)
@@ -129,13 +219,15 @@ class RulesJudge:
 
     def _read_uncached(self, text: str, channel: str, question: str | None) -> _Read:
         source = _SOURCE.get(channel, "user")
-        by_lang: dict[str, list[str]] = {}
-        for line, *_ in prose_lines(text, source=source):
-            by_lang.setdefault(cues.language_of(line), []).append(line)
+        lines = [(line, item or source == "plan") for line, _s, _d, item, _b in prose_lines(text, source=source)]
+        main = cues.main_language([cues.language_of(line) for line, _ in lines])
+        by_lang: dict[str, list[tuple[str, bool]]] = {}
+        for line, item in lines:
+            by_lang.setdefault(cues.language_in(line, main), []).append((line, item))
         rules: dict[str, tuple[Prohibition, str]] = {}
         if any(lang in ("en", "und") for lang in by_lang):
             for p in self.matcher.prohibitions(text, source=source, about=question):
-                lang = cues.language_of(p.text)
+                lang = cues.language_in(p.text, main)
                 if lang in ("en", "und"):
                     rules.setdefault(p.id, (p, "en"))
         skipped = []
@@ -196,33 +288,51 @@ class RulesJudge:
                 return Carry(i.id, True, cue="partial", quote=sentence)
             matcher_cue = "uncertain" if verdict == "uncertain" else cue
         else:
-            quote = _code_name_kept(i.text, now.text)
+            quote = _code_name_kept(i.text, now.text, i.form == "preserve")
             if quote is not None:
                 return Carry(i.id, True, cue="code-name", quote=quote)
-        drop = self._drop_cue(i, c, matcher_cue, now, before)
+            if i.form == "preserve" and _code_name_kept(i.text, now.text, removed=True) is not None:
+                matcher_cue = "removed"
+        drop = self._drop_cue(i, c, lang, matcher_cue, now, before)
         allowed = self.level.drops if lang == "en" else self.level.foreign_drops
+        if drop in self.level.high_only and cues.strength_of(i.cue) != "high":
+            allowed = frozenset()
         if drop not in allowed and not (drop == "uncertain" and self.matcher.alert_uncertain):
             return Carry(i.id, True, cue=f"below-precision:{drop}",
                          reason=f"not stated, but a '{drop}' drop does not alert at precision '{self.level.name}'")
         return Carry(i.id, False, cue=drop)
 
     @staticmethod
-    def _drop_cue(i: Instruction, c: Candidate, matcher_cue: str | None, now: _Summary, before: list[_Summary]) -> str:
+    def _drop_cue(i: Instruction, c: Candidate, lang: str, matcher_cue: str | None, now: _Summary,
+                  before: list[_Summary]) -> str:
+        """Why ``now`` is taken not to carry ``i`` — structure first: an earlier summary quoted it; then whether
+        anything of it is left (its code names anywhere; in English, its naming words)."""
         if matcher_cue in ("removed", "uncertain"):
             return matcher_cue
+        left = traced(i.text, now)
+        share = trace_share(i.text, now) if lang == "en" else 0.0
         if any(quoted_share(i.text, s) >= QUOTED for s in before):
-            return "unquoted-again"
+            return "unquoted-again-traced" if left or share >= KEPT_WORDS else "unquoted-again"
+        no_trace = not left and (bool(code_names(i.text)) or lang == "en" and share < NO_TRACE)
         if c.channel == "plan":
-            return "plan-unstated"
+            return "plan-no-trace" if no_trace else "plan-unstated"
         if c.channel in _USER_WORDS and now.lists_user_messages:
-            return "not-quoted" if len(c.text) <= QUOTABLE else "not-quoted-long"
+            if len(c.text) > QUOTABLE:
+                return "not-quoted-long-no-trace" if no_trace else "not-quoted-long"
+            return "not-quoted-no-trace" if no_trace else "not-quoted"
         return "unmatched"
 
 
-def _read_foreign(table: cues.ForeignTable, lines: list[str], source: str) -> list[Prohibition]:
-    """The rules a language's cue table reads in ``lines`` (sentence by sentence; a veto wins)."""
+#: A list item (or a plan's line) longer than this is a paragraph, not a constraint: item cues do not read it.
+ITEM_CHARS = 240
+
+
+def _read_foreign(table: cues.ForeignTable, lines: list[tuple[str, bool]], source: str) -> list[Prohibition]:
+    """The rules a language's cue table reads in ``lines`` (``(line, list item or plan line)``; sentence by sentence;
+    a veto wins; an ``item`` cue reads only a short list item or plan line: "no X, no Y" lists, plan bullets)."""
     out = []
-    for line in lines:
+    for line, item in lines:
+        item = item and len(line) <= ITEM_CHARS
         pieces = [s for part in _FOREIGN_SENTENCE.split(line) for s in (sentences(part) if table.lang in cues.LATIN_TABLES
                                                                        else [part]) if s.strip()]
         for sentence in pieces:
@@ -230,6 +340,8 @@ def _read_foreign(table: cues.ForeignTable, lines: list[str], source: str) -> li
             if len(s) < 3 or any(pattern.search(s) for _, pattern in table.veto):
                 continue
             for cue, pattern in table.instruction:
+                if cue.scope == "item" and not item:
+                    continue
                 if pattern.search(s):
                     out.append(make_prohibition(s[:500], source=source, form=cue.form or "explicit",
                                                 cue=f"{table.lang}:{cue.name}"))
@@ -237,14 +349,24 @@ def _read_foreign(table: cues.ForeignTable, lines: list[str], source: str) -> li
     return out
 
 
-def _code_name_kept(rule: str, summary: str) -> str | None:
+#: A summary sentence that says the thing went: it does not carry a rule to keep it (any language of the tables).
+_REMOVAL = re.compile(r"\b(?:remov\w*|delet\w*|dropp\w*|replac\w*|rewr[io]t\w*|renam\w*|migrat\w*\s+away|got\s+rid|"
+                      r"entfernt|gelöscht|ersetzt|supprimé\w*|remplacé\w*|eliminad\w*|borrad\w*|reemplazad\w*|removid\w*|"
+                      r"substituíd\w*|rimoss\w*|sostituit\w*|удал[её]н\w*|замен[её]н\w*)\b|削除|置き換え|删除|删掉|替换|替換|삭제|제거|교체", re.I)
+
+
+def _code_name_kept(rule: str, summary: str, preserve: bool = False, removed: bool = False) -> str | None:
     """A summary sentence naming a code name of ``rule`` (a path, an identifier) next to a negation or keep word."""
     names = {m.group(1) or m.group(2) for m in _CODE_NAME.finditer(rule)}
     names = {n.strip() for n in names if n and len(n.strip()) >= 3}
     if not names:
         return None
     for sentence in re.split(r"(?<=[.!?。])\s+|\n", summary):
-        if any(n in sentence for n in names) and _NEGATION_OR_KEEP.search(sentence):
+        if not any(n in sentence for n in names):
+            continue
+        if removed and _REMOVAL.search(sentence):
+            return sentence.strip()
+        if not removed and _NEGATION_OR_KEEP.search(sentence) and not (preserve and _REMOVAL.search(sentence)):
             return sentence.strip()
     return None
 

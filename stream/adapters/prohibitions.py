@@ -169,6 +169,22 @@ _PASTE_LEAD = re.compile(
     re.IGNORECASE,
 )
 _PASTE_TITLE = re.compile(r"^(?:title|subject)\s*:\s+\S", re.IGNORECASE)
+#: A long user-side message that opens by casting its reader in a role ("You are the coordinator of ...") is a prompt
+#: template a tool wrote (a swarm launcher, a command file), not the user's typed words.
+_ROLE_OPENING = re.compile(
+    r"^\W{0,6}(?:(?:you\s+are|you're|you\s+will\s+act\s+as|act\s+as)\s+(?:a|an|the)|tu\s+es\s+(?:un|une|le|la)|vous\s+êtes\s+(?:un|une|le|la)|"
+    r"du\s+bist\s+(?:ein|eine|der|die|das)|eres\s+(?:un|una|el|la)|sei\s+(?:un|una|il|la)|você\s+é\s+(?:um|uma|o|a)|ты\s+—?\s*\w+)\s+\w"
+    r"|^\W{0,6}(?:あなたは|你是|당신은)", re.IGNORECASE | re.MULTILINE)
+_PROMPT_MESSAGE_CHARS = 2_000
+#: A lead-in to a prompt the user writes for another model (an agent being built): the indented lines under it are
+#: that model's instructions, not the user's to this agent ("System Prompt:", "Description for Orchestrator routing:").
+_PROMPT_LEAD = re.compile(
+    r"^(?:[-*]\s+)?(?:\*\*)?(?:(?:system|user|developer|assistant|agent|tool|router)\s*)?prompt(?:\s+(?:text|template))?\s*(?:\(\w+\))?"
+    r"(?:\*\*)?\s*:(?:\*\*)?\s*$|^(?:description|instructions?|rules?)\s+(?:for|of)\s+(?:the\s+)?(?:[\w-]+\s+){0,3}?"
+    r"(?:agent|model|orchestrator|llm|bot|routing|sub-?agent|assistant)\b[^:]{0,40}:\s*$|"
+    r"^(?:prompt\s+(?:système|systeme|utilisateur)|system-?prompt|systemprompt|システムプロンプト|系统提示词?|系統提示詞?|시스템\s*프롬프트)\s*:\s*$",
+    re.IGNORECASE,
+)
 #: A list item's marker: a dash or number, or a pictograph used as a bullet ("❌ no unwrap", "✅ tests").
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|[a-zA-Z][.)]|[\u2190-\u21ff\u2600-\u27bf\U0001f000-\U0001faff]\ufe0f?)\s+")
 _HEADING = re.compile(r"^\s*#{1,6}\s+(.*)$")
@@ -222,6 +238,8 @@ def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, 
         return
     if any(text.lstrip().startswith(p) for p in _NOT_WORDS) or _PASTE_OPENING.match(text.lstrip()):
         return
+    if source == "user" and len(text) > _PROMPT_MESSAGE_CHARS and _ROLE_OPENING.search(text[:600]):
+        return  # a long prompt that casts the agent in a role: a template or another tool's text, not typed words
     text = _WRAPPER.sub("\n", text)
     text = _ARGS.sub("\n", text)
     if source == "plan":
@@ -234,6 +252,7 @@ def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, 
     quoting = False
     reviewing = False
     pasting = 0  # 1: a lead-in announced someone else's text; 2: inside that pasted paragraph
+    prompt_indent = -1  # >= 0: inside a prompt for another model, lines indented deeper than its lead-in
 
     block = 0  # paragraphs and lists are numbered: a blank line, a heading or skipped material ends one
 
@@ -254,6 +273,14 @@ def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, 
             continue
         line = raw.rstrip()
         stripped = line.strip()
+        if prompt_indent >= 0 and stripped:
+            if len(raw) - len(raw.lstrip()) > prompt_indent:
+                continue
+            prompt_indent = -1
+        if stripped and _PROMPT_LEAD.match(stripped):
+            yield from flush()
+            prompt_indent = len(raw) - len(raw.lstrip())
+            continue
         if not stripped:
             yield from flush()
             quoting = False

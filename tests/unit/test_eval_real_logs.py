@@ -78,7 +78,7 @@ def test_an_alerted_prohibition_that_is_not_gold_is_a_false_alarm(tmp_path):
     # the extractor cuts the reason off at the comma before its new subject ("..., they are shared")
     assert s.fp_items == [f"{SESSION[:8]} C1 (line 14): \"keep the old fixtures\" [user, preserve, line 10, keep-existing] "
                           "(not a gold prohibition)"]
-    assert (s.cues[("instruction", "keep-existing", "fp")], s.cues[("drop", "not-quoted", "fp")]) == (1, 1)
+    assert (s.cues[("instruction", "keep-existing", "fp")], s.cues[("drop", "not-quoted-no-trace", "fp")]) == (1, 1)
 
 
 def test_the_report_prints_figures_and_items_and_a_missing_directory_is_a_clear_message(tmp_path, capsys):

@@ -191,12 +191,17 @@ def test_a_summary_that_says_the_thing_was_removed_does_not_keep_a_keep_rule():
     assert judge_one(rule, "The legacy CSV parser was kept unchanged, as the user asked.")[0][1] is True
 
 
-def test_a_rule_missing_from_a_user_message_list_of_a_short_message_alerts_but_of_a_long_one_only_at_recall():
+def test_a_rule_missing_from_a_user_message_list_alerts_at_precise_only_when_nothing_of_it_is_left():
     short = "don't rename the config keys"
-    assert judge_one(short, SUMMARY_2) == [(short, False, "not-quoted")]
+    assert judge_one(short, SUMMARY_2) == [(short, False, "not-quoted-no-trace")]
+    traced = SUMMARY_2 + "\n7. Pending Tasks:\n   - document the config keys of the exporter\n"
+    assert judge_one(short, traced) == [(short, True, "below-precision:not-quoted")]  # its words are still there
+    assert judge_one(short, traced, precision="balanced") == [(short, False, "not-quoted")]
     long = "Here is the whole spec of the exporter. " * 12 + "don't rename the config keys."
-    assert judge_one(long, SUMMARY_2) == [("don't rename the config keys", True, "below-precision:not-quoted-long")]
-    assert judge_one(long, SUMMARY_2, precision="recall") == [("don't rename the config keys", False, "not-quoted-long")]
+    assert judge_one(long, SUMMARY_2) == [("don't rename the config keys", False, "not-quoted-long-no-trace")]
+    medium = "Here is the whole spec of the exporter. " * 12 + "Keep the existing config keys."
+    assert judge_one(medium, SUMMARY_2) == [("Keep the existing config keys", True, "below-precision:not-quoted-long-no-trace")]
+    assert judge_one(medium, SUMMARY_2, precision="balanced")[0][1:] == (False, "not-quoted-long-no-trace")
 
 
 def test_an_opaque_summary_carries_nothing_and_says_so():
@@ -219,3 +224,154 @@ def test_the_structural_signal_needs_no_language_a_japanese_rule_quoted_once_the
     # an English summary that restates it with a code name the rule gives keeps it
     coded = "`prod-db` には接続しないでください。"
     assert judge_one(coded, "Summary: the user said never to connect to `prod-db`.")[0][1:] == (True, "code-name")
+
+
+# --------------------------------------------------------------------------- the second design: structure first
+
+
+def test_a_summarys_sections_and_its_list_of_the_users_messages_are_found_by_structure():
+    from stream.adapters.judge_rules import sections, user_message_list
+
+    text = ("Summary:\n1. Primary Request and Intent:\n   - a CSV export\n   1. a nested item:\n"
+            "## 6. All user messages\n   - \"first\"\n   - \"second\"\n7. Pending Tasks:\n   - none\n")
+    assert [h for h, _ in sections(text)] == ["", "1. Primary Request and Intent", "6. All user messages", "7. Pending Tasks"]
+    assert user_message_list(text).split() == ['-', '"first"', '-', '"second"']
+    german = "1. Anfrage:\n  - ein Export\n6. Alle Benutzernachrichten:\n  - \"nicht pushen\"\n7. Offene Aufgaben:\n"
+    assert user_message_list(german).strip() == '- "nicht pushen"'
+    japanese = "1. 依頼:\n  - 出力\n6. ユーザーのメッセージ:\n  - 「テストを消さないで」\n"
+    assert "テスト" in user_message_list(japanese)
+    # no heading in a known language: the section whose items are mostly quotes
+    unnamed = "1. Intent:\n - x\n2. Nachrichten:\n - \"eins\"\n - \"zwei\"\n - «drei»\n3. Next:\n - y\n"
+    assert user_message_list(unnamed).split()[1::2] == ['"eins"', '"zwei"', "«drei»"]
+    assert user_message_list("1. Intent:\n - x\n2. Next:\n - \"one quote\"\n - y\n") is None
+
+
+def test_code_names_are_what_survives_translation_and_are_found_as_whole_tokens():
+    from stream.adapters.judge_rules import code_names, traced
+
+    assert code_names("don't touch `billing/ledger.py` or the retry_policy, keep PORT 8080") >= {
+        "billing/ledger.py", "retry_policy", "port", "8080"}
+    assert code_names("Redisのキャッシュは使わないで") >= {"redis"}  # a Latin word in a Japanese rule
+    assert code_names("don't touch the billing module") == frozenset()
+    assert traced("never edit `ledger.py`", _summary("We left ledger.py alone.")) == ("ledger.py",)
+    assert traced("never edit `ledger.py`", _summary("We edited old_ledger.pyc.")) == ()
+
+
+def test_a_rule_quoted_once_then_gone_is_a_precise_drop_only_when_nothing_of_it_is_left():
+    rule = "don't touch `ledger.py`"
+    first = f'Summary.\n\n6. All user messages:\n   - "{rule}"\n'
+    gone = 'Summary.\n\n6. All user messages:\n   - "now the totals row"\n'
+    named = gone + "\n7. Pending Tasks:\n   - add a totals row to the report built from ledger.py\n"
+    assert judge_one(rule, gone, (first,)) == [(rule, False, "unquoted-again")]
+    assert judge_one(rule, named, (first,)) == [(rule, True, "below-precision:unquoted-again-traced")]
+    assert judge_one(rule, named, (first,), precision="balanced") == [(rule, False, "unquoted-again-traced")]
+
+
+def test_a_plan_rule_alerts_at_precise_when_the_summary_names_none_of_its_code_names():
+    plan = "Implement the following plan:\n\n## Steps\n\n- Add the export button.\n- Do not modify `schema.sql`.\n"
+    assert judge_one(plan, "Summary: the export button was added.", channel="plan") == [
+        ("Do not modify `schema.sql`", False, "plan-no-trace")]
+    said = "Summary: the export button was added; the migration in schema.sql is next."
+    assert judge_one(plan, said, channel="plan") == [("Do not modify `schema.sql`", True, "below-precision:plan-unstated")]
+    assert judge_one(plan, said, channel="plan", precision="balanced")[0][1:] == (False, "plan-unstated")
+
+
+#: A sentence in each language that describes (no rule): the plan's language is told by it.
+_DESCRIBES = {
+    "de": "Wir bauen einen Export der Berichte für die Buchhaltung.", "es": "Vamos a construir una exportación de los informes.",
+    "pt": "Vamos construir uma exportação dos relatórios para a equipe.", "fr": "Nous allons construire un export des rapports.",
+    "it": "Costruiamo una esportazione dei rapporti per la contabilità.", "ja": "レポートのエクスポート機能を作ります。",
+    "zh": "我们要为财务做一个报表导出功能。", "ko": "회계팀을 위한 보고서 내보내기 기능을 만듭니다.",
+    "ru": "Мы делаем экспорт отчётов для бухгалтерии.", "vi": "Chúng ta sẽ làm chức năng xuất báo cáo cho kế toán.",
+}
+
+
+@pytest.mark.parametrize("lang, bullet", [
+    ("de", "Keine Änderungen an der öffentlichen Schnittstelle"), ("de", "Ohne neue Abhängigkeiten"),
+    ("de", "`settings.toml` bleibt unverändert"),
+    ("es", "No tocar el esquema de la base de datos"), ("es", "Sin librerías nuevas"),
+    ("pt", "Não alterar as rotas existentes"), ("pt", "Sem bibliotecas novas"),
+    ("fr", "Ne pas toucher au schéma de la base"), ("fr", "Aucune nouvelle bibliothèque"),
+    ("it", "Senza librerie nuove"), ("it", "Non toccare le rotte esistenti"),
+    ("ja", "既存のルーティングは変更しない"), ("ja", "外部ライブラリは使わない"),
+    ("zh", "不修改现有的路由"), ("ko", "기존 라우팅은 변경하지 않음"),
+    ("ru", "Не трогать существующие маршруты"), ("vi", "Không sửa các tuyến hiện có"),
+])
+def test_a_plan_bullet_in_each_language_is_read_by_the_item_cues(lang, bullet):
+    plan = f"Implement the following plan:\n\n## 1\n\n{_DESCRIBES[lang]}\n\n- {bullet}\n- {_DESCRIBES[lang]}\n"
+    found = [(t, cue) for t, _, cue in read(plan, channel="plan")]
+    assert [t for t, _ in found] == [bullet] and found[0][1].startswith(f"{lang}:"), found
+
+
+def test_item_cues_read_only_short_list_items_or_plan_lines():
+    assert read("Sin librerías nuevas y sin cambios en la interfaz, por favor revisa el resultado y avísame.") == []
+    assert read(f"{_DESCRIBES['es']}\n- Sin librerías nuevas") != []  # a typed list item
+    long_item = "- Ohne neue Abhängigkeiten " + "und mit einer langen Erklärung der Gründe " * 8
+    assert read(long_item) == []
+
+
+def test_a_line_too_short_to_tell_its_language_is_read_in_its_messages_language():
+    assert cues.language_of("Sin librerías nuevas") == "und"
+    assert cues.language_in("Sin librerías nuevas", "es") == "es"
+    assert cues.language_in("Add the export button", "es") == "en"  # plainly English
+    assert cues.main_language(["es", "und", "en", "es"]) == "es" and cues.main_language(["en", "und", "de", "en"]) == "en"
+
+
+@pytest.mark.parametrize("text, lang, form", [
+    ("Warte auf meine Freigabe, bevor du etwas löschst.", "de", "restraint"),
+    ("Avant chaque commit, attends ma validation.", "fr", "restraint"),
+    ("Pregúntame antes de borrar archivos.", "es", "restraint"),
+    ("Chiedimi prima di rinominare i moduli.", "it", "restraint"),
+    ("删除之前先给我确认。", "zh", "restraint"),
+    ("这个迁移暂时跳过。", "zh", "defer"),
+    ("用配置文件而不是环境变量。", "zh", "contrastive"),
+    ("削除する前に承認を待ってください。", "ja", "restraint"),
+    ("Non cancellare i test di integrazione.", "it", "explicit"),
+    ("Xin đừng xóa các bài kiểm tra tích hợp.", "vi", "explicit"),
+    ("Giữ nguyên cấu trúc thư mục hiện tại.", "vi", "preserve"),
+    ("Le module de paiement, jamais de valeurs en dur.", "fr", "explicit"),
+])
+def test_restraint_defer_contrast_and_the_new_tables(text, lang, form):
+    assert [(f, cue.split(":")[0]) for _, f, cue in read(text)] == [(form, lang)]
+
+
+@pytest.mark.parametrize("text", [
+    "Hai cancellato i test di integrazione?",  # a question
+    "Forse non cancellare i test, non so.",  # hedged
+    "Không cần sửa các bài kiểm tra.",  # no need
+    "Warte, ich schaue mir das kurz an.",  # no "auf meine Freigabe"
+])
+def test_near_misses_of_the_new_cues_are_not_read(text):
+    assert read(text) == []
+
+
+def test_a_summary_that_names_a_kept_thing_while_saying_it_was_removed_does_not_carry_a_foreign_keep_rule():
+    rule = "`legacy_export.py` はそのままにしてください。"
+    assert judge_one(rule, "Summary: legacy_export.py was kept unchanged.")[0][1:] == (True, "code-name")
+    assert judge_one(rule, "Summary: removed legacy_export.py and its tests.")[0][1:] == (False, "removed")
+    assert judge_one(rule, "Summary: the report page was restyled.")[0][1:] == (True, "below-precision:unmatched")
+
+
+def test_the_instructions_of_a_prompt_the_user_writes_for_another_model_are_not_read():
+    text = ("## Step 2: the triage agent\n\n- Model: a small one\n- Do not give it web search\n\nSystem Prompt:\n\n"
+            "  You sort tickets.\n  Rules:\n  - Never reply to the customer\n\nAfter that, do not touch the billing agent.\n")
+    assert [t for t, _, _ in read(text)] == ["Do not give it web search", "After that, do not touch the billing agent"]
+    assert [t for t, _, _ in read("Prompt système :\n  Ne réponds jamais au client.\n")] == []
+
+
+def test_a_long_messages_rule_the_list_does_not_quote_alerts_at_precise_only_for_a_strong_instruction_cue():
+    spec = "This is the spec of the importer, section by section. " * 10
+    strong = spec + "Do not touch the ledger tables."
+    summary = SUMMARY_2 + "\n7. Pending Tasks:\n   - finish the importer spec: the ledger tables come next\n"
+    assert judge_one(strong, summary) == [("Do not touch the ledger tables", False, "not-quoted-long")]
+    medium = spec + "Keep the existing ledger tables."
+    assert judge_one(medium, summary) == [("Keep the existing ledger tables", True, "below-precision:not-quoted-long")]
+    assert judge_one(medium, summary, precision="balanced")[0][1:] == (False, "not-quoted-long")
+
+
+def test_a_long_prompt_that_casts_the_agent_in_a_role_is_a_template_not_the_users_words():
+    template = ("SWARM LAUNCHER\n\nYou are the lead coordinator of a team of workers.\n\n"
+                + "- assign the next task to a free worker\n" * 60 + "\n❌ NEVER let a worker idle\n")
+    assert len(template) > 2000 and read(template) == []
+    typed = "You are right, the first fix was wrong. Never push to main without asking.\n" + "- a note of mine\n" * 130
+    assert [t for t, _, _ in read(typed)] == ["Never push to main without asking"]
