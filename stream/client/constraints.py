@@ -3,7 +3,7 @@
 **ConstraintChannel.** A prohibition ("do not edit the migrations") must travel in a
 channel that is not subject to compression (DESIGN.md §4 "Why a ledger"). The channel
 extracts the prohibitions of every raw text a summary will cover (the project's
-:class:`~stream.adapters.compaction_logs.ProhibitionMatcher`, a documented heuristic),
+:class:`~stream.adapters.prohibitions.ProhibitionMatcher`, a documented heuristic),
 keeps them outside that text, and hands the summarizer both: :meth:`prepare` returns the
 text to summarize and the prohibitions in force; :meth:`checkpoint_fields` fills
 ``raw_negative_constraints`` (what the covered raw text said) and
@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from stream.adapters.compaction_logs import ProhibitionMatcher, mentioned_artifacts
-from stream.adapters.trajectories import Constraint
+from stream.adapters.compaction_logs import mentioned_artifacts
+from stream.adapters.prohibitions import Prohibition, ProhibitionMatcher
 
 
 @dataclass(frozen=True)
@@ -34,8 +34,8 @@ class SummaryInput:
     survive it verbatim, and ``raw`` — those found in this text."""
 
     text: str
-    constraints: tuple[Constraint, ...]
-    raw: tuple[Constraint, ...]
+    constraints: tuple[Prohibition, ...]
+    raw: tuple[Prohibition, ...]
 
 
 class ConstraintChannel:
@@ -46,13 +46,13 @@ class ConstraintChannel:
 
     def __init__(self, matcher: ProhibitionMatcher | None = None) -> None:
         self.matcher = matcher or ProhibitionMatcher()
-        self._kept: dict[str, Constraint] = {}
+        self._kept: dict[str, Prohibition] = {}
 
     def __len__(self) -> int:
         return len(self._kept)
 
     @property
-    def constraints(self) -> tuple[Constraint, ...]:
+    def constraints(self) -> tuple[Prohibition, ...]:
         """Every prohibition seen so far, in order of first appearance."""
         return tuple(self._kept.values())
 
@@ -60,7 +60,7 @@ class ConstraintChannel:
         """constraint key (its id) -> text: what ``StatusView.recover_from`` names."""
         return {c.id: c.text for c in self._kept.values()}
 
-    def observe(self, text: str | None) -> tuple[Constraint, ...]:
+    def observe(self, text: str | None) -> tuple[Prohibition, ...]:
         """The prohibitions of one raw text (also kept from now on)."""
         found = self.matcher.prohibitions(text)
         for c in found:
@@ -70,7 +70,7 @@ class ConstraintChannel:
     def prepare(self, texts: Iterable[str]) -> SummaryInput:
         """The summarizer's input for the raw ``texts`` a summary will cover."""
         texts = [t for t in texts if t]
-        raw: dict[str, Constraint] = {}
+        raw: dict[str, Prohibition] = {}
         for t in texts:
             for c in self.observe(t):
                 raw.setdefault(c.id, c)
@@ -90,7 +90,7 @@ class ConstraintChannel:
         lines = "\n".join(f"- {c.text}" for c in prepared.constraints)
         return f"{summary.rstrip()}\n\nConstraints that remain in force (verbatim):\n{lines}"
 
-    def carried_by(self, summary: str | None, pool: Iterable[Constraint] | None = None) -> list[dict[str, str]]:
+    def carried_by(self, summary: str | None, pool: Iterable[Prohibition] | None = None) -> list[dict[str, str]]:
         """The prohibitions of ``pool`` (default: all kept) a summary written without the
         channel still states — its honest ``negative_constraints``."""
         return [c.as_wire() for c in self.matcher.carried(summary, self.constraints if pool is None else pool)]

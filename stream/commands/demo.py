@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from stream.adapters import SimulationParams
-from stream.adapters.trajectories import DEFAULT_TRACES
+from stream.adapters.simulated import DEFAULT_TRACES
 from stream.commands._base import argument, command, fail, option
 from stream.settings import get_settings
 from stream.errors import GuardError

@@ -16,7 +16,7 @@ Two forms, one command:
 Trajectories, in detail:
 
 A thin shell around :mod:`stream.adapters`: load the trajectories, simulate the
-compaction of each (deterministic, see :mod:`stream.adapters.simulator`), and write
+compaction of each (deterministic, see :mod:`stream.adapters.simulated.simulator`), and write
 the events as JSONL (stdout or ``--out``) or produce them to the input topics
 (``--to-kafka``: checkpoints to ``CG_COMPACTION_TOPIC``, artifacts to
 ``CG_ARTIFACT_TOPIC``, key = UTF-8 context id, value = the JSON line).
@@ -65,7 +65,7 @@ from stream.settings import get_settings
 from stream.kafka_clients import kafka_error
 
 #: The traces shipped with the project (read-only input data).
-from stream.adapters.trajectories import DEFAULT_TRACES  # noqa: E402
+from stream.adapters.simulated import DEFAULT_TRACES  # noqa: E402
 
 settings = get_settings()
 _D = SimulationParams()

@@ -25,9 +25,10 @@ from stream.adapters import (
     parse_rates,
     simulate,
 )
-from stream.adapters.swe_agent import ShellState, file_ops, normalize_path
-from stream.adapters.tau_bench import entities
-from stream.adapters.trajectories import discover, extract_constraints
+from stream.adapters.simulated.extract import extract_constraints
+from stream.adapters.simulated.formats import discover
+from stream.adapters.simulated.swe_agent import ShellState, file_ops, normalize_path
+from stream.adapters.simulated.tau_bench import entities
 
 pytestmark = pytest.mark.unit
 

@@ -24,8 +24,9 @@ from stream.adapters import (
     simulate_all,
     survival_table,
 )
-from stream.adapters.simulator import constraint_key
-from stream.adapters.trajectories import Artifact, make_constraint
+from stream.adapters.simulated.extract import make_constraint
+from stream.adapters.simulated.model import Artifact
+from stream.adapters.simulated.simulator import constraint_key
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,4 @@
-"""mini-swe-agent ``*.traj.json`` -> :class:`~stream.adapters.trajectories.Trajectory`.
+"""mini-swe-agent ``*.traj.json`` -> :class:`~stream.adapters.simulated.model.Trajectory`.
 
 Layout of a run (``trajectory_format`` ``mini-swe-agent-1.x``): ``messages[0]`` system,
 ``messages[1]`` user with ``<pr_description>`` (the task) and ``<instructions>`` (where
@@ -33,14 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stream.adapters.trajectories import (
-    AdapterError,
-    Trajectory,
-    TurnBuilder,
-    estimate_tokens,
-    extract_constraints,
-    step_tool_calls,
-)
+from stream.adapters.common import AdapterError
+from stream.adapters.simulated.extract import extract_constraints
+from stream.adapters.simulated.model import Format, Trajectory, TurnBuilder, estimate_tokens, step_tool_calls
 
 WORKDIR = "/testbed"
 
@@ -431,3 +426,11 @@ def _command_of(call: dict[str, Any]) -> str:
         cmd = raw.get("command")
         return cmd if isinstance(cmd, str) else ""
     return ""
+
+
+def _read(data: Any, path: Path) -> list[Trajectory | AdapterError]:
+    return [parse(data, path)]
+
+
+#: This module's entry in the format registry (:mod:`stream.adapters.simulated.formats`).
+FORMAT = Format("mini-swe-agent", looks_like, _read)

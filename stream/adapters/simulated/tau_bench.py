@@ -1,4 +1,4 @@
-"""tau-bench result arrays -> :class:`~stream.adapters.trajectories.Trajectory` (one per run).
+"""tau-bench result arrays -> :class:`~stream.adapters.simulated.model.Trajectory` (one per run).
 
 A file is a JSON array of ``{task_id, reward, info{task{instruction, actions}}, traj,
 trial}``; ``traj`` is the chat: the system message is the domain policy (``wiki.md``,
@@ -23,14 +23,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from stream.adapters.trajectories import (
-    AdapterError,
-    Trajectory,
-    TurnBuilder,
-    estimate_tokens,
-    extract_constraints,
-    step_tool_calls,
-)
+from stream.adapters.common import AdapterError
+from stream.adapters.simulated.extract import extract_constraints
+from stream.adapters.simulated.model import Format, Trajectory, TurnBuilder, estimate_tokens, step_tool_calls
 
 _ENTITY_KEYS = {
     "reservation_id": "reservation",
@@ -162,3 +157,7 @@ def parse_run(run: dict[str, Any], source: str) -> Trajectory:
         turns=tuple(t.build() for t in turns if not t.empty),
         meta={"format": "tau-bench", "task_id": str(task_id)},
     )
+
+
+#: This module's entry in the format registry (:mod:`stream.adapters.simulated.formats`).
+FORMAT = Format("tau-bench", looks_like, parse)

@@ -1,6 +1,6 @@
 """A deterministic hierarchical-compaction simulator over a real trajectory.
 
-It plays a :class:`~stream.adapters.trajectories.Trajectory` turn by turn through the
+It plays a :class:`~stream.adapters.simulated.model.Trajectory` turn by turn through the
 kind of compaction pipeline ``seed/000_9159c7702a1ec927.txt`` describes, and writes
 down what such a pipeline would publish: the two input streams of DESIGN.md §3
 (artifact lifecycle events and checkpoint events), interleaved in one per-context
@@ -71,14 +71,14 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import unicodedata
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from stream.adapters.trajectories import Constraint, Trajectory, Turn
+from stream.adapters.simulated.model import Constraint, Trajectory, Turn
+from stream.domain.keys import constraint_key as _key
 
 LEVELS: tuple[str, str, str] = ("leaf", "section", "root")
 SCHEMA_VERSION = 1
@@ -449,11 +449,9 @@ def simulate_all(trajectories: Iterable[Trajectory], params: SimulationParams | 
 
 
 def constraint_key(c: Any) -> str | None:
-    """DESIGN.md §3 key: an object's ``id`` verbatim; a string NFKC-casefolded, spaces collapsed."""
-    if isinstance(c, str):
-        return " ".join(unicodedata.normalize("NFKC", c).casefold().split())
-    if isinstance(c, dict) and isinstance(c.get("id"), str) and c["id"]:
-        return c["id"]
+    """The DESIGN.md §3 key (:func:`stream.domain.keys.constraint_key`); None for what is no constraint."""
+    if isinstance(c, str) or (isinstance(c, dict) and isinstance(c.get("id"), str) and c["id"]):
+        return _key(c)
     return None
 
 
