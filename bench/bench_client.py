@@ -53,8 +53,19 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (  # noqa: E402
-    PARTITIONS, WorkerProc, add_broker_args, broker, command_line, create_topics_ready, loadavg, machine_line,
-    part_footer, proc_status, say, software_line, write_out,
+    PARTITIONS,
+    WorkerProc,
+    add_broker_args,
+    broker,
+    command_line,
+    create_topics_ready,
+    loadavg,
+    machine_line,
+    part_footer,
+    proc_status,
+    say,
+    software_line,
+    write_out,
 )
 from stream import kafka_clients  # noqa: E402
 from stream.client import AsyncGuard, EventBuilder, Guard, MemoryTransport, StatusView  # noqa: E402
@@ -335,7 +346,8 @@ def render(argv: list[str], res: dict[str, Any], kafka: str, t_start: float, loa
         st = res["status"]
         lines += [f"**B. StatusView at {st['records']:,} status records** (distinct nodes, 100 per context).", "",
                   "| catch-up (start -> table complete) | seconds | records/s |", "|---|---:|---:|",
-                  f"| raw aiokafka consumer, no parsing (reference) | {st['raw_s']:.2f} | {st['records'] / st['raw_s']:,.0f} |",
+                  f"| raw aiokafka consumer, no parsing (reference) | {st['raw_s']:.2f} | "
+                  f"{st['records'] / st['raw_s']:,.0f} |",
                   f"| StatusView.start() | {st['catch_s']:.2f} | {st['records'] / st['catch_s']:,.0f} |", "",
                   f"Ratio {st['catch_s'] / st['raw_s']:.2f}x the raw read; the table grew this process's RSS by "
                   f"{st['rss_mib']:,.0f} MiB ({st['rss_mib'] * 1024 * 1024 / st['records']:,.0f} B/node). "

@@ -33,7 +33,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (  # noqa: E402
-    add_broker_args, broker, command_line, loadavg, machine_line, part_footer, say, software_line, write_out,
+    add_broker_args,
+    broker,
+    command_line,
+    loadavg,
+    machine_line,
+    part_footer,
+    say,
+    software_line,
+    write_out,
 )
 
 
@@ -96,7 +104,8 @@ async def _run(settings, entries: int, commits: int) -> dict[str, dict[str, floa
 
 def report(results: dict, entries: int, commits: int, title: str, argv: list[str], t0: float, load: str) -> str:
     base = results["delta record + offset commit"]
-    lines = [f"## {title}", "", f"`{command_line('bench/bench_commit.py', argv)}` — {machine_line()}; {software_line()}.",
+    lines = [f"## {title}", "",
+             f"`{command_line('bench/bench_commit.py', argv)}` — {machine_line()}; {software_line()}.",
              "", f"One input partition's state commit, {commits} times: {entries} dirty keys (~100 B each) made "
              "durable and the group offset moved (module docstring). Wall time per commit and this process's CPU.",
              "", "| mechanism | wall ms (median) | wall ms (p90) | CPU ms per commit | wall vs delta |",

@@ -46,9 +46,25 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (  # noqa: E402
-    REPO, Poller, WorkerProc, add_broker_args, broker, command_line, copies_of, cpu_seconds, create_topic_set,
-    loadavg, machine_line, pdeathsig, produce_events, read_topic, say, software_line, topic_set,
-    report_end, write_out,
+    REPO,
+    Poller,
+    WorkerProc,
+    add_broker_args,
+    broker,
+    command_line,
+    copies_of,
+    cpu_seconds,
+    create_topic_set,
+    loadavg,
+    machine_line,
+    pdeathsig,
+    produce_events,
+    read_topic,
+    report_end,
+    say,
+    software_line,
+    topic_set,
+    write_out,
 )
 from stream.adapters import encode_event  # noqa: E402
 from stream.replay import replay_lines  # noqa: E402
@@ -186,8 +202,10 @@ def measure_stream(args: argparse.Namespace, settings: Any, tmp: Path, name: str
         for label in (WORKER, QUIX):
             run_tag = f"{tag}-{'w' if label == WORKER else 'q'}{r}"
             try:
-                res = (asyncio.run(worker_run(args, settings, tmp, inputs, total, processed, run_tag)) if label == WORKER
-                       else quix_run(args, settings, tmp, inputs, total, run_tag))
+                if label == WORKER:
+                    res = asyncio.run(worker_run(args, settings, tmp, inputs, total, processed, run_tag))
+                else:
+                    res = quix_run(args, settings, tmp, inputs, total, run_tag)
             except Exception as exc:
                 say(f"{name} {label} run {r} FAILED: {exc}")
                 errors.append(f"{name}, {label}, run {r}: {str(exc).splitlines()[0] if str(exc) else exc!r}")
@@ -255,7 +273,8 @@ def render(argv: list[str], args: argparse.Namespace, kafka: str, results: list[
                 f"| {st['name']} ({st['events']:,} events, {st['checkpoints']:,} checkpoints) | {label} | "
                 f"**{med(rs, rate_of):,.0f}** ({', '.join(f'{rate_of(r):,.0f}' for r in rs)}) | "
                 f"**{med(rs, cpu_of):,.1f}** ({', '.join(f'{cpu_of(r):,.1f}' for r in rs)}) | "
-                f"{med(rs, lambda r: r['cpu'] / max(r['seconds'], 1e-9)):.0%} | {med(rs, lambda r: r['durable']):.1f} | "
+                f"{med(rs, lambda r: r['cpu'] / max(r['seconds'], 1e-9)):.0%} | "
+                f"{med(rs, lambda r: r['durable']):.1f} | "
                 f"{med(rs, lambda r: r['startup']):.1f} | {len(rs[0]['alerts']):,} / {st['alerts']:,} | "
                 f"{'yes' if all(r['ids_ok'] for r in rs) else '**no**'} | "
                 f"{'yes' if all(r['records_ok'] for r in rs) else '**no**'} |")

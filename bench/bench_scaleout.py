@@ -42,9 +42,24 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (  # noqa: E402
-    PARTITIONS, Poller, WorkerProc, add_broker_args, broker, command_line, cpu_seconds,
-    copies_of, create_topic_set, loadavg, machine_line, partition_counts, produce_events, say,
-    software_line, topic_set, report_end, write_out,
+    PARTITIONS,
+    Poller,
+    WorkerProc,
+    add_broker_args,
+    broker,
+    command_line,
+    copies_of,
+    cpu_seconds,
+    create_topic_set,
+    loadavg,
+    machine_line,
+    partition_counts,
+    produce_events,
+    report_end,
+    say,
+    software_line,
+    topic_set,
+    write_out,
 )
 from stream.adapters import encode_event  # noqa: E402
 from stream.replay import replay_lines  # noqa: E402
@@ -186,7 +201,8 @@ def render(argv: list[str], args: argparse.Namespace, kafka: str, stream_desc: s
         lines.append(
             f"| {n} | **{rate:,.0f}** ({each}) | {f'{rate / base_rate:.2f}x' if base_rate else 'n/a'} | "
             f"**{per_cpu:,.0f}** ({each_cpu}) | {f'{per_cpu / base_cpu:.2f}' if base_cpu else 'n/a'} | "
-            f"{statistics.median(r['wall'] for r in rs):.1f} | {statistics.median(r['durable_wall'] for r in rs):.1f} | "
+            f"{statistics.median(r['wall'] for r in rs):.1f} | "
+            f"{statistics.median(r['durable_wall'] for r in rs):.1f} | "
             f"{cpu} | {statistics.median(r['machine_busy'] for r in rs):.0%} | "
             f"{rs[0]['assignment']} | {'yes' if all(r['ok'] for r in rs) else '**no**'} |")
     lines += [
@@ -252,8 +268,8 @@ def main(argv: list[str] | None = None) -> int:
 
     t_start, load_start = time.monotonic(), loadavg()
     if args.stream == "real":
-        events = copies_of(real_events(args.traces or [str(Path(__file__).resolve().parent.parent / "stream" / "samples" / "traces")],
-                                       args.traces_limit), args.copies)
+        shipped = str(Path(__file__).resolve().parent.parent / "stream" / "samples" / "traces")
+        events = copies_of(real_events(args.traces or [shipped], args.traces_limit), args.copies)
         desc = (f"real (the shipped trajectories through the compaction simulator) x {args.copies}, "
                 f"{len(events):,} events")
     else:

@@ -5,8 +5,8 @@ Every command that talks to Kafka outside the faust worker (``topics create``,
 ``remediate``, the worker's startup topic check) and the pipeline client
 (:mod:`stream.client`) builds its producer, consumer or admin client here, so SSL/SASL
 settings apply everywhere and secrets are only read (``get_secret_value()``) here and
-in :func:`stream.app.faust_broker_credentials` (the worker's own clients). A test (tests/unit/test_security_settings.py) fails if any other
-module builds an aiokafka client itself.
+in :func:`stream.app.faust_broker_credentials` (the worker's own clients). A test
+(tests/unit/test_security_settings.py) fails if any other module builds an aiokafka client itself.
 
 A refused SASL login looks, to aiokafka, like an unreachable broker ("Unable to
 bootstrap"; the real reason is only logged). :func:`started` adds the likely cause to

@@ -172,7 +172,7 @@ class ContextState:
         }
 
     @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> "ContextState":
+    def from_json(cls, obj: Mapping[str, Any]) -> ContextState:
         return cls(frozenset(obj.get("processed") or ()), tuple(obj.get("pending") or ()))
 
 
@@ -233,6 +233,7 @@ def _request(
 def _desired(alert: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The requests an ``open`` alert asks for (its case's full desired set)."""
     kind = kind_of(alert)
+    assert kind is not None  # decide() asks only for actionable alerts
     if kind == "refetch":
         return [_request(alert, kind, referent=a) for a in sorted(set(alert.get("orphans") or ()))]
     if kind == "recompact":
@@ -305,7 +306,7 @@ class HandlerContext:
     transaction whose batch failed, so unchecked sends could be lost).
     """
 
-    def __init__(self, settings: "Settings", producer: "AIOKafkaProducer") -> None:
+    def __init__(self, settings: Settings, producer: AIOKafkaProducer) -> None:
         self.settings = settings
         self.producer = producer
         self._deliveries: list[Any] = []
@@ -331,7 +332,7 @@ class RemediationHandler(Protocol):
     ``close()`` (sync or async) is called on shutdown.
     """
 
-    def handle(self, request: "RemediationRequest") -> None | Awaitable[None]: ...
+    def handle(self, request: RemediationRequest) -> None | Awaitable[None]: ...
 
 
 class TopicPublisher:
@@ -342,7 +343,7 @@ class TopicPublisher:
         self._context = context
         self.topic = context.settings.remediation_topic
 
-    async def handle(self, request: "RemediationRequest") -> None:
+    async def handle(self, request: RemediationRequest) -> None:
         from stream.wire import encode_remediation_request
 
         # Only enqueued here: the worker waits for every delivery before it commits.
@@ -388,12 +389,12 @@ async def _maybe_await(value: Any) -> Any:
 # ============================================================================ shell (Kafka)
 
 
-def state_topic(settings: "Settings") -> str:
+def state_topic(settings: Settings) -> str:
     """The worker's compacted state topic: ``<remediation_group>-state``."""
     return f"{settings.remediation_group}-state"
 
 
-def transactional_id(settings: "Settings") -> str:
+def transactional_id(settings: Settings) -> str:
     return f"{settings.remediation_group}-tx"
 
 
@@ -401,7 +402,7 @@ def encode_state(context_id: str, state: ContextState) -> bytes:
     return json.dumps(state.to_json(context_id), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-async def load_states(settings: "Settings") -> dict[str, ContextState]:
+async def load_states(settings: Settings) -> dict[str, ContextState]:
     """Read the state topic to its end (``read_committed``, no group): context -> state."""
     from aiokafka import TopicPartition
 
@@ -468,7 +469,7 @@ def _decode_alert(value: bytes | None) -> dict[str, Any] | None:
 class RemediationWorker:
     """The consume-decide-produce loop (see the module docstring for the guarantees)."""
 
-    def __init__(self, settings: "Settings", *, log: Callable[[str], None] = _stderr) -> None:
+    def __init__(self, settings: Settings, *, log: Callable[[str], None] = _stderr) -> None:
         self.settings = settings
         self.log = log
         self.states: dict[str, ContextState] = {}
@@ -541,7 +542,7 @@ class RemediationWorker:
             await prod.stop()
         return self.stats
 
-    async def _process(self, prod: "AIOKafkaProducer", context: HandlerContext, handlers, batch) -> None:
+    async def _process(self, prod: AIOKafkaProducer, context: HandlerContext, handlers, batch) -> None:
         """One batch = one transaction: requests + touched states + offsets."""
         from stream.wire import RemediationRequest
 
@@ -597,7 +598,7 @@ class RemediationWorker:
             self.stats.requests[k] = self.stats.requests.get(k, 0) + n
 
 
-def _what(req: "RemediationRequest") -> str:
+def _what(req: RemediationRequest) -> str:
     if req.kind == "refetch":
         return str(req.referent)
     if req.kind == "recompact":
@@ -607,7 +608,7 @@ def _what(req: "RemediationRequest") -> str:
     return ""
 
 
-async def run_worker(settings: "Settings", stop: asyncio.Event | None = None) -> Stats:
+async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> Stats:
     """Run :class:`RemediationWorker` until ``stop`` (or SIGINT/SIGTERM) is set."""
     import signal
 

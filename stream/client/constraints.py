@@ -101,8 +101,9 @@ def _artifact_id(item: Any) -> str:
         return item
     if isinstance(item, Mapping):
         for k in ("artifact_id", "id"):
-            if isinstance(item.get(k), str):
-                return item[k]
+            v = item.get(k)
+            if isinstance(v, str):
+                return v
     for k in ("artifact_id", "id"):
         v = getattr(item, k, None)
         if isinstance(v, str):

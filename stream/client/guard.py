@@ -64,7 +64,7 @@ class _Outbox:
     __slots__ = ("inflight", "failed", "reported", "acked")
 
     def __init__(self) -> None:
-        self.inflight: set[asyncio.Future] = set()
+        self.inflight: set[asyncio.Future[Any]] = set()
         #: failed since the last flush / reported by the last flush (re-sent by the next)
         self.failed: list[tuple[Emitted, BaseException]] = []
         self.reported: list[tuple[Emitted, BaseException]] = []
@@ -84,12 +84,12 @@ class _Outbox:
         self.inflight.add(future)
         future.add_done_callback(lambda f: self._done(em, f, on_done))
 
-    def _done(self, em: Emitted, future: asyncio.Future, on_done: Any) -> None:
+    def _done(self, em: Emitted, future: asyncio.Future[Any], on_done: Any) -> None:
         self.inflight.discard(future)
         if future.cancelled():
             self.failed.append((em, asyncio.CancelledError("send cancelled")))
-        elif future.exception() is not None:
-            self.failed.append((em, future.exception()))
+        elif (exc := future.exception()) is not None:
+            self.failed.append((em, exc))
         else:
             md = future.result()
             em.partition, em.offset = md.partition, md.offset
@@ -127,7 +127,7 @@ class AsyncGuardContext:
     ``positions()``: ``{(topic, partition): offset}`` of the last acknowledged events.
     """
 
-    def __init__(self, guard: "AsyncGuard", builder: EventBuilder) -> None:
+    def __init__(self, guard: AsyncGuard, builder: EventBuilder) -> None:
         self._guard = guard
         self._builder = builder
         self._outbox = _Outbox()
@@ -185,7 +185,7 @@ class AsyncGuardContext:
         await self._outbox.send(self._guard.transport, em)
         return em
 
-    async def __aenter__(self) -> "AsyncGuardContext":
+    async def __aenter__(self) -> AsyncGuardContext:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -236,7 +236,7 @@ class AsyncGuard:
     def _new_handle(self, builder: EventBuilder) -> AsyncGuardContext:
         return AsyncGuardContext(self, builder)
 
-    async def start(self) -> "AsyncGuard":
+    async def start(self) -> AsyncGuard:
         if not self._started:
             await self.transport.start()
             self._started = True
@@ -258,7 +258,7 @@ class AsyncGuard:
             self._started = False
             await self.transport.stop()
 
-    async def __aenter__(self) -> "AsyncGuard":
+    async def __aenter__(self) -> AsyncGuard:
         return await self.start()
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -269,7 +269,7 @@ class GuardContext:
     """The sync handle of one context (``Guard.context``); same calls as
     :class:`AsyncGuardContext`, returning at once (``flush()`` blocks)."""
 
-    def __init__(self, guard: "Guard", handle: AsyncGuardContext) -> None:
+    def __init__(self, guard: Guard, handle: AsyncGuardContext) -> None:
         self._guard = guard
         self._handle = handle
 
@@ -310,7 +310,7 @@ class GuardContext:
         """Block until every event of this context is acknowledged; :class:`FlushFailed` otherwise."""
         self._guard._loop.run(self._guard._flush_handles([self._handle]), timeout)
 
-    def __enter__(self) -> "GuardContext":
+    def __enter__(self) -> GuardContext:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -329,8 +329,8 @@ class Guard:
         self.settings = self._async.settings
         self._loop = LoopThread("checkpoint-guard-client")
         self._slots = threading.BoundedSemaphore(max_in_flight)
-        self._queue: asyncio.Queue | None = None
-        self._sender: asyncio.Task | None = None
+        self._queue: asyncio.Queue[tuple[AsyncGuardContext, Emitted]] | None = None
+        self._sender: asyncio.Task[None] | None = None
         self._handles: dict[str, GuardContext] = {}
 
     def context(self, context_id: str, *, since: int | None = _UNSET) -> GuardContext:
@@ -342,7 +342,7 @@ class Guard:
                 sync = self._handles[context_id] = GuardContext(self, handle)
         return sync
 
-    def start(self, timeout: float | None = 60) -> "Guard":
+    def start(self, timeout: float | None = 60) -> Guard:
         if self._queue is not None:
             return self
         self._loop.start()
@@ -406,7 +406,7 @@ class Guard:
         self._async._started = False
         await self._async.transport.stop()
 
-    def __enter__(self) -> "Guard":
+    def __enter__(self) -> Guard:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

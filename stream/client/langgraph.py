@@ -39,7 +39,7 @@ from langchain.agents.middleware import SummarizationMiddleware
 from langchain_core.messages import AnyMessage, ToolMessage
 
 from stream.client.constraints import ConstraintChannel, collect_referents
-from stream.client.guard import AsyncGuard, Guard
+from stream.client.guard import AsyncGuard, AsyncGuardContext, Guard
 
 #: Summary text kept in a checkpoint (informational): far under the 1 MiB message limit.
 MAX_TEXT_CHARS = 65_536
@@ -47,6 +47,10 @@ MAX_TEXT_CHARS = 65_536
 
 def _is_summary(message: AnyMessage) -> bool:
     return (message.additional_kwargs or {}).get("lc_source") == "summarization"
+
+
+#: One call on a guard context: (method name, positional arguments, keyword arguments).
+_Call = tuple[str, tuple[Any, ...], dict[str, Any]]
 
 
 def _text(message: AnyMessage) -> str:
@@ -105,7 +109,7 @@ class GuardedSummarization(SummarizationMiddleware):
 
     # ---------------------------------------------------------------- planning (pure)
 
-    def _admissions(self, context_id: str, messages: list[AnyMessage]) -> list[tuple[str, tuple, dict]]:
+    def _admissions(self, context_id: str, messages: list[AnyMessage]) -> list[_Call]:
         thread = self._thread(context_id)
         calls = []
         for m in messages:
@@ -116,7 +120,7 @@ class GuardedSummarization(SummarizationMiddleware):
         return calls
 
     def _summarized(self, context_id: str, messages: list[AnyMessage], result: dict[str, Any],
-                    store: Any) -> list[tuple[str, tuple, dict]]:
+                    store: Any) -> list[_Call]:
         """The events of one summarization; gives the summary message its node id."""
         thread = self._thread(context_id)
         new = result["messages"]
@@ -125,7 +129,7 @@ class GuardedSummarization(SummarizationMiddleware):
         covered = [m for m in messages if m.id not in kept]
         children = [m.id for m in covered if _is_summary(m)]
         raw = [m for m in covered if not _is_summary(m)]
-        node_id = "summary-" + hashlib.sha256("\n".join(m.id for m in covered).encode()).hexdigest()[:16]
+        node_id = "summary-" + hashlib.sha256("\n".join(m.id or "" for m in covered).encode()).hexdigest()[:16]
         summary.id = node_id
         prepared = thread.channel.prepare(_text(m) for m in raw)
         summary_text = _text(summary)
@@ -135,7 +139,7 @@ class GuardedSummarization(SummarizationMiddleware):
         else:
             constraints = {"raw_negative_constraints": [c.as_wire() for c in prepared.raw],
                            "negative_constraints": thread.channel.carried_by(summary_text)}
-        calls: list[tuple[str, tuple, dict]] = []
+        calls: list[_Call] = []
         if store is not None:
             namespace = (*self.store_namespace, context_id)
             for m in raw:
@@ -185,5 +189,6 @@ class GuardedSummarization(SummarizationMiddleware):
             if isinstance(self.guard, Guard):
                 await asyncio.to_thread(ctx.flush)
             else:
+                assert isinstance(ctx, AsyncGuardContext)
                 await ctx.flush()
         return result

@@ -60,12 +60,12 @@ from stream.adapters.model_judge import (
     RestartWithFallback,
     build_model_judge,
 )
-from stream.commands._base import argument, check_input_file, check_output_file, command, fail, option
-from stream.settings import get_settings
-from stream.kafka_clients import kafka_error
 
 #: The traces shipped with the project (read-only input data).
 from stream.adapters.simulated import DEFAULT_TRACES  # noqa: E402
+from stream.commands._base import argument, check_input_file, check_output_file, command, fail, option
+from stream.kafka_clients import kafka_error
+from stream.settings import get_settings
 
 settings = get_settings()
 _D = SimulationParams()
@@ -216,7 +216,8 @@ def ingest(
         fail("--judge, --judge-precision, --judge-fallback and --metrics-file work with the log forms only: "
              "ingest openhands DIR... / ingest claude-code FILE...")
     if follow or idle_timeout is not None:
-        fail("--follow and --idle-timeout work with the log forms only: ingest openhands DIR... / ingest claude-code FILE...")
+        fail("--follow and --idle-timeout work with the log forms only: "
+             "ingest openhands DIR... / ingest claude-code FILE...")
     try:
         params = SimulationParams(
             window=window,
@@ -234,7 +235,8 @@ def ingest(
         fail(str(exc))
     if not paths:
         if not DEFAULT_TRACES.is_dir():
-            fail(f"no PATH given and the shipped traces are not at {DEFAULT_TRACES}; pass trajectory files or directories")
+            fail(f"no PATH given and the shipped traces are not at {DEFAULT_TRACES}; "
+                 "pass trajectory files or directories")
         paths = (str(DEFAULT_TRACES),)
     for path in paths:
         check_input_file(path, what="trajectory files or directories (mini-swe-agent *.traj.json, tau-bench "
@@ -317,7 +319,8 @@ async def _produce(events: Iterable[dict[str, Any]]) -> int:
     try:
         await start_client(settings, client)
         pending = [
-            await client.send(topic[e["type"]], value=encode_event(e).encode("utf-8"), key=e["context_id"].encode("utf-8"))
+            await client.send(topic[e["type"]], value=encode_event(e).encode("utf-8"),
+                              key=e["context_id"].encode("utf-8"))
             for e in events
         ]
         await asyncio.gather(*pending)
@@ -328,7 +331,8 @@ async def _produce(events: Iterable[dict[str, Any]]) -> int:
 
 def _by_kind(counts: Counter[str]) -> tuple[str, str]:
     """("admitted live N, ...", "leaf N, section N, root N") of an event count."""
-    artifacts = ", ".join(f"{k} {counts[k]}" for k in ("admitted live", "evicted live", "admitted durable", "evicted durable"))
+    ops = ("admitted live", "evicted live", "admitted durable", "evicted durable")
+    artifacts = ", ".join(f"{k} {counts[k]}" for k in ops)
     levels = ", ".join(f"{k} {counts[k]}" for k in ("leaf", "section", "root"))
     return artifacts, levels
 
@@ -403,7 +407,7 @@ class LogInputs:
             if key not in self.readers:
                 self.readers[key] = self._reader(f, self.judge, self._contexts)
 
-    def restart(self, judge: Judge) -> "LogInputs":
+    def restart(self, judge: Judge) -> LogInputs:
         """The same inputs read again from the start with ``judge``; problems already printed are not printed again."""
         again = LogInputs(self.fmt, tuple(self.paths), judge)
         again.input_errors = list(self.input_errors)
@@ -489,9 +493,9 @@ def _ingest_logs(
         fail(str(exc))
     tally = _Tally()
     judges = _Judges(RulesJudge(matcher, judge_precision), judge, judge_fallback, tally)
+    inputs = LogInputs(fmt, paths, judges.chosen)
     if metrics_file:
         tally.on_emit = lambda: _write_metrics(metrics_file, fmt, tally, judges, inputs)
-    inputs = LogInputs(fmt, paths, judges.chosen)
     inputs.scan(report=True)
     missing = [p for p in paths if not os.path.exists(p)]
     if not inputs.readers and (not follow or missing):
@@ -556,7 +560,7 @@ def _unread_languages(inputs: LogInputs) -> str:
     return f", {sum(skipped.values())} text(s) in a language it cannot read ({langs}: not judged)"
 
 
-def _write_metrics(path: str, fmt: str, tally: _Tally, judges: "_Judges", inputs: LogInputs) -> None:
+def _write_metrics(path: str, fmt: str, tally: _Tally, judges: _Judges, inputs: LogInputs) -> None:
     """The run's metrics in Prometheus text format, written to ``path`` atomically (``--metrics-file``)."""
     from prometheus_client import CollectorRegistry, write_to_textfile
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -686,11 +690,13 @@ async def _run_logs(
             return
         tally.add(events)
         if client is None:
+            assert sink is not None
             sink.write(b"".join(encode_event(e).encode("utf-8") + b"\n" for e in events))
             sink.flush()
             return
         pending = [
-            await client.send(topic[e["type"]], value=encode_event(e).encode("utf-8"), key=e["context_id"].encode("utf-8"))
+            await client.send(topic[e["type"]], value=encode_event(e).encode("utf-8"),
+                              key=e["context_id"].encode("utf-8"))
             for e in events
         ]
         await asyncio.gather(*pending)
@@ -721,7 +727,7 @@ async def _run_logs(
                 break
             try:
                 await asyncio.wait_for(stop.wait(), poll_interval)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         return stop.is_set()
     finally:

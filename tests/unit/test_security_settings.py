@@ -37,7 +37,8 @@ def sasl(mechanism: str = "PLAIN", protocol: str = "SASL_PLAINTEXT") -> Settings
 
 
 def test_plaintext_clients_get_no_credentials():
-    assert client_kwargs(Settings(broker="kafka://h:1")) == {"bootstrap_servers": "h:1", "security_protocol": "PLAINTEXT"}
+    assert client_kwargs(Settings(broker="kafka://h:1")) == {"bootstrap_servers": "h:1",
+                                                             "security_protocol": "PLAINTEXT"}
     assert faust_broker_credentials(Settings()) is None
 
 

@@ -74,7 +74,7 @@ import random
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from stream.adapters.simulated.model import Constraint, Trajectory, Turn
@@ -82,7 +82,7 @@ from stream.domain.keys import constraint_key as _key
 
 LEVELS: tuple[str, str, str] = ("leaf", "section", "root")
 SCHEMA_VERSION = 1
-EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 MAX_LIST = 10_000  # DESIGN.md §3 size limit on any list
 
 #: Key order of the encoded events (anything else follows, sorted).
@@ -158,7 +158,8 @@ class SimulationParams:
         for name in ("prohibition_survival", "instruction_survival", "referent_survival"):
             rates = getattr(self, name)
             if len(rates) != 3 or not all(0.0 <= float(r) <= 1.0 for r in rates):
-                raise ValueError(f"{name.replace('_', ' ')} must be three rates in [0, 1] (leaf,section,root), got {rates}")
+                raise ValueError(
+                    f"{name.replace('_', ' ')} must be three rates in [0, 1] (leaf,section,root), got {rates}")
             object.__setattr__(self, name, tuple(float(r) for r in rates))
 
 
@@ -170,7 +171,7 @@ def parse_rates(text: str) -> Rates:
         raise ValueError(f"expected three numbers like 0.71,0.34,0.09, got {text!r}") from None
     if len(rates) != 3 or not all(0.0 <= r <= 1.0 for r in rates):
         raise ValueError(f"expected three rates in [0, 1] (leaf,section,root), got {text!r}")
-    return rates  # type: ignore[return-value]
+    return rates[0], rates[1], rates[2]
 
 
 # --------------------------------------------------------------------------- encoding
@@ -184,7 +185,7 @@ def encode_event(event: Mapping[str, Any]) -> str:
 
 def context_seed(seed: int, context_id: str) -> int:
     """The per-context RNG seed: a hash of (seed, context id), independent of order."""
-    digest = hashlib.sha256(f"{seed}\x1f{context_id}".encode("utf-8")).digest()
+    digest = hashlib.sha256(f"{seed}\x1f{context_id}".encode()).digest()
     return int.from_bytes(digest[:8], "big")
 
 
@@ -248,7 +249,7 @@ class _Run:
     def _emit(self, body: dict[str, Any], detail: str) -> None:
         t = max(self.turn_start, self.last_t + 1)
         self.last_t = t
-        digest = hashlib.sha256(f"{self.ctx}\x1f{self.seq}\x1f{body['type']}\x1f{detail}".encode("utf-8")).hexdigest()
+        digest = hashlib.sha256(f"{self.ctx}\x1f{self.seq}\x1f{body['type']}\x1f{detail}".encode()).hexdigest()
         event = {
             "type": body["type"],
             "schema_version": SCHEMA_VERSION,
@@ -439,7 +440,8 @@ def simulate(traj: Trajectory, params: SimulationParams | None = None) -> list[d
     return _Run(traj, params or SimulationParams()).run()
 
 
-def simulate_all(trajectories: Iterable[Trajectory], params: SimulationParams | None = None) -> Iterator[dict[str, Any]]:
+def simulate_all(trajectories: Iterable[Trajectory],
+                 params: SimulationParams | None = None) -> Iterator[dict[str, Any]]:
     """Events of several trajectories, one context after another."""
     for traj in trajectories:
         yield from simulate(traj, params)

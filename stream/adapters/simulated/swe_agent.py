@@ -38,6 +38,8 @@ from stream.adapters.simulated.extract import extract_constraints
 from stream.adapters.simulated.model import Format, Trajectory, TurnBuilder, estimate_tokens, step_tool_calls
 
 WORKDIR = "/testbed"
+#: Words before the real command of a shell line (``sudo``, ``timeout 10``, ``env X=1``, ...).
+_PREFIX_COMMANDS = ("sudo", "timeout", "time", "env", "exec", "nohup")
 
 
 def looks_like(data: Any) -> bool:
@@ -93,7 +95,7 @@ def split_heredocs(command: str) -> tuple[str, list[str]]:
         line = lines[i]
         pending: list[str] = []
 
-        def _sub(m: re.Match[str]) -> str:
+        def _sub(m: re.Match[str], pending: list[str] = pending) -> str:
             pending.append(m.group(3))
             return f" << __HEREDOC_{len(bodies) + len(pending) - 1}__ "
 
@@ -185,7 +187,7 @@ def _simple_command(
             continue
         argv.append(w)
         i += 1
-    while argv and (re.match(r"^[A-Za-z_]\w*=", argv[0]) or argv[0] in ("sudo", "timeout", "time", "env", "exec", "nohup")):
+    while argv and (re.match(r"^[A-Za-z_]\w*=", argv[0]) or argv[0] in _PREFIX_COMMANDS):
         argv.pop(0)
         while argv and argv[0][:1].isdigit():  # timeout 30
             argv.pop(0)
@@ -291,13 +293,21 @@ def normalize_abs(path: str, cwd: str) -> str:
 # --------------------------------------------------------------------------- parsing
 
 
+def _usage_of(message: dict[str, Any]) -> dict[str, Any]:
+    """The usage of a step known to have one (:func:`_usage`)."""
+    usage = _usage(message)
+    assert usage is not None
+    return usage
+
+
 def _usage(message: dict[str, Any]) -> dict[str, Any] | None:
     extra = message.get("extra")
     if not isinstance(extra, dict):
         return None
     response = extra.get("response")
     usage = response.get("usage") if isinstance(response, dict) else None
-    if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int) and isinstance(usage.get("completion_tokens"), int):
+    if (isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int)
+            and isinstance(usage.get("completion_tokens"), int)):
         return usage
     return None
 
@@ -334,17 +344,17 @@ def parse(data: dict[str, Any], path: str | Path) -> Trajectory:
     steps = [i for i, m in enumerate(messages) if m["role"] == "assistant" and _usage(m)]
     if steps and steps[0] > 0:
         first = steps[0]  # everything before the first step is its prompt
-        prompt = _usage(messages[first])["prompt_tokens"]
+        prompt = _usage_of(messages[first])["prompt_tokens"]
         if prompt > 0:
             tokens[:first] = [0] * first
             tokens[0] = prompt
     for n, i in enumerate(steps):
-        u = _usage(messages[i])
+        u = _usage_of(messages[i])
         tokens[i] = max(1, u["completion_tokens"])
         if n + 1 < len(steps):
             j = steps[n + 1]
             between = list(range(i + 1, j))
-            grown = _usage(messages[j])["prompt_tokens"] - u["prompt_tokens"] - u["completion_tokens"]
+            grown = _usage_of(messages[j])["prompt_tokens"] - u["prompt_tokens"] - u["completion_tokens"]
             est = sum(tokens[k] for k in between)
             if between and grown > 0 and est > 0:
                 for k in between:  # spread the real growth over those messages by size
