@@ -90,7 +90,7 @@ def describe(exc: BaseException) -> tuple[str, int]:
     did not handle itself — never a traceback, never a library's raw line.
 
     Ctrl-C is 130; our own errors carry their line (2 for :class:`UsageError`, else 1);
-    aiokafka's errors become :func:`stream.kafka_clients.kafka_error`'s line; an
+    aiokafka's errors become :func:`stream.kafka_errors.aiokafka_line`'s line; an
     ``OSError`` names the path; anything else is a bug: its traceback is written to
     a file the line names.
     """
@@ -101,10 +101,10 @@ def describe(exc: BaseException) -> tuple[str, int]:
     if isinstance(exc, GuardError):
         return str(exc), EXIT_FAILED
     if type(exc).__module__.split(".")[0] == "aiokafka":
-        from stream.kafka_clients import kafka_error
+        from stream.kafka_errors import aiokafka_line
         from stream.settings import get_settings
 
-        return kafka_error(get_settings(), exc), EXIT_FAILED
+        return aiokafka_line(get_settings(), exc), EXIT_FAILED
     if isinstance(exc, OSError):
         where = f" {exc.filename}" if exc.filename else ""
         return f"cannot use{where}: {exc.strerror or exc}; check the path, its permissions and free space", EXIT_FAILED
