@@ -2,21 +2,8 @@
 
     python bench/bench_commit.py [--quick] [--bootstrap HOST:PORT] [--out FILE]
 
-The measurement behind the worker's durability design (issue #18: "measure both costs
-before deciding"). One input partition's commit, repeated; each commit makes the same
-state change durable (``--entries`` dirty keys of ~100 bytes) and moves the consumer
-group's offset:
-
-* **delta**: one record holding every dirty key (JSON) to the state log, ``acks=all``,
-  awaited; then the group offset committed by the group member (``OffsetCommit``).
-* **transaction, one delta record**: ``begin`` → the same record → ``send_offsets_to_
-  transaction`` → ``commit`` (transactional producer, one transactional id per input
-  partition — the fencing model aiokafka supports).
-* **transaction, a record per key**: the same with one record per dirty key (what a
-  per-key compacted changelog would need).
-
-Per commit: wall milliseconds (median, p90) and this process's CPU milliseconds (the
-broker's CPU is not counted). One broker, one process, the same run.
+The measurement behind the worker's durability design (issue 18).
+How it measures, and why: bench/METHODS.md "bench_commit.py".
 """
 
 from __future__ import annotations

@@ -2,29 +2,8 @@
 
     python bench/bench_quix.py [--streams real,synthetic] [--runs 2] [--copies 3] [--quick] [--out FILE]
 
-Per stream, the events are produced once into fresh input topics (4 partitions, keyed by
-context id); then, alternately (worker, Quix, worker, Quix, ... — so drift in the
-machine's load hits both alike), each consumer reads all of them from the beginning
-under its own consumer group, with its own output topics:
-
-* **checkpoint-guard worker**: ``python -m stream worker`` (its RocksDB state and state
-  log, ``CG_COMMIT_INTERVAL`` 1 s). Progress: its ``events_total`` counter at
-  ``/metrics``, polled every 0.1 s; durable: the group's committed offsets reach the
-  input topics' end offsets.
-* **Quix Streams app**: ``bench/quix_app.py`` — the same ``Engine`` and the same
-  ``stream.wire`` decode/encode over ``concat`` of the two input dataframes, its state in
-  Quix's RocksDB store with its changelog topic, Quix's defaults (commit every 5 s,
-  at-least-once); ``--quix-guarantee exactly-once`` measures Quix's transactions instead.
-  It stamps its first and last processed message itself (``on_message_processed``), then
-  stops (Quix's final checkpoint: producer flushed, changelog and offsets committed).
-
-**events/s** = events ÷ (first processed → last processed), start-up excluded; **CPU
-µs/event** = the process's CPU time (all threads: librdkafka's too) over the same window
-÷ events. *→ durable*: first processed → offsets committed (the worker waits for its
-commit timer; Quix commits at once when stopped). After each run its alerts topic is
-read back: the ``alert_id`` sequence of each context must equal the offline replay's
-(and so the other consumer's), and whole alert records (``emitted_at`` aside) are
-compared too.
+Part 10 of ``make bench``.
+How it measures, and why: bench/METHODS.md "bench_quix.py".
 """
 
 from __future__ import annotations

@@ -2,28 +2,8 @@
 
     python bench/bench_scaleout.py [--stream real|synthetic] [--runs 3] [--workers 1,2] [--quick] [--out FILE]
 
-Per run and worker count n (fresh topics, a fresh app id = consumer group and changelog
-topics, one data dir and web port per worker, RocksDB store):
-
-1. start the n ``python -m stream worker`` processes (same app id: one group) on the
-   *empty* input topics and wait until every one answers 200 on ``/readyz`` and their
-   partition sets are disjoint, non-empty and cover all 4 partitions (the group is
-   balanced and stable before the clock starts: no rebalance inside the measurement);
-2. **t0** = the first event produced; the whole stream is then produced as fast as the
-   producer goes (a backlog: production takes a second or two, processing far longer);
-3. **processed** = the sum of the workers' ``checkpoint_guard_events_total`` counters
-   at ``/metrics`` (every outcome but ``buffered``: an event counts once its outputs are
-   handed to the producer) reaches the events the offline replay applies, polled every
-   0.1 s; **durable** = the group's committed offsets reach the input topics' end offsets
-   (the worker commits outputs acknowledged → state log → offsets every
-   ``CG_COMMIT_INTERVAL``, 1 s: up to ~1 s later, for 1 and 2 workers alike).
-
-events/s = events ÷ (processed − t0); the ratio (n workers ÷ 1 worker) is taken over the
-medians; runs alternate 1, 2, 1, 2, ... so drift in the machine's load hits both alike.
-**Events per worker-CPU-second** = events ÷ the CPU seconds all workers spent in the
-window: on a machine whose cores are taken (2 cores shared with the broker, the bench and
-other processes) two workers cannot run twice as fast, but each event should cost them
-no more than it costs one (goal: within 10 %).
+Part 4 of ``make bench``.
+How it measures, and why: bench/METHODS.md "bench_scaleout.py".
 """
 
 from __future__ import annotations

@@ -1,59 +1,12 @@
 """Codecs at the edge: the JSON of every topic, as pydantic v2 models.
 
-Inbound, :func:`decode_event` turns the bytes of one message (or one replay line) into
-a domain event, or raises :class:`~stream.errors.InvalidEvent` with a one-line reason —
-the caller dead-letters it (DESIGN.md §3 "Validation boundary"):
-
-* only the fields the rules use are validated, with strict JSON types (no coercion:
-  ``"3"``, ``3.0`` and ``true`` are not integers); an explicit ``null`` for an optional
-  field means absent;
-* informational fields (``occurred_at``, ``cycle``, ``text``, ``parent_id``, ``kind``,
-  ``instructions``, ``raw_instructions``, anything unknown) never cause a dead letter;
-  ill-typed, they are treated as absent;
-* NaN and Infinity are not JSON; neither is invalid UTF-8.
-
-**Limits** (:class:`Limits`, from the ``CG_MAX_*`` settings) are checked here, where
-bytes become events, so the worker, ``replay`` and ``replay --from-kafka`` dead-letter
-exactly the same messages and nothing downstream ever holds more than a limit allows:
-message bytes, characters per id, entries per list (referents, children, each constraint
-list), characters per constraint. The reason names the limit and its setting, e.g.
-``referents: 10001 items, limit is 10000 (CG_MAX_REFERENTS)``. Limits are size limits:
-like the byte limit they apply to the message as a whole; an informational constraint
-list (``instructions``) over a limit is treated as absent, as any ill-typed
-informational field.
-
-**JSON the fast parser refuses** (DESIGN.md §3: informational fields never dead-letter).
-pydantic-core's parser (jiter) rejects three things RFC 8259 calls JSON; each is decided
-here, the same way for every field of the message:
-
-* *lone surrogate escapes* (``"\\ud800"``): grammatical JSON (RFC 8259 §8.2 only warns
-  that such strings are unpredictable) — the message is re-read with Python's ``json``;
-  a string holding one is not valid Unicode, so an informational field holding one is
-  treated as absent, while a rule field holding one is a dead letter (``node_id: not
-  valid Unicode (lone surrogate escape)``): it could never be written to a table or an
-  alert (UTF-8). A constraint object's members other than ``id`` are informational: one
-  holding a lone surrogate (in its name or value) is dropped, the constraint kept.
-* *integers over 4,300 digits*: grammatical JSON — re-read as above, with such an
-  integer standing in as "beyond 64 bits": an informational ``cycle`` is treated as
-  absent, a ``seq`` or ``schema_version`` is out of range (dead letter), as it already
-  is from 2**63 on.
-* *nesting deeper than* :data:`MAX_JSON_DEPTH` *levels* (containers, the message itself
-  included): a dead letter, ``not JSON: nested deeper than 201 levels``, whatever the
-  field. jiter also stops at 201 arrays around a scalar (it counts the scalar as a level):
-  that message is re-read, so the verdict depends neither on what the innermost array
-  holds nor on where a lone surrogate sits. RFC 8259 §9 lets a parser limit
-  nesting depth exactly as it limits text size; a fixed, documented depth is a size limit
-  like ``CG_MAX_MESSAGE_BYTES`` (which dead-letters a message whose ``text`` is 2 MiB),
-  and no rule field is ever deeper than 3. Accepting deeper informational data would take
-  a second, recursion-free parser for input no producer sends; the fixed number keeps
-  worker and replay identical (Python's own parser would stop at a depth that varies
-  with the stack).
-
-Outbound, :func:`encode` produces the deterministic JSON bytes of every output (the
-engine's alert, status and verdict values, dead letters; fixed key order, compact,
-UTF-8): the same alert is the same bytes offline and from Kafka. The pydantic output
-models (:class:`Alert`, :class:`Status`, :class:`Verdict`, :class:`DeadLetter`) exist for
-their JSON Schemas (``python -m stream schema``) and for consumers that read the topics.
+Inbound, :func:`decode_event` turns one message (or replay line) into a domain event, or
+raises :class:`~stream.errors.InvalidEvent` with a one-line reason the caller dead-letters
+(DESIGN.md §3 "Validation boundary"); the size limits (:class:`Limits`, ``CG_MAX_*``) are
+checked here, so the worker and ``replay`` dead-letter exactly the same messages. Outbound,
+:func:`encode` writes the deterministic bytes of every output. It must not let an
+informational field dead-letter a message. What is validated, the limits, and the JSON the
+fast parser refuses (lone surrogates, huge integers, deep nesting): docs/WIRE.md.
 """
 
 from __future__ import annotations

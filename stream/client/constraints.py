@@ -1,21 +1,10 @@
 """The seed's two mitigations as helpers: a constraint channel and referent collection.
 
-**ConstraintChannel.** A prohibition ("do not edit the migrations") must travel in a
-channel that is not subject to compression (DESIGN.md §4 "Why a ledger"). The channel
-extracts the prohibitions of every raw text a summary will cover (the project's
-:class:`~stream.adapters.prohibitions.ProhibitionMatcher`, a documented heuristic),
-keeps them outside that text, and hands the summarizer both: :meth:`prepare` returns the
-text to summarize and the prohibitions in force; :meth:`checkpoint_fields` fills
-``raw_negative_constraints`` (what the covered raw text said) and
-``negative_constraints`` (everything the channel keeps) by construction, and
-:meth:`attach` appends the prohibitions verbatim to the summary the model will read.
-A summary written without the channel can be checked with :meth:`carried_by`.
-
-Constraints go on the wire as ``{"id": "prohibition:<hash>", "text": ...}``: keyed by
-a hash of the normalized clause, so the same clause seen twice is one constraint.
-
-**collect_referents.** The referents of a summary are the artifacts it covers (it
-depends on them for detail it elides), plus those its text names.
+:class:`ConstraintChannel` keeps the prohibitions of every raw text a summary covers
+outside that text (a prohibition must travel in a channel not subject to compression,
+DESIGN.md §4 "Why a ledger") and fills the checkpoint's constraint fields by construction;
+:func:`collect_referents` names the artifacts a summary depends on. How they work:
+docs/CLIENT.md "The constraint channel".
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
 """Emit a pipeline's compaction and artifact events: :class:`AsyncGuard` and :class:`Guard`.
 
-One guard per process (one producer); one handle per context::
-
-    async with AsyncGuard(settings) as guard:          with Guard(settings) as guard:
-        ctx = guard.context("run-42")                      ctx = guard.context("run-42")
-        await ctx.admitted("span-1")                       ctx.admitted("span-1")
-        await ctx.checkpoint("leaf-1", "leaf", ...)        ctx.checkpoint("leaf-1", "leaf", ...)
-        await ctx.flush()                                  ctx.flush()
-
-Every call is validated at once by the worker's own decoder (:mod:`stream.client.records`)
-and then handed to the producer; ``flush()`` waits until the broker acknowledged every
-event so far (acks=all), which is also when :class:`~stream.client.Emitted` learns its
-partition and offset (what ``StatusView.wait_for`` needs). A record the broker did not
-acknowledge is kept: ``flush()`` raises :class:`FlushFailed`, and the next ``flush()``
-sends the same bytes again — if the first copy did arrive, the worker ignores the second
-(same ``event_id``, same seq). Leaving a ``with`` block flushes.
-
-The sync :class:`Guard` runs the same code on a private event-loop thread: calls
-validate in the caller's thread and return at once; at most ``max_in_flight`` events
-wait for their acknowledgement before a call blocks.
+One guard per process (one producer), one handle per context. Every call is validated at
+once by the worker's own decoder, then handed to the producer; ``flush()`` waits for the
+broker's acknowledgements and keeps what was not acknowledged, to send the same bytes
+again. The sync :class:`Guard` runs the same code on a private event-loop thread.
+Usage and the acknowledgement rules: docs/CLIENT.md "Emitting".
 """
 
 from __future__ import annotations

@@ -1,32 +1,10 @@
 """LangChain/LangGraph: every summary the agent writes becomes a checkpoint.
 
-``pip install 'checkpoint-guard[langgraph]'`` — in the agent's environment (the worker is
-tested without it: LangChain brings orjson, and faust switches its JSON codec when orjson
-is importable). :class:`GuardedSummarization` is LangChain v1's own
-:class:`~langchain.agents.middleware.SummarizationMiddleware` (the summarization step of
-``create_agent`` graphs, which run on LangGraph) that also tells checkpoint-guard what it
-did, on the context of the LangGraph thread (``thread_id``)::
-
-    agent = create_agent(model, tools, store=InMemoryStore(), checkpointer=InMemorySaver(),
-                         middleware=[GuardedSummarization(model, guard=guard, trigger=("messages", 40))])
-
-Before each model call every message not seen yet is ``admitted`` to ``live``. When the
-middleware summarizes, for the messages it summarizes away:
-
-1. each is put in the agent's store (``runtime.store``, namespace ``store_namespace +
-   (thread_id,)``) and ``admitted`` to ``durable`` — when the agent has a store;
-2. each is ``evicted`` from ``live``;
-3. the summary is a ``checkpoint``: node id ``summary-<hash of what it covers>`` (the
-   summary message gets that id), ``leaf`` — or ``section`` with the previous summary as
-   its child when it re-summarizes one; referents = the summarized messages; the
-   prohibitions of their text (:class:`~stream.client.ConstraintChannel`) are its
-   ``raw_negative_constraints``; then the guard is flushed.
-
-``carry_constraints=True`` (default) is the seed's mitigation: the prohibitions travel
-beside the summary (appended verbatim to the summary message, and declared as carried).
-``False`` declares only those the summary text still states, so a summarizer that drops
-a prohibition opens ``negative_constraint_dropped``. Without a store the summarized
-messages are gone and the summary's referents are orphans (``orphaned_referent``).
+:class:`GuardedSummarization` is LangChain v1's ``SummarizationMiddleware`` that also tells
+checkpoint-guard what it did, on the context of the LangGraph thread. Install
+``checkpoint-guard[langgraph]`` in the agent's environment, never the worker's (LangChain
+brings orjson, which switches faust's JSON codec). The events it emits, and
+``carry_constraints``: docs/CLIENT.md "LangGraph".
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
 """May I recover from this checkpoint? :class:`AsyncStatusView` and :class:`StatusView`.
 
-The worker writes one record per node status change to the compacted ``checkpoint-status``
-topic (DESIGN.md §4 "[v2] Node status"; key ``["<context_id>","<node_id>"]``). A view
-reads it group-less from the beginning into a local table and keeps following it, so
-``is_authoritative`` / ``why`` are dictionary lookups. With ``details=True`` (default) it
-also follows ``checkpoint-alerts`` and keeps each node's open orphan set and missing
-constraint keys, so :meth:`AsyncStatusView.recover_from` can name them.
-
-**Read-your-writes** (:meth:`AsyncStatusView.wait_for`): the client knows the partition
-and offset of every acknowledged event; the worker commits an input offset only after the
-outputs of the events below it were acknowledged (``stream/worker/durability.py``). So
-``wait_for`` polls the worker group's (``CG_APP_ID``) committed offsets until they pass
-the events, then reads the status (and alerts) partitions of the same numbers to their end
-offsets. The argument, checked against the worker's code, is in ``docs/CLIENT.md``. Expect
-up to one ``CG_COMMIT_INTERVAL`` (default 1 s) beyond processing.
-
-A node with no status record yet (not processed, or never emitted) is not authoritative.
+A view reads the compacted ``checkpoint-status`` topic group-less from the beginning into a
+local table and keeps following it (and ``checkpoint-alerts`` with ``details=True``), so
+``is_authoritative`` / ``why`` are dictionary lookups. A node with no status record yet is
+not authoritative. Read-your-writes (``wait_for``): docs/CLIENT.md §3 and "The status view".
 """
 
 from __future__ import annotations

@@ -1,30 +1,11 @@
 """``python -m stream ingest`` — real agent records -> the two input streams.
 
-Two forms, one command:
-
-* ``ingest [PATH...]`` — trajectories (mini-swe-agent, tau-bench) through the
-  deterministic compaction simulation (below);
-* ``ingest openhands DIR...`` / ``ingest claude-code FILE...`` — real compaction logs
-  through :mod:`stream.adapters.openhands` / :mod:`stream.adapters.claude_code`, after
-  the fact or, with ``--follow``, live (poll-based tail; stops on Ctrl-C/SIGTERM or
-  after ``--idle-timeout`` seconds without new records). Per-record problems are
-  reported on stderr as ``checkpoint-guard: ingest: <path>[:<line>]: <problem>`` and
-  skipped; unknown record types are skipped and counted in the summary line; exit
-  code 1 when any input or record could not be read (or ``--judge model`` cannot
-  reach its model), else 0.
-
-Trajectories, in detail:
-
-A thin shell around :mod:`stream.adapters`: load the trajectories, simulate the
-compaction of each (deterministic, see :mod:`stream.adapters.simulated.simulator`), and write
-the events as JSONL (stdout or ``--out``) or produce them to the input topics
-(``--to-kafka``: checkpoints to ``CG_COMPACTION_TOPIC``, artifacts to
-``CG_ARTIFACT_TOPIC``, key = UTF-8 context id, value = the JSON line).
-
-Without PATH it reads the traces shipped next to the repository
-(``stream/samples/traces``, shipped with the project). A file that cannot be read is reported on stderr as
-``checkpoint-guard: ingest: <path>: <problem>`` and skipped; the others are ingested
-and the exit code is 1. The last stderr line is a one-line summary.
+Two forms, one command: ``ingest [PATH...]`` reads trajectories (mini-swe-agent,
+tau-bench) through the deterministic compaction simulation; ``ingest openhands DIR...`` /
+``ingest claude-code FILE...`` read real compaction logs, after the fact or live
+(``--follow``). Events go out as JSONL (stdout or ``--out``) or to the input topics
+(``--to-kafka``). A thin shell around :mod:`stream.adapters`: a file or record that cannot be
+read is reported on stderr in one line and skipped. Details: docs/ADAPTERS.md "ingest".
 """
 
 from __future__ import annotations

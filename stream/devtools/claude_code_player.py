@@ -1,19 +1,9 @@
 """Play a Claude Code transcript forward through the hook, the way Claude Code calls it.
 
-Used by the hook's tests and by ``bench/hook_check.py`` / ``bench/bench_hook.py``. The
+Used by the hook's tests and by ``bench/hook_check.py`` / ``bench/bench_hook.py``: the
 records of a finished transcript are appended, in order and byte for byte, to a fresh
-transcript file; at each point where Claude Code would run a hook, the hook command runs
-as a subprocess with the JSON Claude Code sends (``docs/HOOK.md``):
-
-* ``PreCompact`` (``trigger`` from the boundary's ``compactMetadata``) right before a
-  ``compact_boundary`` record is written;
-* ``SessionStart`` with ``source: "compact"`` right after the ``isCompactSummary`` record;
-* ``Stop`` when a turn ended: before the next prompt the user types (every
-  ``stop_every``-th turn), and at the end;
-* ``SessionEnd`` (``reason: "other"``) at the end.
-
-``split_records``: each record is first written without its end (a record being
-written), a ``Stop`` runs, then the rest follows.
+transcript file, and at each point where Claude Code would run a hook the hook command runs
+with the JSON Claude Code sends. When each hook runs: docs/DEVELOPMENT.md "The transcript player".
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
 """The main job, end to end: real trajectories -> Kafka -> worker -> alerts -> report.
 
-``python -m stream demo`` (``make demo``):
-
-1. starts a fresh local Kafka broker (:mod:`stream.devtools.kafka_local`) on free ports, unless
-   ``--broker`` names a running one;
-2. creates the topics (``topics create``);
-3. starts ``python -m stream worker`` as a subprocess (RocksDB tables) and waits for it;
-4. turns the trajectories into events (:mod:`stream.adapters`) and produces them to the
-   two input topics;
-5. waits until the worker's consumer group has committed every input offset (drained);
-6. reads the alerts, status, dead-letter and input topics back and prints the report
-   (:mod:`stream.devtools.report`: alerts per rule and level, survival, nodes
-   authoritative per level at the end), plus a check that the live alerts and status
-   records equal offline replay of the same events;
-7. stops the worker and the broker (``--keep-running`` leaves them up).
-
-Everything it starts lives under ``<user data dir>/demo/`` (:data:`DEMO_HOME`).
+``python -m stream demo`` (``make demo``) starts a broker and the worker, produces the
+trajectories' events, waits until the worker drained them, prints the report and checks
+that the live outputs equal the offline replay's. Everything it starts lives under
+``<user data dir>/demo/`` (:data:`DEMO_HOME`). Its seven steps: docs/DEVELOPMENT.md "The demo".
 """
 
 from __future__ import annotations

@@ -1,26 +1,9 @@
 """mini-swe-agent ``*.traj.json`` -> :class:`~stream.adapters.simulated.model.Trajectory`.
 
-Layout of a run (``trajectory_format`` ``mini-swe-agent-1.x``): ``messages[0]`` system,
-``messages[1]`` user with ``<pr_description>`` (the task) and ``<instructions>`` (where
-the prohibitions are), then assistant steps (``content`` = reasoning, ``tool_calls``
-with real ids, ``extra.response.usage`` = real token counts) each followed by its
-``tool`` outputs, and a final ``exit`` message with the submitted patch.
-
-Turns: turn 0 = system + task message; then one turn per assistant step (with the tool
-outputs that answer it); the exit message is the last turn.
-
-Token sizes come from the model's own usage: an assistant step costs its
-``completion_tokens``; the tool outputs that follow cost the growth of
-``prompt_tokens`` at the next step minus that completion; turn 0 costs the first
-``prompt_tokens``. Where a count is missing, chars/4.
-
-Files: the bash commands are read with a small shell tokenizer to find which paths are
-viewed (cat, head, sed -n, grep, ...) and written (sed -i, ``cat > f``, redirections,
-cp/mv, tee, patch/git apply of a patch written earlier, python scripts whose source
-opens a file for writing). Paths are normalized against the working directory
-(``/testbed`` by default, ``cd`` followed); every write bumps the path's version.
-A view is the artifact ``view:<call id>:<path>``; a file version is
-``file:<path>@v<n>`` (v0 = the file as it was before the run touched it).
+Turn 0 is the system and task messages, then one turn per assistant step (with the tool
+outputs that answer it); token sizes come from the model's own usage (chars/4 where it is
+missing); the bash commands are read with a small shell tokenizer to find the files viewed
+and written. The layout of a run and the rules: docs/ADAPTERS.md "mini-swe-agent".
 """
 
 from __future__ import annotations
