@@ -319,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
                          "(or `make bench`)") from None
 
     from bench.bench_worker import real_events, synthetic_events
-    from stream.adapters.simulated import DEFAULT_TRACES
+    from stream.adapters.simulated.model import DEFAULT_TRACES
 
     t_start, load_start = time.monotonic(), loadavg()
     results: list[dict[str, Any]] = []

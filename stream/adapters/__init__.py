@@ -6,20 +6,14 @@ compaction-log adapters (logs of a real compaction: ``claude_code``, ``openhands
 family's (docs/ADAPTERS.md). Plain Python: no faust, no aiokafka.
 """
 
-from stream.adapters.simulated import (
-    AdapterError,
-    Artifact,
-    Constraint,
-    Loaded,
+from stream.adapters.common import AdapterError
+from stream.adapters.simulated.formats import FORMATS, discover, load_file, load_trajectories
+from stream.adapters.simulated.model import DEFAULT_TRACES, Artifact, Constraint, Format, Loaded, Trajectory, Turn
+from stream.adapters.simulated.simulator import (
     SimulationParams,
     SurvivalCell,
-    Trajectory,
-    Turn,
-    discover,
     encode_event,
     event_counts,
-    load_file,
-    load_trajectories,
     parse_rates,
     simulate,
     simulate_all,
@@ -27,9 +21,12 @@ from stream.adapters.simulated import (
 )
 
 __all__ = [
+    "DEFAULT_TRACES",
+    "FORMATS",
     "AdapterError",
     "Artifact",
     "Constraint",
+    "Format",
     "Loaded",
     "SimulationParams",
     "SurvivalCell",

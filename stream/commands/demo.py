@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from stream.adapters import SimulationParams
-from stream.adapters.simulated import DEFAULT_TRACES
+from stream.adapters.simulated.model import DEFAULT_TRACES
 from stream.commands._base import argument, command, fail, option
 from stream.errors import GuardError
 from stream.settings import get_settings

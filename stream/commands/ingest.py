@@ -43,7 +43,7 @@ from stream.adapters.model_judge import (
 )
 
 #: The traces shipped with the project (read-only input data).
-from stream.adapters.simulated import DEFAULT_TRACES  # noqa: E402
+from stream.adapters.simulated.model import DEFAULT_TRACES  # noqa: E402
 from stream.commands._base import argument, check_input_file, check_output_file, command, fail, option
 from stream.kafka_clients import kafka_error
 from stream.settings import get_settings

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from stream.adapters import encode_event, load_file, load_trajectories, simulate, survival_table
-from stream.adapters.simulated import DEFAULT_TRACES
+from stream.adapters.simulated.model import DEFAULT_TRACES
 from stream.devtools.report import StreamReport
 from stream.replay import replay_lines
 from stream.wire import decode_event
