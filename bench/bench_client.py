@@ -24,19 +24,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (  # noqa: E402
-    PARTITIONS,
-    WorkerProc,
-    add_broker_args,
-    broker,
-    command_line,
-    create_topics_ready,
-    loadavg,
-    machine_line,
-    part_footer,
-    proc_status,
-    say,
-    software_line,
-    write_out,
+    PARTITIONS, WorkerProc, add_broker_args, broker, command_line, create_topics_ready, loadavg, machine_line,
+    part_footer, proc_status, say, software_line, write_out,
 )
 from stream import kafka_clients  # noqa: E402
 from stream.client import AsyncGuard, EventBuilder, Guard, MemoryTransport, StatusView  # noqa: E402

@@ -20,15 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (  # noqa: E402
-    add_broker_args,
-    broker,
-    command_line,
-    loadavg,
-    machine_line,
-    part_footer,
-    say,
-    software_line,
-    write_out,
+    add_broker_args, broker, command_line, loadavg, machine_line, part_footer, say, software_line, write_out,
 )
 
 

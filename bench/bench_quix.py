@@ -25,25 +25,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (  # noqa: E402
-    REPO,
-    Poller,
-    WorkerProc,
-    add_broker_args,
-    broker,
-    command_line,
-    copies_of,
-    cpu_seconds,
-    create_topic_set,
-    loadavg,
-    machine_line,
-    pdeathsig,
-    produce_events,
-    read_topic,
-    report_end,
-    say,
-    software_line,
-    topic_set,
-    write_out,
+    REPO, Poller, WorkerProc, add_broker_args, broker, command_line, copies_of, cpu_seconds, create_topic_set, loadavg,
+    machine_line, pdeathsig, produce_events, read_topic, report_end, say, software_line, topic_set, write_out,
 )
 from stream.adapters import encode_event  # noqa: E402
 from stream.replay import replay_lines  # noqa: E402

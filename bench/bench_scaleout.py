@@ -22,24 +22,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (  # noqa: E402
-    PARTITIONS,
-    Poller,
-    WorkerProc,
-    add_broker_args,
-    broker,
-    command_line,
-    copies_of,
-    cpu_seconds,
-    create_topic_set,
-    loadavg,
-    machine_line,
-    partition_counts,
-    produce_events,
-    report_end,
-    say,
-    software_line,
-    topic_set,
-    write_out,
+    PARTITIONS, Poller, WorkerProc, add_broker_args, broker, command_line, copies_of, cpu_seconds, create_topic_set,
+    loadavg, machine_line, partition_counts, produce_events, report_end, say, software_line, topic_set, write_out,
 )
 from stream.adapters import encode_event  # noqa: E402
 from stream.replay import replay_lines  # noqa: E402

@@ -24,23 +24,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (  # noqa: E402
-    Poller,
-    WorkerProc,
-    add_broker_args,
-    broker,
-    command_line,
-    cpu_seconds,
-    create_topic_set,
-    du,
-    loadavg,
-    log_extent,
-    machine_line,
-    mib,
-    report_end,
-    say,
-    software_line,
-    topic_set,
-    write_out,
+    Poller, WorkerProc, add_broker_args, broker, command_line, cpu_seconds, create_topic_set, du, loadavg, log_extent,
+    machine_line, mib, report_end, say, software_line, topic_set, write_out,
 )
 from stream.adapters import encode_event  # noqa: E402
 
