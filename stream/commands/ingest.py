@@ -30,7 +30,7 @@ from stream.adapters import (
     parse_rates,
     simulate,
 )
-from stream.adapters.compaction_logs import DEFAULT_MATCH_THRESHOLD, ProhibitionMatcher, ReadStats
+from stream.adapters.compaction_logs import ReadStats
 from stream.adapters.judge import Judge
 from stream.adapters.judge_rules import RulesJudge
 from stream.adapters.model_judge import (
@@ -41,6 +41,7 @@ from stream.adapters.model_judge import (
     RestartWithFallback,
     build_model_judge,
 )
+from stream.adapters.prohibitions import DEFAULT_MATCH_THRESHOLD, ProhibitionMatcher
 
 #: The traces shipped with the project (read-only input data).
 from stream.adapters.simulated.model import DEFAULT_TRACES  # noqa: E402
