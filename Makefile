@@ -17,7 +17,7 @@ TOOLS  ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/checkpoint-guard/tools
 HELM_VERSION ?= v4.3.1
 HELM   := $(TOOLS)/helm-$(HELM_VERSION)/helm
 
-.PHONY: install tools test test-langgraph unit integration demo example bench hook-check clean
+.PHONY: install tools lint test test-langgraph unit integration demo example bench hook-check clean
 
 $(STAMP): pyproject.toml
 	@command -v java >/dev/null || { echo "checkpoint-guard: error: java not found (install Java 17+)" >&2; exit 1; }
@@ -45,7 +45,13 @@ tools: $(HELM)
 	@amtool --version 2>&1 | head -1
 	@$(HELM) version --short
 
-test: install tools
+# make lint: ruff (the rule set and why: pyproject.toml [tool.ruff]) and mypy (strict on the domain, the
+# wire, the client and the worker; checked everywhere else in stream/). `make test` runs it first.
+lint: install
+	$(BIN)/ruff check
+	$(BIN)/mypy
+
+test: install lint tools
 	HELM_BIN=$(abspath $(HELM)) $(BIN)/python -m pytest
 
 test-langgraph: install

@@ -3,37 +3,8 @@
     python bench/bench_client.py [--events N] [--status-records N] [--phases produce,status,rwy]
                                  [--runs R] [--quick] [--bootstrap HOST:PORT] [--out FILE]
 
-**A. Produce rate** — the same calls (rounds of 3 admissions, a leaf checkpoint with 3
-referents, a prohibition and a 200-character text, and 1 eviction, over 100 contexts in
-turn) to the two input topics (4 partitions), four ways; the reference, in the same run,
-is the very bytes the client produced (captured once with a MemoryTransport,
-``clock=None``) sent by a raw aiokafka producer with the client's producer settings
-(``kafka_clients.idempotent_producer``: acks=all, idempotence, linger 5 ms), same keys:
-
-* ``raw aiokafka``: ``await producer.send(...)`` per record, then the futures;
-* ``raw aiokafka + EventBuilder``: the same, each record built (validated) by the client's
-  ``EventBuilder`` inside the loop — what the client costs without its outbox;
-* ``AsyncGuard``: ``await ctx.admitted(...)`` etc. per event, then ``await guard.flush()``;
-* ``Guard`` (sync): the calls from the main thread, the producer on the client's loop thread.
-
-Clock: first call -> every record acknowledged (producers already started). Runs alternate
-the four; a rate is the median of ``--runs``, a ratio the median of the runs' ratios (rates
-swing with the machine's load; ratios measured a minute apart do not). The client's own CPU
-per event (validation through ``wire.decode_event``, event id hash, JSON) is also timed in
-process, without sending.
-
-**B. StatusView at scale** — ``--status-records`` distinct nodes (100 per context) as
-``checkpoint-status`` records (``wire.encode``; one in ten not authoritative),
-produced beforehand. Catch-up: ``AsyncStatusView.start()`` (assign, read from the beginning
-to the end offsets, parse every record into the table) vs a raw group-less aiokafka
-consumer reading the same partitions to the same end offsets without parsing; RSS growth
-of this process. Lookups: ``is_authoritative`` / ``why`` on present and absent keys,
-timed over ``--lookups`` random keys each, vs a plain ``dict.get`` on the same keys.
-
-**C. Read-your-writes** (``rwy``; needs a worker that writes ``checkpoint-status``) — a
-worker subprocess on its own topics; per sample: a checkpoint referencing an artifact
-that is then evicted, ``flush()``, ``view.wait_for(ctx)``: time from the flush's return to
-``wait_for``'s return, and whether the view then shows the node not authoritative.
+Part 9 of ``make bench``.
+How it measures, and why: bench/METHODS.md "bench_client.py".
 """
 
 from __future__ import annotations
@@ -335,7 +306,8 @@ def render(argv: list[str], res: dict[str, Any], kafka: str, t_start: float, loa
         st = res["status"]
         lines += [f"**B. StatusView at {st['records']:,} status records** (distinct nodes, 100 per context).", "",
                   "| catch-up (start -> table complete) | seconds | records/s |", "|---|---:|---:|",
-                  f"| raw aiokafka consumer, no parsing (reference) | {st['raw_s']:.2f} | {st['records'] / st['raw_s']:,.0f} |",
+                  f"| raw aiokafka consumer, no parsing (reference) | {st['raw_s']:.2f} | "
+                  f"{st['records'] / st['raw_s']:,.0f} |",
                   f"| StatusView.start() | {st['catch_s']:.2f} | {st['records'] / st['catch_s']:,.0f} |", "",
                   f"Ratio {st['catch_s'] / st['raw_s']:.2f}x the raw read; the table grew this process's RSS by "
                   f"{st['rss_mib']:,.0f} MiB ({st['rss_mib'] * 1024 * 1024 / st['records']:,.0f} B/node). "

@@ -2,21 +2,8 @@
 
     python bench/bench_commit.py [--quick] [--bootstrap HOST:PORT] [--out FILE]
 
-The measurement behind the worker's durability design (issue #18: "measure both costs
-before deciding"). One input partition's commit, repeated; each commit makes the same
-state change durable (``--entries`` dirty keys of ~100 bytes) and moves the consumer
-group's offset:
-
-* **delta**: one record holding every dirty key (JSON) to the state log, ``acks=all``,
-  awaited; then the group offset committed by the group member (``OffsetCommit``).
-* **transaction, one delta record**: ``begin`` → the same record → ``send_offsets_to_
-  transaction`` → ``commit`` (transactional producer, one transactional id per input
-  partition — the fencing model aiokafka supports).
-* **transaction, a record per key**: the same with one record per dirty key (what a
-  per-key compacted changelog would need).
-
-Per commit: wall milliseconds (median, p90) and this process's CPU milliseconds (the
-broker's CPU is not counted). One broker, one process, the same run.
+The measurement behind the worker's durability design (issue 18).
+How it measures, and why: bench/METHODS.md "bench_commit.py".
 """
 
 from __future__ import annotations
@@ -96,7 +83,8 @@ async def _run(settings, entries: int, commits: int) -> dict[str, dict[str, floa
 
 def report(results: dict, entries: int, commits: int, title: str, argv: list[str], t0: float, load: str) -> str:
     base = results["delta record + offset commit"]
-    lines = [f"## {title}", "", f"`{command_line('bench/bench_commit.py', argv)}` — {machine_line()}; {software_line()}.",
+    lines = [f"## {title}", "",
+             f"`{command_line('bench/bench_commit.py', argv)}` — {machine_line()}; {software_line()}.",
              "", f"One input partition's state commit, {commits} times: {entries} dirty keys (~100 B each) made "
              "durable and the group offset moved (module docstring). Wall time per commit and this process's CPU.",
              "", "| mechanism | wall ms (median) | wall ms (p90) | CPU ms per commit | wall vs delta |",

@@ -2,29 +2,8 @@
 
     python bench/bench_quix.py [--streams real,synthetic] [--runs 2] [--copies 3] [--quick] [--out FILE]
 
-Per stream, the events are produced once into fresh input topics (4 partitions, keyed by
-context id); then, alternately (worker, Quix, worker, Quix, ... — so drift in the
-machine's load hits both alike), each consumer reads all of them from the beginning
-under its own consumer group, with its own output topics:
-
-* **checkpoint-guard worker**: ``python -m stream worker`` (its RocksDB state and state
-  log, ``CG_COMMIT_INTERVAL`` 1 s). Progress: its ``events_total`` counter at
-  ``/metrics``, polled every 0.1 s; durable: the group's committed offsets reach the
-  input topics' end offsets.
-* **Quix Streams app**: ``bench/quix_app.py`` — the same ``Engine`` and the same
-  ``stream.wire`` decode/encode over ``concat`` of the two input dataframes, its state in
-  Quix's RocksDB store with its changelog topic, Quix's defaults (commit every 5 s,
-  at-least-once); ``--quix-guarantee exactly-once`` measures Quix's transactions instead.
-  It stamps its first and last processed message itself (``on_message_processed``), then
-  stops (Quix's final checkpoint: producer flushed, changelog and offsets committed).
-
-**events/s** = events ÷ (first processed → last processed), start-up excluded; **CPU
-µs/event** = the process's CPU time (all threads: librdkafka's too) over the same window
-÷ events. *→ durable*: first processed → offsets committed (the worker waits for its
-commit timer; Quix commits at once when stopped). After each run its alerts topic is
-read back: the ``alert_id`` sequence of each context must equal the offline replay's
-(and so the other consumer's), and whole alert records (``emitted_at`` aside) are
-compared too.
+Part 10 of ``make bench``.
+How it measures, and why: bench/METHODS.md "bench_quix.py".
 """
 
 from __future__ import annotations
@@ -46,9 +25,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (  # noqa: E402
-    REPO, Poller, WorkerProc, add_broker_args, broker, command_line, copies_of, cpu_seconds, create_topic_set,
-    loadavg, machine_line, pdeathsig, produce_events, read_topic, say, software_line, topic_set,
-    report_end, write_out,
+    REPO, Poller, WorkerProc, add_broker_args, broker, command_line, copies_of, cpu_seconds, create_topic_set, loadavg,
+    machine_line, pdeathsig, produce_events, read_topic, report_end, say, software_line, topic_set, write_out,
 )
 from stream.adapters import encode_event  # noqa: E402
 from stream.replay import replay_lines  # noqa: E402
@@ -186,8 +164,10 @@ def measure_stream(args: argparse.Namespace, settings: Any, tmp: Path, name: str
         for label in (WORKER, QUIX):
             run_tag = f"{tag}-{'w' if label == WORKER else 'q'}{r}"
             try:
-                res = (asyncio.run(worker_run(args, settings, tmp, inputs, total, processed, run_tag)) if label == WORKER
-                       else quix_run(args, settings, tmp, inputs, total, run_tag))
+                if label == WORKER:
+                    res = asyncio.run(worker_run(args, settings, tmp, inputs, total, processed, run_tag))
+                else:
+                    res = quix_run(args, settings, tmp, inputs, total, run_tag)
             except Exception as exc:
                 say(f"{name} {label} run {r} FAILED: {exc}")
                 errors.append(f"{name}, {label}, run {r}: {str(exc).splitlines()[0] if str(exc) else exc!r}")
@@ -255,7 +235,8 @@ def render(argv: list[str], args: argparse.Namespace, kafka: str, results: list[
                 f"| {st['name']} ({st['events']:,} events, {st['checkpoints']:,} checkpoints) | {label} | "
                 f"**{med(rs, rate_of):,.0f}** ({', '.join(f'{rate_of(r):,.0f}' for r in rs)}) | "
                 f"**{med(rs, cpu_of):,.1f}** ({', '.join(f'{cpu_of(r):,.1f}' for r in rs)}) | "
-                f"{med(rs, lambda r: r['cpu'] / max(r['seconds'], 1e-9)):.0%} | {med(rs, lambda r: r['durable']):.1f} | "
+                f"{med(rs, lambda r: r['cpu'] / max(r['seconds'], 1e-9)):.0%} | "
+                f"{med(rs, lambda r: r['durable']):.1f} | "
                 f"{med(rs, lambda r: r['startup']):.1f} | {len(rs[0]['alerts']):,} / {st['alerts']:,} | "
                 f"{'yes' if all(r['ids_ok'] for r in rs) else '**no**'} | "
                 f"{'yes' if all(r['records_ok'] for r in rs) else '**no**'} |")
@@ -321,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
                          "(or `make bench`)") from None
 
     from bench.bench_worker import real_events, synthetic_events
-    from stream.adapters.trajectories import DEFAULT_TRACES
+    from stream.adapters.simulated.model import DEFAULT_TRACES
 
     t_start, load_start = time.monotonic(), loadavg()
     results: list[dict[str, Any]] = []

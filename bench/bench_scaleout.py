@@ -2,28 +2,8 @@
 
     python bench/bench_scaleout.py [--stream real|synthetic] [--runs 3] [--workers 1,2] [--quick] [--out FILE]
 
-Per run and worker count n (fresh topics, a fresh app id = consumer group and changelog
-topics, one data dir and web port per worker, RocksDB store):
-
-1. start the n ``python -m stream worker`` processes (same app id: one group) on the
-   *empty* input topics and wait until every one answers 200 on ``/readyz`` and their
-   partition sets are disjoint, non-empty and cover all 4 partitions (the group is
-   balanced and stable before the clock starts: no rebalance inside the measurement);
-2. **t0** = the first event produced; the whole stream is then produced as fast as the
-   producer goes (a backlog: production takes a second or two, processing far longer);
-3. **processed** = the sum of the workers' ``checkpoint_guard_events_total`` counters
-   at ``/metrics`` (every outcome but ``buffered``: an event counts once its outputs are
-   handed to the producer) reaches the events the offline replay applies, polled every
-   0.1 s; **durable** = the group's committed offsets reach the input topics' end offsets
-   (the worker commits outputs acknowledged → state log → offsets every
-   ``CG_COMMIT_INTERVAL``, 1 s: up to ~1 s later, for 1 and 2 workers alike).
-
-events/s = events ÷ (processed − t0); the ratio (n workers ÷ 1 worker) is taken over the
-medians; runs alternate 1, 2, 1, 2, ... so drift in the machine's load hits both alike.
-**Events per worker-CPU-second** = events ÷ the CPU seconds all workers spent in the
-window: on a machine whose cores are taken (2 cores shared with the broker, the bench and
-other processes) two workers cannot run twice as fast, but each event should cost them
-no more than it costs one (goal: within 10 %).
+Part 4 of ``make bench``.
+How it measures, and why: bench/METHODS.md "bench_scaleout.py".
 """
 
 from __future__ import annotations
@@ -42,9 +22,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (  # noqa: E402
-    PARTITIONS, Poller, WorkerProc, add_broker_args, broker, command_line, cpu_seconds,
-    copies_of, create_topic_set, loadavg, machine_line, partition_counts, produce_events, say,
-    software_line, topic_set, report_end, write_out,
+    PARTITIONS, Poller, WorkerProc, add_broker_args, broker, command_line, copies_of, cpu_seconds, create_topic_set,
+    loadavg, machine_line, partition_counts, produce_events, report_end, say, software_line, topic_set, write_out,
 )
 from stream.adapters import encode_event  # noqa: E402
 from stream.replay import replay_lines  # noqa: E402
@@ -186,7 +165,8 @@ def render(argv: list[str], args: argparse.Namespace, kafka: str, stream_desc: s
         lines.append(
             f"| {n} | **{rate:,.0f}** ({each}) | {f'{rate / base_rate:.2f}x' if base_rate else 'n/a'} | "
             f"**{per_cpu:,.0f}** ({each_cpu}) | {f'{per_cpu / base_cpu:.2f}' if base_cpu else 'n/a'} | "
-            f"{statistics.median(r['wall'] for r in rs):.1f} | {statistics.median(r['durable_wall'] for r in rs):.1f} | "
+            f"{statistics.median(r['wall'] for r in rs):.1f} | "
+            f"{statistics.median(r['durable_wall'] for r in rs):.1f} | "
             f"{cpu} | {statistics.median(r['machine_busy'] for r in rs):.0%} | "
             f"{rs[0]['assignment']} | {'yes' if all(r['ok'] for r in rs) else '**no**'} |")
     lines += [
@@ -252,8 +232,8 @@ def main(argv: list[str] | None = None) -> int:
 
     t_start, load_start = time.monotonic(), loadavg()
     if args.stream == "real":
-        events = copies_of(real_events(args.traces or [str(Path(__file__).resolve().parent.parent / "stream" / "samples" / "traces")],
-                                       args.traces_limit), args.copies)
+        shipped = str(Path(__file__).resolve().parent.parent / "stream" / "samples" / "traces")
+        events = copies_of(real_events(args.traces or [shipped], args.traces_limit), args.copies)
         desc = (f"real (the shipped trajectories through the compaction simulator) x {args.copies}, "
                 f"{len(events):,} events")
     else:

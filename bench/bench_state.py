@@ -2,28 +2,8 @@
 
     python bench/bench_state.py [--artifacts 1000000] [--quick] [--out FILE]
 
-1. **produce**: N artifact admissions over ``--contexts`` contexts (round-robin, per-context
-   ``seq``), with a leaf checkpoint every ``--leaf-every`` artifacts referencing 4 of the
-   context's recent ones (so the nodes and dependents tables grow too), are produced at
-   full speed into fresh input topics — a backlog, before any worker runs.
-2. **fill**: one ``python -m stream worker`` (fresh app id, empty data dir) processes the
-   backlog once. **Fill rate** = events ÷ (first → last processed event, from its
-   ``events_total`` counter at ``/metrics``), also over the first and the last quarter
-   (does it slow as the state grows?); *durable*: the group's committed offsets reach the
-   end offsets. Then, idle: RSS (``VmRSS``, peak ``VmHWM``), the RocksDB data dir on disk
-   (``du``), and what the state log ``<app_id>-state`` holds: records (end − start
-   offsets) and bytes on the broker's disk (when the bench started the broker, or
-   ``--broker-data`` names its log dir).
-3. **restart, data dir kept**: SIGTERM, then a new worker (same app id) on the same data
-   dir: seconds from process start until ``/readyz`` answers 200 (it replays only the
-   state log's tail after its local RocksDB's offset).
-4. **restore, empty data dir** (a new machine, a lost disk): a new worker on a fresh data
-   dir — it reads the whole state log into RocksDB before ``/readyz`` turns 200. Goal
-   (issue 18): ≤ 60 s at 1M artifacts.
-
-Restart workers run at ``-l info`` so their log gives each partition's restore (log
-entries, seconds); the cold start on empty state (worker of step 2, before any event
-arrives would be the same) is the baseline.
+Part 5 of ``make bench``.
+How it measures, and why: bench/METHODS.md "bench_state.py".
 """
 
 from __future__ import annotations
@@ -44,8 +24,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (  # noqa: E402
-    Poller, WorkerProc, add_broker_args, broker, command_line, cpu_seconds, create_topic_set, du, loadavg,
-    log_extent, machine_line, mib, say, software_line, topic_set, report_end, write_out,
+    Poller, WorkerProc, add_broker_args, broker, command_line, cpu_seconds, create_topic_set, du, loadavg, log_extent,
+    machine_line, mib, report_end, say, software_line, topic_set, write_out,
 )
 from stream.adapters import encode_event  # noqa: E402
 

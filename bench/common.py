@@ -99,7 +99,7 @@ def git_rev() -> str:
 
 
 def utc_now() -> str:
-    return f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC"
+    return f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC"
 
 
 def software_line(kafka_version: str | None = None) -> str:
@@ -340,7 +340,7 @@ async def read_topic(settings: Settings, topic: str, partitions: int = PARTITION
         deadline = time.monotonic() + 60
         while todo:
             batch = await c.getmany(*todo, timeout_ms=500)
-            for tp, msgs in batch.items():
+            for msgs in batch.values():
                 out.extend(msgs)
             for tp in list(todo):  # the position passes control records (transaction markers) too
                 if await c.position(tp) >= ends[tp]:
@@ -474,7 +474,7 @@ class WorkerProc:
     the same app id and topics are two members of one group (scale-out).
     """
 
-    live: list["WorkerProc"] = []
+    live: list[WorkerProc] = []
 
     def __init__(self, settings: Settings, app_id: str, inputs: tuple[str, str],
                  outputs: tuple[str, ...], data_dir: Path, log_path: Path, *,
@@ -505,7 +505,7 @@ class WorkerProc:
         env.update(self.extra_env)
         return env
 
-    def start(self) -> "WorkerProc":
+    def start(self) -> WorkerProc:
         self._log = open(self.log_path, "ab")
         self.started_at = time.monotonic()
         self.proc = subprocess.Popen(
@@ -611,7 +611,7 @@ class Poller:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
 
-    async def __aenter__(self) -> "Poller":
+    async def __aenter__(self) -> Poller:
         from stream.kafka_clients import admin, consumer
 
         self.admin = admin(self.settings)

@@ -85,7 +85,7 @@ def render(root: Node, title: str, min_width: float = 0.001) -> str:
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
         f'font-family="monospace" font-size="{FONT}">',
-        f'<rect width="100%" height="100%" fill="#f8f8f8"/>',
+        '<rect width="100%" height="100%" fill="#f8f8f8"/>',
         f'<text x="{WIDTH / 2}" y="20" text-anchor="middle" font-size="14">{_text(title)}</text>',
     ]
     for x, w, level, node in boxes:  # type: ignore[misc]

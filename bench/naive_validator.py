@@ -1,23 +1,7 @@
 """The validator a newcomer would write from the seed's sample: the benchmark's baseline.
 
-The seed sketches ``validate_checkpoint(cp)`` over a checkpoint that carries the *full*
-reachable set, and ``orphans = referents - reachable``. Grown into a stream consumer
-the obvious way, that gives this class:
-
-* one full reachable set per context (live ∪ durable, kept current);
-* on a checkpoint: ``referents - reachable`` against that full set, the constraint
-  check ``required - carried`` for the node (required gathered by walking its
-  subtree, keys normalized as DESIGN.md §3 says), and the seed's idempotence check
-  against the node's previous orphan set;
-* on an eviction: no index from artifact to the nodes that cite it, so it rescans ALL
-  nodes of the context and recomputes every orphan set; on an admission that makes an
-  artifact reachable, it rescans the nodes that currently have orphans (only those
-  can resolve).
-
-It does the same job as the engine (detects orphan-set and missing-constraint changes,
-open and resolved, and non-idempotent re-summarizations) but not every corner of
-DESIGN.md §4: no seq handling, no re-evaluation of ancestors when a late child arrives.
-Those omissions only make it cheaper, so the measured ratio is conservative.
+Part 1 of ``make bench`` compares the engine with it.
+How it measures, and why: bench/METHODS.md "naive_validator.py".
 """
 
 from __future__ import annotations

@@ -1,32 +1,10 @@
 """The peer a user would pick instead: the same engine hosted by a Quix Streams application.
 
-    python bench/quix_app.py --broker HOST:PORT --group G --inputs C,A --outputs AL,VE,DL,ST \\
+    python bench/quix_app.py --broker HOST:PORT --group G --inputs C,A --outputs AL,VE,DL,ST \
         --state-dir DIR --expect N [--guarantee at-least-once|exactly-once]
 
-Used by ``bench/bench_quix.py`` (part 10). What a Quix Streams user would write, with
-Quix's defaults (RocksDB state under ``--state-dir`` with its changelog topic,
-``commit_interval`` 5 s, at-least-once, librdkafka clients):
-
-* one ``StreamingDataFrame`` per input topic (bytes in), ``concat`` of the two;
-* ``apply(process, stateful=True, expand=True, metadata=True)``: decode with
-  ``stream.wire.decode_message`` (a bad message becomes a dead letter), run
-  ``stream.domain.engine.Engine.process`` on :class:`QuixEngineState`, and return one
-  ``(kind, key, payload)`` row per output record, encoded by ``stream.wire`` exactly as
-  the worker encodes them;
-* ``to_topic`` with a topic chosen per row (alerts, verdicts, dead letters, status) and
-  the row's key; :class:`Payload` serializes a row to its payload bytes.
-
-The engine's state is a set of mappings keyed by tuples that start with the context id
-(``stream.domain.state``); Quix's state is per message key, and the message key *is* the
-context id (DESIGN.md §3). So each engine key ``(ctx, *rest)`` becomes the Quix state key
-``[table index, *rest]`` under the message's prefix: ``State.get`` / ``set`` / ``delete``,
-values JSON (Quix's orjson serializer; a set is stored as a sorted list, as the worker's
-store does).
-
-It stamps its first and its ``--expect``-th processed message (``on_message_processed``:
-monotonic time, process CPU seconds of all threads) as JSON lines on stdout, stops the
-application (Quix's final checkpoint: producer flushed, state changelog and offsets
-committed) and stamps ``committed``.
+Used by ``bench/bench_quix.py`` (part 10).
+How it measures, and why: bench/METHODS.md "quix_app.py".
 """
 
 from __future__ import annotations

@@ -5,15 +5,13 @@
     python deploy/generate.py --selector 'job="guard"' --rules-out my-rules.yml   # rules for your job
 
 * ``deploy/prometheus/rules.yml`` — the alert rules for a plain Prometheus, from the chart's
-  ``files/alert-rules.yml`` (the one source of the rules; the chart's PrometheusRule renders
-  the same file) with the job selector ``__JOB_SELECTOR__`` filled in (default
-  :data:`DEFAULT_SELECTOR`).
+  ``files/alert-rules.yml`` with the job selector ``__JOB_SELECTOR__`` filled in (default
+  :data:`DEFAULT_SELECTOR`; the chart's PrometheusRule renders the same file).
 * ``deploy/helm/checkpoint-guard/files/checkpoint-guard.json`` — the chart's copy of the
   Grafana dashboard ``deploy/grafana/dashboards/checkpoint-guard.json`` (helm reads only
   files inside the chart).
 * ``deploy/helm/checkpoint-guard/values.schema.json`` — the chart's values schema; its
-  ``config`` part is derived from :class:`stream.settings.Settings` (every ``CG_*`` setting
-  the chart does not set itself, with its type and bounds).
+  ``config`` part is derived from :class:`stream.settings.Settings`.
 """
 
 from __future__ import annotations
@@ -154,10 +152,12 @@ def values_schema() -> dict:
                 "terminationGracePeriodSeconds": {"type": "integer", "minimum": 0},
                 "resources": resources,
                 "persistence": obj({"enabled": {"type": "boolean"},
-                                    "size": {"type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?$"},
+                                    "size": {"type": "string",
+                                             "pattern": "^[0-9]+(\\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?$"},
                                     "storageClassName": string,
                                     "accessModes": {"type": "array", "minItems": 1, "items": {
-                                        "enum": ["ReadWriteOnce", "ReadWriteOncePod", "ReadWriteMany", "ReadOnlyMany"]}}}),
+                                        "enum": ["ReadWriteOnce", "ReadWriteOncePod", "ReadWriteMany",
+                                                 "ReadOnlyMany"]}}}),
                 "podDisruptionBudget": obj({"enabled": {"type": "boolean"},
                                             "maxUnavailable": {"type": ["integer", "string"]}}),
                 "podAntiAffinity": {"enum": ["soft", "hard", "none"]},

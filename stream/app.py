@@ -22,7 +22,8 @@ FAUST_COMMANDS = {
     "tables": "the worker keeps no faust tables (its state is RocksDB + the state log <CG_APP_ID>-state, "
               "docs/DURABILITY.md); `checkpoint-guard explain CONTEXT NODE` shows a node's state",
     "model": "messages are pydantic models, not faust records; `checkpoint-guard schema DIR` writes their JSON Schemas",
-    "models": "messages are pydantic models, not faust records; `checkpoint-guard schema DIR` writes their JSON Schemas",
+    "models": "messages are pydantic models, not faust records; `checkpoint-guard schema DIR` writes their "
+              "JSON Schemas",
     "send": "it would send unvalidated records; use `checkpoint-guard ingest ... --to-kafka` or stream.client.Guard "
             "(validated, keyed by context_id)",
     "reset": "the worker's state is not in faust tables; `checkpoint-guard reset` deletes a stopped worker's "

@@ -1,46 +1,9 @@
-"""The one error root of checkpoint-guard, and what an operator does about each leaf.
+"""The one error root of checkpoint-guard (:class:`GuardError`) and :func:`describe`.
 
-::
-
-    GuardError                     anything this project raises on purpose
-    ├── InvalidEvent               a message/line breaks the wire contract (DESIGN.md §3).
-    │                              Never fatal: the message goes to the dead-letter topic
-    │                              (offline: stderr) with this one-line reason. Fix the
-    │                              producer; re-process from the dead-letter topic.
-    ├── UsageError                 the command line names something unusable (an input
-    │                              that is not JSONL, a path that is not there): exit 2.
-    ├── ConfigurationError         settings or topics are inconsistent (e.g. input topics
-    │                              not co-partitioned). Fatal at start; fix the config or
-    │                              re-create the topics, then start again.
-    ├── HandlerFailed              a remediation handler raised; its batch's transaction was
-    │                              aborted and `remediate` exits 1. Fix the handler, restart:
-    │                              the batch is retried.
-    ├── AdapterError               a trajectory / log file could not be read (named in the
-    │                              one-line message); the other files still run. Fix or
-    │                              drop that file.
-    ├── KafkaLocalError            the local broker (``python -m stream kafka``) could not
-    │                              be resolved, started or stopped (java/mvn missing, port
-    │                              taken, broker died). Read the one-line message and the
-    │                              broker log tail it quotes.
-    └── DurabilityError            the worker cannot make its state or outputs durable; it
-        │                          exits 70 at once without committing, and a restart
-        │                          re-processes from the last commit (nothing is lost).
-        ├── StateWriteError        the state log ``<CG_APP_ID>-state`` refused a record for
-        │                          good (authorization, record too large). Grant the
-        │                          worker Write/Read on it; keep CG_STATE_CHUNK_BYTES below
-        │                          its max.message.bytes; restart.
-        ├── RestoreFailed          a partition's state could not be restored from the state
-        │                          log (its cause is chained). Read the cause; if the local
-        │                          RocksDB is damaged, ``checkpoint-guard reset``; restart.
-        └── OutputRejected         the broker refused an output record for a reason no
-                                   input causes: authorization on an output topic (grant
-                                   the worker Write on the topic it names), or a topic's
-                                   max.message.bytes lowered while the worker ran (the
-                                   restart reads it). Then restart.
-
-Violations of the compaction rules are *not* exceptions: they are alert values the
-engine returns. :func:`describe` is the one place that turns any exception a command
-meets into its one line and exit code (the contract: docs/OPERATIONS.md §12).
+Violations of the compaction rules are *not* exceptions: they are alert values the engine
+returns. :func:`describe` is the one place that turns any exception a command meets into
+its one line and exit code (the contract: docs/OPERATIONS.md §12). Every error class, and
+what an operator does about each: docs/ERRORS.md.
 """
 
 from __future__ import annotations
@@ -90,7 +53,7 @@ def describe(exc: BaseException) -> tuple[str, int]:
     did not handle itself — never a traceback, never a library's raw line.
 
     Ctrl-C is 130; our own errors carry their line (2 for :class:`UsageError`, else 1);
-    aiokafka's errors become :func:`stream.kafka_clients.kafka_error`'s line; an
+    aiokafka's errors become :func:`stream.kafka_errors.aiokafka_line`'s line; an
     ``OSError`` names the path; anything else is a bug: its traceback is written to
     a file the line names.
     """
@@ -101,10 +64,10 @@ def describe(exc: BaseException) -> tuple[str, int]:
     if isinstance(exc, GuardError):
         return str(exc), EXIT_FAILED
     if type(exc).__module__.split(".")[0] == "aiokafka":
-        from stream.kafka_clients import kafka_error
+        from stream.kafka_errors import aiokafka_line
         from stream.settings import get_settings
 
-        return kafka_error(get_settings(), exc), EXIT_FAILED
+        return aiokafka_line(get_settings(), exc), EXIT_FAILED
     if isinstance(exc, OSError):
         where = f" {exc.filename}" if exc.filename else ""
         return f"cannot use{where}: {exc.strerror or exc}; check the path, its permissions and free space", EXIT_FAILED

@@ -4,8 +4,9 @@ A JSON line has ``time`` (RFC 3339, UTC), ``level``, ``logger``, ``message``, an
 context fields a log call passes with ``extra=`` (:data:`CONTEXT_FIELDS`: ``topic``,
 ``partition``, ``offset``, ``context_id``, ...), plus ``exc_info`` for a traceback — all
 in one line, so a log shipper needs no multi-line rules. faust's multi-line partition
-tables become their first line, other multi-line messages are joined into one, and its ASCII banner is not printed (the worker command
-runs faust quietly in JSON mode). The formatter is :pypi:`python-json-logger`'s.
+tables become their first line, other multi-line messages are joined into one, and its ASCII
+banner is not printed (the worker command runs faust quietly in JSON mode). The formatter is
+:pypi:`python-json-logger`'s.
 
 The worker's logging is set up by faust (``-l LEVEL``); :class:`stream.worker.GuardWorker`
 swaps in the JSON formatter. Every other command calls :func:`setup_cli_logging`.
@@ -17,8 +18,8 @@ import contextlib
 import logging
 import re
 import sys
-from datetime import datetime, timezone
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 from pythonjsonlogger.json import JsonFormatter
@@ -40,7 +41,7 @@ class JsonLineFormatter(JsonFormatter):
         )
 
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802 - logging API
-        return datetime.fromtimestamp(record.created, tz=timezone.utc).isoformat(timespec="milliseconds")
+        return datetime.fromtimestamp(record.created, tz=UTC).isoformat(timespec="milliseconds")
 
     def process_log_record(self, log_record: dict[str, Any]) -> dict[str, Any]:
         log_record["level"] = str(log_record.get("level", "")).lower()

@@ -220,7 +220,7 @@ class Settings(BaseSettings):
         "we create get max.message.bytes = this.",
     )
 
-    # --- remediation worker (python -m stream remediate, stream/remediation.py) ------------
+    # --- remediation worker (python -m stream remediate, stream/remediation/) --------------
     remediation_group: str = Field(
         "checkpoint-guard-remediation",
         description="Consumer group of the remediation worker; also names its compacted state topic "

@@ -1,59 +1,12 @@
 """Codecs at the edge: the JSON of every topic, as pydantic v2 models.
 
-Inbound, :func:`decode_event` turns the bytes of one message (or one replay line) into
-a domain event, or raises :class:`~stream.errors.InvalidEvent` with a one-line reason —
-the caller dead-letters it (DESIGN.md §3 "Validation boundary"):
-
-* only the fields the rules use are validated, with strict JSON types (no coercion:
-  ``"3"``, ``3.0`` and ``true`` are not integers); an explicit ``null`` for an optional
-  field means absent;
-* informational fields (``occurred_at``, ``cycle``, ``text``, ``parent_id``, ``kind``,
-  ``instructions``, ``raw_instructions``, anything unknown) never cause a dead letter;
-  ill-typed, they are treated as absent;
-* NaN and Infinity are not JSON; neither is invalid UTF-8.
-
-**Limits** (:class:`Limits`, from the ``CG_MAX_*`` settings) are checked here, where
-bytes become events, so the worker, ``replay`` and ``replay --from-kafka`` dead-letter
-exactly the same messages and nothing downstream ever holds more than a limit allows:
-message bytes, characters per id, entries per list (referents, children, each constraint
-list), characters per constraint. The reason names the limit and its setting, e.g.
-``referents: 10001 items, limit is 10000 (CG_MAX_REFERENTS)``. Limits are size limits:
-like the byte limit they apply to the message as a whole; an informational constraint
-list (``instructions``) over a limit is treated as absent, as any ill-typed
-informational field.
-
-**JSON the fast parser refuses** (DESIGN.md §3: informational fields never dead-letter).
-pydantic-core's parser (jiter) rejects three things RFC 8259 calls JSON; each is decided
-here, the same way for every field of the message:
-
-* *lone surrogate escapes* (``"\\ud800"``): grammatical JSON (RFC 8259 §8.2 only warns
-  that such strings are unpredictable) — the message is re-read with Python's ``json``;
-  a string holding one is not valid Unicode, so an informational field holding one is
-  treated as absent, while a rule field holding one is a dead letter (``node_id: not
-  valid Unicode (lone surrogate escape)``): it could never be written to a table or an
-  alert (UTF-8). A constraint object's members other than ``id`` are informational: one
-  holding a lone surrogate (in its name or value) is dropped, the constraint kept.
-* *integers over 4,300 digits*: grammatical JSON — re-read as above, with such an
-  integer standing in as "beyond 64 bits": an informational ``cycle`` is treated as
-  absent, a ``seq`` or ``schema_version`` is out of range (dead letter), as it already
-  is from 2**63 on.
-* *nesting deeper than* :data:`MAX_JSON_DEPTH` *levels* (containers, the message itself
-  included): a dead letter, ``not JSON: nested deeper than 201 levels``, whatever the
-  field. jiter also stops at 201 arrays around a scalar (it counts the scalar as a level):
-  that message is re-read, so the verdict depends neither on what the innermost array
-  holds nor on where a lone surrogate sits. RFC 8259 §9 lets a parser limit
-  nesting depth exactly as it limits text size; a fixed, documented depth is a size limit
-  like ``CG_MAX_MESSAGE_BYTES`` (which dead-letters a message whose ``text`` is 2 MiB),
-  and no rule field is ever deeper than 3. Accepting deeper informational data would take
-  a second, recursion-free parser for input no producer sends; the fixed number keeps
-  worker and replay identical (Python's own parser would stop at a depth that varies
-  with the stack).
-
-Outbound, :func:`encode` produces the deterministic JSON bytes of every output (the
-engine's alert, status and verdict values, dead letters; fixed key order, compact,
-UTF-8): the same alert is the same bytes offline and from Kafka. The pydantic output
-models (:class:`Alert`, :class:`Status`, :class:`Verdict`, :class:`DeadLetter`) exist for
-their JSON Schemas (``python -m stream schema``) and for consumers that read the topics.
+Inbound, :func:`decode_event` turns one message (or replay line) into a domain event, or
+raises :class:`~stream.errors.InvalidEvent` with a one-line reason the caller dead-letters
+(DESIGN.md §3 "Validation boundary"); the size limits (:class:`Limits`, ``CG_MAX_*``) are
+checked here, so the worker and ``replay`` dead-letter exactly the same messages. Outbound,
+:func:`encode` writes the deterministic bytes of every output. It must not let an
+informational field dead-letter a message. What is validated, the limits, and the JSON the
+fast parser refuses (lone surrogates, huge integers, deep nesting): docs/WIRE.md.
 """
 
 from __future__ import annotations
@@ -64,15 +17,15 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 import orjson
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
 
 from stream.domain import outputs
-from stream.domain.outputs import encode_record
 from stream.domain.events import ArtifactEvent, CheckpointEvent, Event, constraint_key
+from stream.domain.outputs import encode_record
 from stream.errors import InvalidEvent
 
 _orjson_dumps = orjson.dumps
@@ -112,7 +65,7 @@ class Limits:
     max_seq: int = MAX_INT64
 
     @classmethod
-    def from_settings(cls, settings: "Settings") -> "Limits":
+    def from_settings(cls, settings: Settings) -> Limits:
         return cls(
             max_message_bytes=settings.max_message_bytes,
             max_id_chars=settings.max_id_chars,
@@ -139,10 +92,11 @@ def configured_limits() -> Limits:
     settings = _get_settings()
     if _configured[0] is not settings:
         _configured[:] = [settings, Limits.from_settings(settings)]
-    return _configured[1]
+    limits: Limits = _configured[1]
+    return limits
 
 
-def _get_settings() -> "Settings":
+def _get_settings() -> Settings:
     global _get_settings
     from stream.settings import get_settings  # imported late: settings is not a codec concern
 
@@ -162,16 +116,16 @@ def _build_models(limits: Limits) -> SimpleNamespace:
         id: Annotated[str, StringConstraints(min_length=1, max_length=limits.max_constraint_chars)]
         text: Any = None
 
-    Constraint = Union[ConstraintText, ConstraintObject]
+    Constraint = Union[ConstraintText, ConstraintObject]  # noqa: UP007 (a runtime alias pydantic reads)
     ConstraintList = Annotated[list[Constraint], Field(max_length=limits.max_constraints)]
 
     class _InputEvent(BaseModel):
         model_config = ConfigDict(strict=True, extra="ignore")
 
-        schema_version: Optional[int] = Field(None, description="Must be 1 when present.")
+        schema_version: int | None = Field(None, description="Must be 1 when present.")
         event_id: Id
         context_id: Id = Field(description="The agent working context; the partition key.")
-        seq: Optional[Annotated[int, Field(ge=0, le=limits.max_seq)]] = Field(
+        seq: Annotated[int, Field(ge=0, le=limits.max_seq)] | None = Field(
             None, description="Per-context counter shared by both event kinds, first event 0."
         )
         occurred_at: Any = Field(None, description="RFC 3339 time, informational.")
@@ -182,18 +136,18 @@ def _build_models(limits: Limits) -> SimpleNamespace:
         type: Literal["checkpoint"]
         node_id: Id
         level: Literal["leaf", "section", "root"]
-        children: Optional[Annotated[list[Id], Field(max_length=limits.max_children)]] = None
-        referents: Optional[Annotated[list[Id], Field(max_length=limits.max_referents)]] = Field(
+        children: Annotated[list[Id], Field(max_length=limits.max_children)] | None = None
+        referents: Annotated[list[Id], Field(max_length=limits.max_referents)] | None = Field(
             None, description="Artifact ids the summary depends on but elides."
         )
-        negative_constraints: Optional[ConstraintList] = Field(None, description="Constraints the node carries.")
-        raw_negative_constraints: Optional[ConstraintList] = Field(
+        negative_constraints: ConstraintList | None = Field(None, description="Constraints the node carries.")
+        raw_negative_constraints: ConstraintList | None = Field(
             None, description="Prohibitions in the raw context this node directly covers."
         )
         parent_id: Any = None
         cycle: Any = None
         text: Any = None
-        opaque: Optional[bool] = Field(
+        opaque: bool | None = Field(
             None,
             description="The summary's content cannot be inspected (encrypted, not recorded, no referents "
             "reported): unverifiable_checkpoint. Strictly boolean; null means false.",
@@ -207,10 +161,10 @@ def _build_models(limits: Limits) -> SimpleNamespace:
         type: Literal["artifact"]
         artifact_id: Id
         op: Literal["admitted", "evicted"]
-        tier: Optional[Literal["live", "durable"]] = None
+        tier: Literal["live", "durable"] | None = None
         kind: Any = Field(None, description="raw_span | tool_output | file | durable_record (informational).")
 
-    InputEvent = Annotated[Union[CheckpointIn, ArtifactIn], Field(discriminator="type")]
+    InputEvent = Annotated[CheckpointIn | ArtifactIn, Field(discriminator="type")]
     return SimpleNamespace(
         ConstraintObject=ConstraintObject,
         CheckpointIn=CheckpointIn,
@@ -226,7 +180,8 @@ _last_models: list[Any] = [None, None]  # [limits object, its models]: the per-m
 
 def _models(limits: Limits) -> SimpleNamespace:
     if _last_models[0] is limits:
-        return _last_models[1]
+        last: SimpleNamespace = _last_models[1]
+        return last
     models = _built.get(limits)
     if models is None:
         if len(_built) >= 16:  # a handful of Limits per process; never grows unbounded
@@ -241,7 +196,7 @@ _DEFAULT_MODELS = _models(DEFAULT_LIMITS)
 ConstraintObject = _DEFAULT_MODELS.ConstraintObject
 CheckpointIn = _DEFAULT_MODELS.CheckpointIn
 ArtifactIn = _DEFAULT_MODELS.ArtifactIn
-_input_adapter: TypeAdapter = _DEFAULT_MODELS.input_adapter
+_input_adapter: TypeAdapter[Any] = _DEFAULT_MODELS.input_adapter
 
 # ----------------------------------------------------------------------------- outputs
 
@@ -249,9 +204,9 @@ _input_adapter: TypeAdapter = _DEFAULT_MODELS.input_adapter
 class Trigger(BaseModel):
     event_id: str
     type: Literal["checkpoint", "artifact"]
-    topic: Optional[str] = None
-    partition: Optional[int] = None
-    offset: Optional[int] = None
+    topic: str | None = None
+    partition: int | None = None
+    offset: int | None = None
 
 
 _DIGEST = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
@@ -272,34 +227,34 @@ class Alert(BaseModel):
     action: Literal["escalate", "reject_subtree", "freeze", "resync"]
     severity: Literal["critical", "high", "warning"]
     context_id: str
-    node_id: Optional[str]
-    level: Optional[str]
-    orphans: Optional[list[str]] = Field(description="The first 1,000 orphans, sorted (non_idempotent: the orphan "
+    node_id: str | None
+    level: str | None
+    orphans: list[str] | None = Field(description="The first 1,000 orphans, sorted (non_idempotent: the orphan "
                                          "set the discarded version would have had). Null for "
                                          "unverifiable_checkpoint.")
-    previous_orphans: Optional[list[str]] = Field(description="non_idempotent: the first 1,000 orphans of the kept "
+    previous_orphans: list[str] | None = Field(description="non_idempotent: the first 1,000 orphans of the kept "
                                                   "version, sorted.")
-    missing_constraints: Optional[list[str]] = Field(description="The first 1,000 missing constraint keys, sorted. "
+    missing_constraints: list[str] | None = Field(description="The first 1,000 missing constraint keys, sorted. "
                                                      "Null for unverifiable_checkpoint.")
-    set_size: Optional[int] = Field(None, description="The full size of the rule's set (orphans; missing_constraints "
+    set_size: int | None = Field(None, description="The full size of the rule's set (orphans; missing_constraints "
                                     "for negative_constraint_dropped). Null for sequence_gap and "
                                     "unverifiable_checkpoint.")
-    truncated: Optional[bool] = Field(None, description="The set lists fewer than set_size entries (1,000 at most, "
+    truncated: bool | None = Field(None, description="The set lists fewer than set_size entries (1,000 at most, "
                                       "fewer to fit CG_MAX_OUTPUT_BYTES); non_idempotent: also when "
                                       "previous_orphans was cut.")
-    set_digest: Optional[_DIGEST] = Field(None, description="Order-independent digest of the full set: 64 hex digits "
+    set_digest: _DIGEST | None = Field(None, description="Order-independent digest of the full set: 64 hex digits "
                                           "of (sum of sha256(UTF-8 key) as big-endian integers) mod 2^256; it enters "
                                           "alert_id, so two truncated alerts differ by it.")
-    subtree: Optional[list[str]] = Field(description="negative_constraint_dropped: the nearest 1,000 node ids under "
+    subtree: list[str] | None = Field(description="negative_constraint_dropped: the nearest 1,000 node ids under "
                                          "the node (breadth-first, each node's children sorted).")
-    subtree_size: Optional[int] = Field(description="How many ids subtree lists when it lists them all; null when "
+    subtree_size: int | None = Field(description="How many ids subtree lists when it lists them all; null when "
                                         "subtree_truncated.")
-    subtree_truncated: Optional[bool] = Field(None, description="negative_constraint_dropped: stored nodes under the "
+    subtree_truncated: bool | None = Field(None, description="negative_constraint_dropped: stored nodes under the "
                                               "node were left unlisted.")
-    gap: Optional[tuple[int, int]]
+    gap: tuple[int, int] | None
     trigger: Trigger
-    detected_at: Optional[str]
-    emitted_at: Optional[str] = Field(None, description="Wall clock; ignored by forensic comparison.")
+    detected_at: str | None
+    emitted_at: str | None = Field(None, description="Wall clock; ignored by forensic comparison.")
 
 
 class Status(BaseModel):
@@ -322,12 +277,12 @@ class Status(BaseModel):
         "unverifiable_checkpoint alert."
     )
     degraded_count: int = Field(description="How many nodes degrade this one (degraded_by may be cut).")
-    degraded_truncated: Optional[bool] = Field(
+    degraded_truncated: bool | None = Field(
         None, description="Present (true) only on a record re-sent without its degraded_by list, or cut to fit "
         "CG_MAX_OUTPUT_BYTES: degraded_count still counts them all.",
     )
     trigger: Trigger
-    detected_at: Optional[str]
+    detected_at: str | None
 
 
 class Verdict(BaseModel):
@@ -344,7 +299,7 @@ class Verdict(BaseModel):
     open_rules: list[str]
     versions: int
     trigger: Trigger
-    detected_at: Optional[str]
+    detected_at: str | None
 
 
 class DeadLetter(BaseModel):
@@ -353,14 +308,14 @@ class DeadLetter(BaseModel):
     schema_version: Literal[1] = 1
     type: Literal["dead_letter"] = "dead_letter"
     reason: str = Field(description="One line: what is wrong with the message.")
-    topic: Optional[str]
-    partition: Optional[int]
-    offset: Optional[int]
-    key_b64: Optional[str]
+    topic: str | None
+    partition: int | None
+    offset: int | None
+    key_b64: str | None
     value_b64: str = Field(description="The original bytes, base64.")
 
 
-SCHEMAS: dict[str, type[BaseModel] | TypeAdapter] = {
+SCHEMAS: dict[str, type[BaseModel] | TypeAdapter[Any]] = {
     "input-event": _input_adapter,
     "alert": Alert,
     "verdict": Verdict,
@@ -661,7 +616,8 @@ def decode_event(data: bytes | str, *, max_bytes: int | None = None, limits: Lim
             occurred_at=occurred_at,
             kind=kind,
         )
-    cycle = m.cycle if isinstance(m.cycle, int) and not isinstance(m.cycle, bool) and abs(m.cycle) <= MAX_INT64 else None
+    plain_int = isinstance(m.cycle, int) and not isinstance(m.cycle, bool)
+    cycle = m.cycle if plain_int and abs(m.cycle) <= MAX_INT64 else None
     parent_id = m.parent_id if isinstance(m.parent_id, str) and m.parent_id else None
     return CheckpointEvent(
         event_id=m.event_id,
@@ -777,12 +733,12 @@ class RemediationRequest(BaseModel):
     node_id: str
     rule: str = Field(description="The rule of the alert that caused the request.")
     alert_id: str = Field(description="The alert that caused the request (for cancel: the resolving alert).")
-    referent: Optional[str] = Field(None, description="refetch: the orphaned artifact id to fetch again.")
-    missing_constraints: Optional[list[str]] = Field(
+    referent: str | None = Field(None, description="refetch: the orphaned artifact id to fetch again.")
+    missing_constraints: list[str] | None = Field(
         None, description="recompact: the constraint keys the node dropped (sorted)."
     )
-    subtree: Optional[list[str]] = Field(None, description="recompact: node ids under the node, to recompact.")
-    cancels: Optional[str] = Field(None, description="cancel: the request_id of the pending request to cancel.")
+    subtree: list[str] | None = Field(None, description="recompact: node ids under the node, to recompact.")
+    cancels: str | None = Field(None, description="cancel: the request_id of the pending request to cancel.")
     trigger: Trigger = Field(description="The trigger of the alert that caused the request.")
 
 

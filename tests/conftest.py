@@ -1,22 +1,10 @@
 """Shared test plumbing: markers by directory and the real Kafka broker (DESIGN.md §6).
 
-Why it looks like this:
-
-* Tests under ``tests/unit`` are marked ``unit`` and tests under ``tests/integration``
-  ``integration`` automatically, so ``-m unit`` / ``-m integration`` select them.
-* Integration tests run against a *real* single-node Kafka (no mock broker anywhere).
-  The ``kafka_bootstrap`` fixture is session-scoped and lazy: the broker is started
-  only when the first test that needs it runs, so a unit-only run never starts Java.
-  It gets a fresh temp ``kafka_home`` and free ports, so any number of test sessions
-  (and developers' own brokers) run side by side. ``CG_TEST_BOOTSTRAP=host:port``
-  (read through :class:`Settings`, the only reader of the environment) uses an
-  existing broker instead.
-* A broker this session started is always stopped: fixture finalizer, ``atexit``,
-  SIGTERM/SIGHUP handlers, and Linux's parent-death signal (so even ``kill -9`` of
-  pytest takes the JVM with it). Ctrl-C is a KeyboardInterrupt, which runs the
-  finalizer.
-* A broker that cannot start makes the integration tests FAIL with the reason; they
-  are never skipped.
+Tests under ``tests/unit`` / ``tests/integration`` are marked ``unit`` / ``integration``.
+Integration tests run against a *real* single-node Kafka, started lazily once per session
+(``CG_TEST_BOOTSTRAP=host:port`` uses an existing one), always stopped, and never skipped:
+a broker that cannot start makes them fail. Why it looks like this: docs/DEVELOPMENT.md
+"Test plumbing".
 """
 
 from __future__ import annotations

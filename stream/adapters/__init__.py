@@ -1,16 +1,15 @@
-"""Trace ingestion: real agent trajectories -> the two input event streams (DESIGN.md §3).
+"""Trace ingestion: agent runs and compaction logs -> the two input event streams (DESIGN.md §3).
 
-Plain Python (no faust, no aiokafka); ``python -m stream ingest`` is the shell around it::
-
-    from stream.adapters import load_trajectories, simulate, SimulationParams, encode_event
-
-    loaded = load_trajectories(["stream/samples/traces"])           # .trajectories, .errors
-    for traj in loaded.trajectories:
-        for event in simulate(traj, SimulationParams(seed=7)):
-            print(encode_event(event))
+Two families: ``simulated/`` (real trajectories through a simulated compaction) and the
+compaction-log adapters (logs of a real compaction: ``claude_code``, ``openhands``,
+``compaction_logs``, ``prohibitions``, the judges). The names below are the simulated
+family's (docs/ADAPTERS.md). Plain Python: no faust, no aiokafka.
 """
 
-from stream.adapters.simulator import (
+from stream.adapters.common import AdapterError
+from stream.adapters.simulated.formats import FORMATS, discover, load_file, load_trajectories
+from stream.adapters.simulated.model import DEFAULT_TRACES, Artifact, Constraint, Format, Loaded, Trajectory, Turn
+from stream.adapters.simulated.simulator import (
     SimulationParams,
     SurvivalCell,
     encode_event,
@@ -20,22 +19,14 @@ from stream.adapters.simulator import (
     simulate_all,
     survival_table,
 )
-from stream.adapters.trajectories import (
-    AdapterError,
-    Artifact,
-    Constraint,
-    Loaded,
-    Trajectory,
-    Turn,
-    discover,
-    load_file,
-    load_trajectories,
-)
 
 __all__ = [
+    "DEFAULT_TRACES",
+    "FORMATS",
     "AdapterError",
     "Artifact",
     "Constraint",
+    "Format",
     "Loaded",
     "SimulationParams",
     "SurvivalCell",

@@ -1,21 +1,10 @@
 """The seed's two mitigations as helpers: a constraint channel and referent collection.
 
-**ConstraintChannel.** A prohibition ("do not edit the migrations") must travel in a
-channel that is not subject to compression (DESIGN.md §4 "Why a ledger"). The channel
-extracts the prohibitions of every raw text a summary will cover (the project's
-:class:`~stream.adapters.compaction_logs.ProhibitionMatcher`, a documented heuristic),
-keeps them outside that text, and hands the summarizer both: :meth:`prepare` returns the
-text to summarize and the prohibitions in force; :meth:`checkpoint_fields` fills
-``raw_negative_constraints`` (what the covered raw text said) and
-``negative_constraints`` (everything the channel keeps) by construction, and
-:meth:`attach` appends the prohibitions verbatim to the summary the model will read.
-A summary written without the channel can be checked with :meth:`carried_by`.
-
-Constraints go on the wire as ``{"id": "prohibition:<hash>", "text": ...}``: keyed by
-a hash of the normalized clause, so the same clause seen twice is one constraint.
-
-**collect_referents.** The referents of a summary are the artifacts it covers (it
-depends on them for detail it elides), plus those its text names.
+:class:`ConstraintChannel` keeps the prohibitions of every raw text a summary covers
+outside that text (a prohibition must travel in a channel not subject to compression,
+DESIGN.md §4 "Why a ledger") and fills the checkpoint's constraint fields by construction;
+:func:`collect_referents` names the artifacts a summary depends on. How they work:
+docs/CLIENT.md "The constraint channel".
 """
 
 from __future__ import annotations
@@ -24,8 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from stream.adapters.compaction_logs import ProhibitionMatcher, mentioned_artifacts
-from stream.adapters.trajectories import Constraint
+from stream.adapters.compaction_logs import mentioned_artifacts
+from stream.adapters.prohibitions import Prohibition, ProhibitionMatcher
 
 
 @dataclass(frozen=True)
@@ -34,8 +23,8 @@ class SummaryInput:
     survive it verbatim, and ``raw`` — those found in this text."""
 
     text: str
-    constraints: tuple[Constraint, ...]
-    raw: tuple[Constraint, ...]
+    constraints: tuple[Prohibition, ...]
+    raw: tuple[Prohibition, ...]
 
 
 class ConstraintChannel:
@@ -46,13 +35,13 @@ class ConstraintChannel:
 
     def __init__(self, matcher: ProhibitionMatcher | None = None) -> None:
         self.matcher = matcher or ProhibitionMatcher()
-        self._kept: dict[str, Constraint] = {}
+        self._kept: dict[str, Prohibition] = {}
 
     def __len__(self) -> int:
         return len(self._kept)
 
     @property
-    def constraints(self) -> tuple[Constraint, ...]:
+    def constraints(self) -> tuple[Prohibition, ...]:
         """Every prohibition seen so far, in order of first appearance."""
         return tuple(self._kept.values())
 
@@ -60,7 +49,7 @@ class ConstraintChannel:
         """constraint key (its id) -> text: what ``StatusView.recover_from`` names."""
         return {c.id: c.text for c in self._kept.values()}
 
-    def observe(self, text: str | None) -> tuple[Constraint, ...]:
+    def observe(self, text: str | None) -> tuple[Prohibition, ...]:
         """The prohibitions of one raw text (also kept from now on)."""
         found = self.matcher.prohibitions(text)
         for c in found:
@@ -70,7 +59,7 @@ class ConstraintChannel:
     def prepare(self, texts: Iterable[str]) -> SummaryInput:
         """The summarizer's input for the raw ``texts`` a summary will cover."""
         texts = [t for t in texts if t]
-        raw: dict[str, Constraint] = {}
+        raw: dict[str, Prohibition] = {}
         for t in texts:
             for c in self.observe(t):
                 raw.setdefault(c.id, c)
@@ -90,7 +79,7 @@ class ConstraintChannel:
         lines = "\n".join(f"- {c.text}" for c in prepared.constraints)
         return f"{summary.rstrip()}\n\nConstraints that remain in force (verbatim):\n{lines}"
 
-    def carried_by(self, summary: str | None, pool: Iterable[Constraint] | None = None) -> list[dict[str, str]]:
+    def carried_by(self, summary: str | None, pool: Iterable[Prohibition] | None = None) -> list[dict[str, str]]:
         """The prohibitions of ``pool`` (default: all kept) a summary written without the
         channel still states — its honest ``negative_constraints``."""
         return [c.as_wire() for c in self.matcher.carried(summary, self.constraints if pool is None else pool)]
@@ -101,8 +90,9 @@ def _artifact_id(item: Any) -> str:
         return item
     if isinstance(item, Mapping):
         for k in ("artifact_id", "id"):
-            if isinstance(item.get(k), str):
-                return item[k]
+            v = item.get(k)
+            if isinstance(v, str):
+                return v
     for k in ("artifact_id", "id"):
         v = getattr(item, k, None)
         if isinstance(v, str):

@@ -1,24 +1,10 @@
 """Emit a pipeline's compaction and artifact events: :class:`AsyncGuard` and :class:`Guard`.
 
-One guard per process (one producer); one handle per context::
-
-    async with AsyncGuard(settings) as guard:          with Guard(settings) as guard:
-        ctx = guard.context("run-42")                      ctx = guard.context("run-42")
-        await ctx.admitted("span-1")                       ctx.admitted("span-1")
-        await ctx.checkpoint("leaf-1", "leaf", ...)        ctx.checkpoint("leaf-1", "leaf", ...)
-        await ctx.flush()                                  ctx.flush()
-
-Every call is validated at once by the worker's own decoder (:mod:`stream.client.records`)
-and then handed to the producer; ``flush()`` waits until the broker acknowledged every
-event so far (acks=all), which is also when :class:`~stream.client.Emitted` learns its
-partition and offset (what ``StatusView.wait_for`` needs). A record the broker did not
-acknowledge is kept: ``flush()`` raises :class:`FlushFailed`, and the next ``flush()``
-sends the same bytes again — if the first copy did arrive, the worker ignores the second
-(same ``event_id``, same seq). Leaving a ``with`` block flushes.
-
-The sync :class:`Guard` runs the same code on a private event-loop thread: calls
-validate in the caller's thread and return at once; at most ``max_in_flight`` events
-wait for their acknowledgement before a call blocks.
+One guard per process (one producer), one handle per context. Every call is validated at
+once by the worker's own decoder, then handed to the producer; ``flush()`` waits for the
+broker's acknowledgements and keeps what was not acknowledged, to send the same bytes
+again. The sync :class:`Guard` runs the same code on a private event-loop thread.
+Usage and the acknowledgement rules: docs/CLIENT.md "Emitting".
 """
 
 from __future__ import annotations
@@ -64,7 +50,7 @@ class _Outbox:
     __slots__ = ("inflight", "failed", "reported", "acked")
 
     def __init__(self) -> None:
-        self.inflight: set[asyncio.Future] = set()
+        self.inflight: set[asyncio.Future[Any]] = set()
         #: failed since the last flush / reported by the last flush (re-sent by the next)
         self.failed: list[tuple[Emitted, BaseException]] = []
         self.reported: list[tuple[Emitted, BaseException]] = []
@@ -84,12 +70,12 @@ class _Outbox:
         self.inflight.add(future)
         future.add_done_callback(lambda f: self._done(em, f, on_done))
 
-    def _done(self, em: Emitted, future: asyncio.Future, on_done: Any) -> None:
+    def _done(self, em: Emitted, future: asyncio.Future[Any], on_done: Any) -> None:
         self.inflight.discard(future)
         if future.cancelled():
             self.failed.append((em, asyncio.CancelledError("send cancelled")))
-        elif future.exception() is not None:
-            self.failed.append((em, future.exception()))
+        elif (exc := future.exception()) is not None:
+            self.failed.append((em, exc))
         else:
             md = future.result()
             em.partition, em.offset = md.partition, md.offset
@@ -127,7 +113,7 @@ class AsyncGuardContext:
     ``positions()``: ``{(topic, partition): offset}`` of the last acknowledged events.
     """
 
-    def __init__(self, guard: "AsyncGuard", builder: EventBuilder) -> None:
+    def __init__(self, guard: AsyncGuard, builder: EventBuilder) -> None:
         self._guard = guard
         self._builder = builder
         self._outbox = _Outbox()
@@ -185,7 +171,7 @@ class AsyncGuardContext:
         await self._outbox.send(self._guard.transport, em)
         return em
 
-    async def __aenter__(self) -> "AsyncGuardContext":
+    async def __aenter__(self) -> AsyncGuardContext:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -236,7 +222,7 @@ class AsyncGuard:
     def _new_handle(self, builder: EventBuilder) -> AsyncGuardContext:
         return AsyncGuardContext(self, builder)
 
-    async def start(self) -> "AsyncGuard":
+    async def start(self) -> AsyncGuard:
         if not self._started:
             await self.transport.start()
             self._started = True
@@ -258,7 +244,7 @@ class AsyncGuard:
             self._started = False
             await self.transport.stop()
 
-    async def __aenter__(self) -> "AsyncGuard":
+    async def __aenter__(self) -> AsyncGuard:
         return await self.start()
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -269,7 +255,7 @@ class GuardContext:
     """The sync handle of one context (``Guard.context``); same calls as
     :class:`AsyncGuardContext`, returning at once (``flush()`` blocks)."""
 
-    def __init__(self, guard: "Guard", handle: AsyncGuardContext) -> None:
+    def __init__(self, guard: Guard, handle: AsyncGuardContext) -> None:
         self._guard = guard
         self._handle = handle
 
@@ -310,7 +296,7 @@ class GuardContext:
         """Block until every event of this context is acknowledged; :class:`FlushFailed` otherwise."""
         self._guard._loop.run(self._guard._flush_handles([self._handle]), timeout)
 
-    def __enter__(self) -> "GuardContext":
+    def __enter__(self) -> GuardContext:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -329,8 +315,8 @@ class Guard:
         self.settings = self._async.settings
         self._loop = LoopThread("checkpoint-guard-client")
         self._slots = threading.BoundedSemaphore(max_in_flight)
-        self._queue: asyncio.Queue | None = None
-        self._sender: asyncio.Task | None = None
+        self._queue: asyncio.Queue[tuple[AsyncGuardContext, Emitted]] | None = None
+        self._sender: asyncio.Task[None] | None = None
         self._handles: dict[str, GuardContext] = {}
 
     def context(self, context_id: str, *, since: int | None = _UNSET) -> GuardContext:
@@ -342,7 +328,7 @@ class Guard:
                 sync = self._handles[context_id] = GuardContext(self, handle)
         return sync
 
-    def start(self, timeout: float | None = 60) -> "Guard":
+    def start(self, timeout: float | None = 60) -> Guard:
         if self._queue is not None:
             return self
         self._loop.start()
@@ -406,7 +392,7 @@ class Guard:
         self._async._started = False
         await self._async.transport.stop()
 
-    def __enter__(self) -> "Guard":
+    def __enter__(self) -> Guard:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

@@ -1,32 +1,10 @@
 """LangChain/LangGraph: every summary the agent writes becomes a checkpoint.
 
-``pip install 'checkpoint-guard[langgraph]'`` — in the agent's environment (the worker is
-tested without it: LangChain brings orjson, and faust switches its JSON codec when orjson
-is importable). :class:`GuardedSummarization` is LangChain v1's own
-:class:`~langchain.agents.middleware.SummarizationMiddleware` (the summarization step of
-``create_agent`` graphs, which run on LangGraph) that also tells checkpoint-guard what it
-did, on the context of the LangGraph thread (``thread_id``)::
-
-    agent = create_agent(model, tools, store=InMemoryStore(), checkpointer=InMemorySaver(),
-                         middleware=[GuardedSummarization(model, guard=guard, trigger=("messages", 40))])
-
-Before each model call every message not seen yet is ``admitted`` to ``live``. When the
-middleware summarizes, for the messages it summarizes away:
-
-1. each is put in the agent's store (``runtime.store``, namespace ``store_namespace +
-   (thread_id,)``) and ``admitted`` to ``durable`` — when the agent has a store;
-2. each is ``evicted`` from ``live``;
-3. the summary is a ``checkpoint``: node id ``summary-<hash of what it covers>`` (the
-   summary message gets that id), ``leaf`` — or ``section`` with the previous summary as
-   its child when it re-summarizes one; referents = the summarized messages; the
-   prohibitions of their text (:class:`~stream.client.ConstraintChannel`) are its
-   ``raw_negative_constraints``; then the guard is flushed.
-
-``carry_constraints=True`` (default) is the seed's mitigation: the prohibitions travel
-beside the summary (appended verbatim to the summary message, and declared as carried).
-``False`` declares only those the summary text still states, so a summarizer that drops
-a prohibition opens ``negative_constraint_dropped``. Without a store the summarized
-messages are gone and the summary's referents are orphans (``orphaned_referent``).
+:class:`GuardedSummarization` is LangChain v1's ``SummarizationMiddleware`` that also tells
+checkpoint-guard what it did, on the context of the LangGraph thread. Install
+``checkpoint-guard[langgraph]`` in the agent's environment, never the worker's (LangChain
+brings orjson, which switches faust's JSON codec). The events it emits, and
+``carry_constraints``: docs/CLIENT.md "LangGraph".
 """
 
 from __future__ import annotations
@@ -39,7 +17,7 @@ from langchain.agents.middleware import SummarizationMiddleware
 from langchain_core.messages import AnyMessage, ToolMessage
 
 from stream.client.constraints import ConstraintChannel, collect_referents
-from stream.client.guard import AsyncGuard, Guard
+from stream.client.guard import AsyncGuard, AsyncGuardContext, Guard
 
 #: Summary text kept in a checkpoint (informational): far under the 1 MiB message limit.
 MAX_TEXT_CHARS = 65_536
@@ -47,6 +25,10 @@ MAX_TEXT_CHARS = 65_536
 
 def _is_summary(message: AnyMessage) -> bool:
     return (message.additional_kwargs or {}).get("lc_source") == "summarization"
+
+
+#: One call on a guard context: (method name, positional arguments, keyword arguments).
+_Call = tuple[str, tuple[Any, ...], dict[str, Any]]
 
 
 def _text(message: AnyMessage) -> str:
@@ -105,7 +87,7 @@ class GuardedSummarization(SummarizationMiddleware):
 
     # ---------------------------------------------------------------- planning (pure)
 
-    def _admissions(self, context_id: str, messages: list[AnyMessage]) -> list[tuple[str, tuple, dict]]:
+    def _admissions(self, context_id: str, messages: list[AnyMessage]) -> list[_Call]:
         thread = self._thread(context_id)
         calls = []
         for m in messages:
@@ -116,7 +98,7 @@ class GuardedSummarization(SummarizationMiddleware):
         return calls
 
     def _summarized(self, context_id: str, messages: list[AnyMessage], result: dict[str, Any],
-                    store: Any) -> list[tuple[str, tuple, dict]]:
+                    store: Any) -> list[_Call]:
         """The events of one summarization; gives the summary message its node id."""
         thread = self._thread(context_id)
         new = result["messages"]
@@ -125,7 +107,7 @@ class GuardedSummarization(SummarizationMiddleware):
         covered = [m for m in messages if m.id not in kept]
         children = [m.id for m in covered if _is_summary(m)]
         raw = [m for m in covered if not _is_summary(m)]
-        node_id = "summary-" + hashlib.sha256("\n".join(m.id for m in covered).encode()).hexdigest()[:16]
+        node_id = "summary-" + hashlib.sha256("\n".join(m.id or "" for m in covered).encode()).hexdigest()[:16]
         summary.id = node_id
         prepared = thread.channel.prepare(_text(m) for m in raw)
         summary_text = _text(summary)
@@ -135,7 +117,7 @@ class GuardedSummarization(SummarizationMiddleware):
         else:
             constraints = {"raw_negative_constraints": [c.as_wire() for c in prepared.raw],
                            "negative_constraints": thread.channel.carried_by(summary_text)}
-        calls: list[tuple[str, tuple, dict]] = []
+        calls: list[_Call] = []
         if store is not None:
             namespace = (*self.store_namespace, context_id)
             for m in raw:
@@ -185,5 +167,6 @@ class GuardedSummarization(SummarizationMiddleware):
             if isinstance(self.guard, Guard):
                 await asyncio.to_thread(ctx.flush)
             else:
+                assert isinstance(ctx, AsyncGuardContext)
                 await ctx.flush()
         return result

@@ -23,7 +23,7 @@ import math
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pydantic_core
@@ -36,7 +36,7 @@ Clock = Callable[[], datetime]
 
 
 def utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 @dataclass(slots=True)
@@ -167,7 +167,8 @@ class EventBuilder:
             extra["occurred_at"] = occurred_at
         with self._lock:
             seq = self.next_seq
-            obj: dict[str, Any] = {"schema_version": 1, "type": kind, "event_id": event_id, "context_id": self.context_id}
+            obj: dict[str, Any] = {"schema_version": 1, "type": kind, "event_id": event_id,
+                                   "context_id": self.context_id}
             if seq is not None:
                 obj["seq"] = seq
             obj.update(rule)

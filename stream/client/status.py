@@ -1,21 +1,9 @@
 """May I recover from this checkpoint? :class:`AsyncStatusView` and :class:`StatusView`.
 
-The worker writes one record per node status change to the compacted ``checkpoint-status``
-topic (DESIGN.md §4 "[v2] Node status"; key ``["<context_id>","<node_id>"]``). A view
-reads it group-less from the beginning into a local table and keeps following it, so
-``is_authoritative`` / ``why`` are dictionary lookups. With ``details=True`` (default) it
-also follows ``checkpoint-alerts`` and keeps each node's open orphan set and missing
-constraint keys, so :meth:`AsyncStatusView.recover_from` can name them.
-
-**Read-your-writes** (:meth:`AsyncStatusView.wait_for`): the client knows the partition
-and offset of every acknowledged event; the worker commits an input offset only after the
-outputs of the events below it were acknowledged (``stream/worker/durability.py``). So
-``wait_for`` polls the worker group's (``CG_APP_ID``) committed offsets until they pass
-the events, then reads the status (and alerts) partitions of the same numbers to their end
-offsets. The argument, checked against the worker's code, is in ``docs/CLIENT.md``. Expect
-up to one ``CG_COMMIT_INTERVAL`` (default 1 s) beyond processing.
-
-A node with no status record yet (not processed, or never emitted) is not authoritative.
+A view reads the compacted ``checkpoint-status`` topic group-less from the beginning into a
+local table and keeps following it (and ``checkpoint-alerts`` with ``details=True``), so
+``is_authoritative`` / ``why`` are dictionary lookups. A node with no status record yet is
+not authoritative. Read-your-writes (``wait_for``): docs/CLIENT.md §3 and "The status view".
 """
 
 from __future__ import annotations
@@ -25,11 +13,11 @@ import logging
 import sys
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal, NamedTuple, Optional, Protocol
+from typing import Any, Literal, NamedTuple, NotRequired, Protocol
 
 import pydantic_core
 from pydantic import ConfigDict, TypeAdapter, ValidationError
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 from stream.client._loop import LoopThread
 from stream.errors import ConfigurationError, GuardError
@@ -166,15 +154,15 @@ class _StatusRecord(TypedDict):
     type: Literal["status"]
     context_id: str
     node_id: str
-    level: Optional[str]
+    level: str | None
     authoritative: bool
     frozen: bool
     open_rules: tuple[str, ...]
     degraded_by: tuple[str, ...]
     degraded_count: int
     degraded_truncated: NotRequired[bool]
-    trigger: Optional[_TriggerRecord]
-    detected_at: Optional[str]
+    trigger: _TriggerRecord | None
+    detected_at: str | None
 
 
 _status_adapter = TypeAdapter(_StatusRecord)
@@ -191,7 +179,8 @@ def parse_status(key: bytes | None, value: bytes) -> NodeStatus:
         r = _status_adapter.validate_json(value)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
-        raise ValueError(f"not a status record: {'.'.join(map(str, first['loc'])) or 'record'}: {first['msg']}") from None
+        where = ".".join(map(str, first["loc"])) or "record"
+        raise ValueError(f"not a status record: {where}: {first['msg']}") from None
     t = r["trigger"]
     trigger = (t.get("event_id"), _intern(t.get("type")), _intern(t.get("topic")), t.get("partition"),
                t.get("offset")) if t is not None else None
@@ -224,9 +213,9 @@ class AsyncStatusView:
         self._alerts: dict[tuple[str, str], dict[str, tuple[tuple[str, ...], int]]] = {}
         self._consumer: Any = None
         self._admin: Any = None
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
         self._positions: dict[Any, int] = {}
-        self._progress: asyncio.Event | None = None
+        self._progress = asyncio.Event()  # replaced in start(), on the loop that follows
         self._failure: BaseException | None = None
 
     # ------------------------------------------------------------------ queries
@@ -283,7 +272,7 @@ class AsyncStatusView:
     def topics(self) -> list[str]:
         return [self.settings.status_topic, *([self.settings.alerts_topic] if self.details else [])]
 
-    async def start(self, timeout: float | None = 120) -> "AsyncStatusView":
+    async def start(self, timeout: float | None = 120) -> AsyncStatusView:
         """Assign every partition, read to the end offsets, then follow in the background."""
         from aiokafka import TopicPartition
 
@@ -298,7 +287,7 @@ class AsyncStatusView:
         await kafka_clients.start_client(self.settings, consumer)
         self._consumer = consumer
         try:
-            for attempt in range(TOPIC_WAIT_ATTEMPTS):  # a topic created a moment ago may not show yet
+            for _attempt in range(TOPIC_WAIT_ATTEMPTS):  # a topic created a moment ago may not show yet
                 counts = await kafka_clients.topic_partitions(self.settings, self.topics)
                 missing = [t for t, n in counts.items() if not n]
                 if not missing:
@@ -309,7 +298,7 @@ class AsyncStatusView:
                     f"topic(s) {', '.join(missing)} do not exist; run `python -m stream topics create` "
                     "(or check CG_STATUS_TOPIC / CG_ALERTS_TOPIC)"
                 )
-            tps = [TopicPartition(t, p) for t in self.topics for p in range(counts[t])]
+            tps = [TopicPartition(t, p) for t in self.topics for p in range(counts[t] or 0)]
             consumer.assign(tps)
             await consumer.seek_to_beginning(*tps)
             self._admin = await kafka_clients.start_client(self.settings, kafka_clients.admin(self.settings))
@@ -335,7 +324,7 @@ class AsyncStatusView:
             admin, self._admin = self._admin, None
             await admin.close()
 
-    async def __aenter__(self) -> "AsyncStatusView":
+    async def __aenter__(self) -> AsyncStatusView:
         return await self.start()
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -419,7 +408,7 @@ class AsyncStatusView:
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
         try:
             await asyncio.wait_for(event.wait(), remaining)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
     async def catch_up(self, partitions: Iterable[int] | None = None, *, timeout: float | None = 30) -> None:
@@ -506,7 +495,7 @@ class StatusView:
         self.settings = self._view.settings
         self._loop = LoopThread("checkpoint-guard-status")
 
-    def start(self, timeout: float | None = 120) -> "StatusView":
+    def start(self, timeout: float | None = 120) -> StatusView:
         self._loop.start()
         try:
             self._loop.run(self._view.start(timeout=timeout))
@@ -523,7 +512,7 @@ class StatusView:
         finally:
             self._loop.close()
 
-    def __enter__(self) -> "StatusView":
+    def __enter__(self) -> StatusView:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

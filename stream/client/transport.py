@@ -28,7 +28,7 @@ class Transport(Protocol):
 
     async def stop(self) -> None: ...
 
-    async def send(self, topic: str, key: bytes, value: bytes) -> "asyncio.Future[Any]": ...
+    async def send(self, topic: str, key: bytes, value: bytes) -> asyncio.Future[Any]: ...
 
 
 class KafkaTransport:
@@ -49,10 +49,11 @@ class KafkaTransport:
             producer, self._producer = self._producer, None
             await producer.stop()
 
-    async def send(self, topic: str, key: bytes, value: bytes) -> "asyncio.Future[Any]":
+    async def send(self, topic: str, key: bytes, value: bytes) -> asyncio.Future[Any]:
         if self._producer is None:
             raise RuntimeError("the Guard is not started: use it as a context manager or call start() first")
-        return await self._producer.send(topic, value, key=key)  # resolves to aiokafka's RecordMetadata
+        future: asyncio.Future[Any] = await self._producer.send(topic, value, key=key)
+        return future  # resolves to aiokafka's RecordMetadata
 
 
 class RecordPosition(NamedTuple):
@@ -76,7 +77,7 @@ class MemoryTransport:
     async def stop(self) -> None:
         return None
 
-    async def send(self, topic: str, key: bytes, value: bytes) -> "asyncio.Future[tuple[int, int]]":
+    async def send(self, topic: str, key: bytes, value: bytes) -> asyncio.Future[tuple[int, int]]:
         out: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.records.append((topic, key, value))
         offset = self._next[topic]

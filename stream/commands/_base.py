@@ -27,7 +27,8 @@ def option(*args: Any, show_default: bool = True, **kwargs: Any) -> Callable[[An
     return click.option(*args, show_default=show_default, **kwargs)
 
 
-def command(*params: Callable[[Any], Any], name: str | None = None, **settings: Any) -> Callable[[Callable[..., int]], click.Command]:
+def command(*params: Callable[[Any], Any], name: str | None = None,
+            **settings: Any) -> Callable[[Callable[..., int]], click.Command]:
     """A click command from a function returning an exit code; ``params`` in help order."""
 
     def decorate(fun: Callable[..., int]) -> click.Command:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from stream.adapters import SimulationParams
-from stream.adapters.trajectories import DEFAULT_TRACES
+from stream.adapters.simulated.model import DEFAULT_TRACES
 from stream.commands._base import argument, command, fail, option
-from stream.settings import get_settings
 from stream.errors import GuardError
+from stream.settings import get_settings
 
 settings = get_settings()
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 
 from stream.commands._base import check_output_file, command, option
-from stream.settings import get_settings
 from stream.commands._forensics import read
+from stream.settings import get_settings
 
 settings = get_settings()
 

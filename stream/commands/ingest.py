@@ -1,30 +1,11 @@
 """``python -m stream ingest`` — real agent records -> the two input streams.
 
-Two forms, one command:
-
-* ``ingest [PATH...]`` — trajectories (mini-swe-agent, tau-bench) through the
-  deterministic compaction simulation (below);
-* ``ingest openhands DIR...`` / ``ingest claude-code FILE...`` — real compaction logs
-  through :mod:`stream.adapters.openhands` / :mod:`stream.adapters.claude_code`, after
-  the fact or, with ``--follow``, live (poll-based tail; stops on Ctrl-C/SIGTERM or
-  after ``--idle-timeout`` seconds without new records). Per-record problems are
-  reported on stderr as ``checkpoint-guard: ingest: <path>[:<line>]: <problem>`` and
-  skipped; unknown record types are skipped and counted in the summary line; exit
-  code 1 when any input or record could not be read (or ``--judge model`` cannot
-  reach its model), else 0.
-
-Trajectories, in detail:
-
-A thin shell around :mod:`stream.adapters`: load the trajectories, simulate the
-compaction of each (deterministic, see :mod:`stream.adapters.simulator`), and write
-the events as JSONL (stdout or ``--out``) or produce them to the input topics
-(``--to-kafka``: checkpoints to ``CG_COMPACTION_TOPIC``, artifacts to
-``CG_ARTIFACT_TOPIC``, key = UTF-8 context id, value = the JSON line).
-
-Without PATH it reads the traces shipped next to the repository
-(``stream/samples/traces``, shipped with the project). A file that cannot be read is reported on stderr as
-``checkpoint-guard: ingest: <path>: <problem>`` and skipped; the others are ingested
-and the exit code is 1. The last stderr line is a one-line summary.
+Two forms, one command: ``ingest [PATH...]`` reads trajectories (mini-swe-agent,
+tau-bench) through the deterministic compaction simulation; ``ingest openhands DIR...`` /
+``ingest claude-code FILE...`` read real compaction logs, after the fact or live
+(``--follow``). Events go out as JSONL (stdout or ``--out``) or to the input topics
+(``--to-kafka``). A thin shell around :mod:`stream.adapters`: a file or record that cannot be
+read is reported on stderr in one line and skipped. Details: docs/ADAPTERS.md "ingest".
 """
 
 from __future__ import annotations
@@ -49,7 +30,7 @@ from stream.adapters import (
     parse_rates,
     simulate,
 )
-from stream.adapters.compaction_logs import DEFAULT_MATCH_THRESHOLD, ProhibitionMatcher, ReadStats
+from stream.adapters.compaction_logs import ReadStats
 from stream.adapters.judge import Judge
 from stream.adapters.judge_rules import RulesJudge
 from stream.adapters.model_judge import (
@@ -60,12 +41,13 @@ from stream.adapters.model_judge import (
     RestartWithFallback,
     build_model_judge,
 )
-from stream.commands._base import argument, check_input_file, check_output_file, command, fail, option
-from stream.settings import get_settings
-from stream.kafka_clients import kafka_error
+from stream.adapters.prohibitions import DEFAULT_MATCH_THRESHOLD, ProhibitionMatcher
 
 #: The traces shipped with the project (read-only input data).
-from stream.adapters.trajectories import DEFAULT_TRACES  # noqa: E402
+from stream.adapters.simulated.model import DEFAULT_TRACES  # noqa: E402
+from stream.commands._base import argument, check_input_file, check_output_file, command, fail, option
+from stream.kafka_clients import kafka_error
+from stream.settings import get_settings
 
 settings = get_settings()
 _D = SimulationParams()
@@ -216,7 +198,8 @@ def ingest(
         fail("--judge, --judge-precision, --judge-fallback and --metrics-file work with the log forms only: "
              "ingest openhands DIR... / ingest claude-code FILE...")
     if follow or idle_timeout is not None:
-        fail("--follow and --idle-timeout work with the log forms only: ingest openhands DIR... / ingest claude-code FILE...")
+        fail("--follow and --idle-timeout work with the log forms only: "
+             "ingest openhands DIR... / ingest claude-code FILE...")
     try:
         params = SimulationParams(
             window=window,
@@ -234,7 +217,8 @@ def ingest(
         fail(str(exc))
     if not paths:
         if not DEFAULT_TRACES.is_dir():
-            fail(f"no PATH given and the shipped traces are not at {DEFAULT_TRACES}; pass trajectory files or directories")
+            fail(f"no PATH given and the shipped traces are not at {DEFAULT_TRACES}; "
+                 "pass trajectory files or directories")
         paths = (str(DEFAULT_TRACES),)
     for path in paths:
         check_input_file(path, what="trajectory files or directories (mini-swe-agent *.traj.json, tau-bench "
@@ -317,7 +301,8 @@ async def _produce(events: Iterable[dict[str, Any]]) -> int:
     try:
         await start_client(settings, client)
         pending = [
-            await client.send(topic[e["type"]], value=encode_event(e).encode("utf-8"), key=e["context_id"].encode("utf-8"))
+            await client.send(topic[e["type"]], value=encode_event(e).encode("utf-8"),
+                              key=e["context_id"].encode("utf-8"))
             for e in events
         ]
         await asyncio.gather(*pending)
@@ -328,7 +313,8 @@ async def _produce(events: Iterable[dict[str, Any]]) -> int:
 
 def _by_kind(counts: Counter[str]) -> tuple[str, str]:
     """("admitted live N, ...", "leaf N, section N, root N") of an event count."""
-    artifacts = ", ".join(f"{k} {counts[k]}" for k in ("admitted live", "evicted live", "admitted durable", "evicted durable"))
+    ops = ("admitted live", "evicted live", "admitted durable", "evicted durable")
+    artifacts = ", ".join(f"{k} {counts[k]}" for k in ops)
     levels = ", ".join(f"{k} {counts[k]}" for k in ("leaf", "section", "root"))
     return artifacts, levels
 
@@ -403,7 +389,7 @@ class LogInputs:
             if key not in self.readers:
                 self.readers[key] = self._reader(f, self.judge, self._contexts)
 
-    def restart(self, judge: Judge) -> "LogInputs":
+    def restart(self, judge: Judge) -> LogInputs:
         """The same inputs read again from the start with ``judge``; problems already printed are not printed again."""
         again = LogInputs(self.fmt, tuple(self.paths), judge)
         again.input_errors = list(self.input_errors)
@@ -489,9 +475,9 @@ def _ingest_logs(
         fail(str(exc))
     tally = _Tally()
     judges = _Judges(RulesJudge(matcher, judge_precision), judge, judge_fallback, tally)
+    inputs = LogInputs(fmt, paths, judges.chosen)
     if metrics_file:
         tally.on_emit = lambda: _write_metrics(metrics_file, fmt, tally, judges, inputs)
-    inputs = LogInputs(fmt, paths, judges.chosen)
     inputs.scan(report=True)
     missing = [p for p in paths if not os.path.exists(p)]
     if not inputs.readers and (not follow or missing):
@@ -556,7 +542,7 @@ def _unread_languages(inputs: LogInputs) -> str:
     return f", {sum(skipped.values())} text(s) in a language it cannot read ({langs}: not judged)"
 
 
-def _write_metrics(path: str, fmt: str, tally: _Tally, judges: "_Judges", inputs: LogInputs) -> None:
+def _write_metrics(path: str, fmt: str, tally: _Tally, judges: _Judges, inputs: LogInputs) -> None:
     """The run's metrics in Prometheus text format, written to ``path`` atomically (``--metrics-file``)."""
     from prometheus_client import CollectorRegistry, write_to_textfile
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -686,11 +672,13 @@ async def _run_logs(
             return
         tally.add(events)
         if client is None:
+            assert sink is not None
             sink.write(b"".join(encode_event(e).encode("utf-8") + b"\n" for e in events))
             sink.flush()
             return
         pending = [
-            await client.send(topic[e["type"]], value=encode_event(e).encode("utf-8"), key=e["context_id"].encode("utf-8"))
+            await client.send(topic[e["type"]], value=encode_event(e).encode("utf-8"),
+                              key=e["context_id"].encode("utf-8"))
             for e in events
         ]
         await asyncio.gather(*pending)
@@ -721,7 +709,7 @@ async def _run_logs(
                 break
             try:
                 await asyncio.wait_for(stop.wait(), poll_interval)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         return stop.is_set()
     finally:

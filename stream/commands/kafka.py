@@ -36,7 +36,8 @@ from stream.settings import get_settings
         "--home",
         type=click.Path(file_okay=False, path_type=Path),
         default=None,
-        help="Broker run dir (config, data, broker.log, pid) [default: CG_KAFKA_HOME, else <data>/kafka = ~/.local/share/checkpoint-guard/kafka].",
+        help="Broker run dir (config, data, broker.log, pid) "
+             "[default: CG_KAFKA_HOME, else <data>/kafka = ~/.local/share/checkpoint-guard/kafka].",
     ),
     option(
         "--sasl",

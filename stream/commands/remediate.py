@@ -6,8 +6,8 @@ import asyncio
 import sys
 
 from stream.commands._base import command, fail
-from stream.settings import get_settings
 from stream.errors import ConfigurationError
+from stream.settings import get_settings
 
 settings = get_settings()
 

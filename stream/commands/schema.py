@@ -11,7 +11,8 @@ from stream.wire import json_schemas
 
 @command(argument("directory", required=False, default=None, type=str))
 def schema(directory: str | None) -> int:
-    """Write the JSON Schemas of input events, alerts, verdicts, node status records, dead letters and remediation requests.
+    """Write the JSON Schemas of input events, alerts, verdicts, node status records, dead letters and
+    remediation requests.
 
     With DIR, writes DIR/<name>.schema.json (input-event, alert, verdict, dead-letter,
     remediation-request);

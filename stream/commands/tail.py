@@ -13,15 +13,15 @@ import asyncio
 import json
 import signal
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import click
 
 from stream.commands._base import command, fail, option
 from stream.domain.engine import RULES as ENGINE_RULES
-from stream.settings import get_settings
 from stream.errors import ConfigurationError
+from stream.settings import get_settings
 
 settings = get_settings()
 
@@ -48,7 +48,7 @@ def alert_line(alert: dict[str, Any], timestamp_ms: int | None):
     from rich.text import Text
 
     when = (
-        datetime.fromtimestamp(timestamp_ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        datetime.fromtimestamp(timestamp_ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
         if timestamp_ms is not None else "-"
     )
     status = str(alert.get("status"))

@@ -19,18 +19,18 @@ import asyncio
 import click
 
 from stream.commands._base import argument, command, fail
-from stream.settings import get_settings
 from stream.errors import ConfigurationError
 from stream.kafka_clients import (
     create_project_topics,
     ensure_leader_topic,
     ensure_state_topic,
-    leader_topic,
     kafka_error,
+    leader_topic,
     project_topics,
     topic_partitions,
     wait_until_described,
 )
+from stream.settings import get_settings
 
 settings = get_settings()
 

@@ -92,7 +92,8 @@ def reset(yes: bool) -> None:
     settings = get_settings()
     state = settings.state_dir
     # exits 1 with one line while a worker runs on it (checked first: a running worker's state is never touched)
-    fd = lock_data_dir(settings.data_dir, fix="stop that worker first (its state is deleted only while no worker uses it)")
+    fd = lock_data_dir(settings.data_dir,
+                       fix="stop that worker first (its state is deleted only while no worker uses it)")
     try:
         parts = partition_paths(state)
         if not parts:

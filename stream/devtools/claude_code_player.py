@@ -1,19 +1,9 @@
 """Play a Claude Code transcript forward through the hook, the way Claude Code calls it.
 
-Used by the hook's tests and by ``bench/hook_check.py`` / ``bench/bench_hook.py``. The
+Used by the hook's tests and by ``bench/hook_check.py`` / ``bench/bench_hook.py``: the
 records of a finished transcript are appended, in order and byte for byte, to a fresh
-transcript file; at each point where Claude Code would run a hook, the hook command runs
-as a subprocess with the JSON Claude Code sends (``docs/HOOK.md``):
-
-* ``PreCompact`` (``trigger`` from the boundary's ``compactMetadata``) right before a
-  ``compact_boundary`` record is written;
-* ``SessionStart`` with ``source: "compact"`` right after the ``isCompactSummary`` record;
-* ``Stop`` when a turn ended: before the next prompt the user types (every
-  ``stop_every``-th turn), and at the end;
-* ``SessionEnd`` (``reason: "other"``) at the end.
-
-``split_records``: each record is first written without its end (a record being
-written), a ``Stop`` runs, then the rest follows.
+transcript file, and at each point where Claude Code would run a hook the hook command runs
+with the JSON Claude Code sends. When each hook runs: docs/DEVELOPMENT.md "The transcript player".
 """
 
 from __future__ import annotations
@@ -27,6 +17,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
 
 
 @dataclass
@@ -91,7 +86,7 @@ class Player:
             if self.session_id is None and isinstance(rec.get("sessionId"), str):
                 self.session_id = rec["sessionId"]
             if rec.get("type") == "system" and rec.get("subtype") == "compact_boundary":
-                meta = rec.get("compactMetadata") if isinstance(rec.get("compactMetadata"), dict) else {}
+                meta = _obj(rec.get("compactMetadata"))
                 trigger = meta.get("trigger") if meta.get("trigger") in ("manual", "auto") else "auto"
                 yield "hook", i, {"hook_event_name": "PreCompact", "trigger": trigger,
                                   "custom_instructions": "" if trigger == "auto" else None}
@@ -145,11 +140,12 @@ def _is_prompt(rec: dict[str, Any]) -> bool:
     """A prompt the user typed: a user record that is not meta, not a summary, not tool results."""
     if rec.get("type") != "user" or rec.get("isMeta") or rec.get("isCompactSummary"):
         return False
-    msg = rec.get("message") if isinstance(rec.get("message"), dict) else {}
+    msg = _obj(rec.get("message"))
     content = msg.get("content")
     if isinstance(content, str):
         return True
-    return isinstance(content, list) and not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+    return isinstance(content, list) and not any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
 
 
 def hook_env(hook_dir: Path, **overrides: str) -> dict[str, str]:
@@ -205,8 +201,9 @@ def synthetic_session(session_id: str, *, turns: int = 40, compact_every: int = 
         recs.append(r)
         return r
 
-    rec("attachment", f"{session_id}-att", attachment={"type": "nested_memory", "path": "/home/dev/app/CLAUDE.md",
-                                                     "content": {"type": "Project", "content": "Never commit secrets."}})
+    memory = {"type": "Project", "content": "Never commit secrets."}
+    rec("attachment", f"{session_id}-att",
+        attachment={"type": "nested_memory", "path": "/home/dev/app/CLAUDE.md", "content": memory})
     said: list[str] = []
     summaries = 0
     for t in range(1, turns + 1):
@@ -232,7 +229,8 @@ def synthetic_session(session_id: str, *, turns: int = 40, compact_every: int = 
                 {"type": "tool_use", "id": q, "name": "AskUserQuestion", "input": {"questions": []}}]})
             rec("user", f"{session_id}-rq{t}", message={"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": q, "content": "User has answered your questions."}]},
-                toolUseResult={"answers": {f"Should we rewrite the {words.split()[0]} module?": "No, keep the old module."}})
+                toolUseResult={"answers": {
+                    f"Should we rewrite the {words.split()[0]} module?": "No, keep the old module."}})
             said.append("keep the old module")
         if t % 9 == 5:
             rec("queue-operation", None, operation="enqueue", content="and never squash the history")
@@ -244,7 +242,8 @@ def synthetic_session(session_id: str, *, turns: int = 40, compact_every: int = 
             summaries += 1
             kept = [r for i, r in enumerate(said) if i % 2 == 0]
             quoted = "\n".join(f"- The user said: {r}" for r in kept)
-            b = rec("system", f"{session_id}-cb{summaries}", subtype="compact_boundary", content="Conversation compacted",
+            b = rec("system", f"{session_id}-cb{summaries}", subtype="compact_boundary",
+                    content="Conversation compacted",
                     isMeta=False, level="info",
                     compactMetadata={"trigger": "manual" if summaries % 2 == 0 else "auto", "preTokens": 150000})
             b["logicalParentUuid"] = b["parentUuid"]

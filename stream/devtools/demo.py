@@ -1,21 +1,9 @@
 """The main job, end to end: real trajectories -> Kafka -> worker -> alerts -> report.
 
-``python -m stream demo`` (``make demo``):
-
-1. starts a fresh local Kafka broker (:mod:`stream.devtools.kafka_local`) on free ports, unless
-   ``--broker`` names a running one;
-2. creates the topics (``topics create``);
-3. starts ``python -m stream worker`` as a subprocess (RocksDB tables) and waits for it;
-4. turns the trajectories into events (:mod:`stream.adapters`) and produces them to the
-   two input topics;
-5. waits until the worker's consumer group has committed every input offset (drained);
-6. reads the alerts, status, dead-letter and input topics back and prints the report
-   (:mod:`stream.devtools.report`: alerts per rule and level, survival, nodes
-   authoritative per level at the end), plus a check that the live alerts and status
-   records equal offline replay of the same events;
-7. stops the worker and the broker (``--keep-running`` leaves them up).
-
-Everything it starts lives under ``<user data dir>/demo/`` (:data:`DEMO_HOME`).
+``python -m stream demo`` (``make demo``) starts a broker and the worker, produces the
+trajectories' events, waits until the worker drained them, prints the report and checks
+that the live outputs equal the offline replay's. Everything it starts lives under
+``<user data dir>/demo/`` (:data:`DEMO_HOME`). Its seven steps: docs/DEVELOPMENT.md "The demo".
 """
 
 from __future__ import annotations
@@ -31,12 +19,11 @@ from collections import defaultdict
 from typing import Any
 
 from stream.adapters import SimulationParams, encode_event, load_trajectories, simulate
-from stream.devtools import kafka_local
+from stream.devtools import ctrl_c_deferred, kafka_local
 from stream.devtools.report import StreamReport
 from stream.errors import ConfigurationError
 from stream.kafka_clients import admin, consumer, create_project_topics, producer
 from stream.replay import replay_lines
-from stream.devtools import ctrl_c_deferred
 from stream.settings import USER_DATA_DIR, Settings
 from stream.wire import decode_event, encode
 
@@ -156,7 +143,8 @@ class Demo:
                 task = bar.add_task("worker consuming", total=total)
                 while True:
                     committed = await a.list_consumer_group_offsets(s.app_id)
-                    done = sum(min(committed[tp].offset, ends[tp]) for tp in tps if tp in committed and committed[tp].offset >= 0)
+                    done = sum(min(committed[tp].offset, ends[tp]) for tp in tps
+                               if tp in committed and committed[tp].offset >= 0)
                     bar.update(task, completed=done)
                     if done >= total:
                         break
@@ -261,11 +249,12 @@ class Demo:
     def left_running(self) -> str:
         """How to connect to what ``--keep-running`` left, and how to stop it."""
         s, home = self.settings, DEMO_HOME / "kafka"
+        assert self.worker is not None  # only after the worker started
         lines = [
             f"left running: the worker (pid {self.worker.pid}){' and Kafka' if self.broker_started else ''}",
             f"  connect:   export CG_BROKER={s.broker}"
-            + (" (and this run's other CG_* settings)" if any(k.startswith("CG_") and k != "CG_BROKER" for k in os.environ)
-               else "")
+            + (" (and this run's other CG_* settings)"
+               if any(k.startswith("CG_") and k != "CG_BROKER" for k in os.environ) else "")
             + "   # then e.g. checkpoint-guard tail --from-beginning, checkpoint-guard replay --from-kafka --verify,"
             " checkpoint-guard explain CONTEXT NODE",
             f"  web views: http://127.0.0.1:{self.web_port}/readyz  /metrics  /nodes/CONTEXT/NODE",

@@ -1,37 +1,10 @@
 """The single-node Apache Kafka (KRaft combined mode) the project starts by itself.
 
-Why this exists: tests and local runs need a *real* broker (DESIGN.md §6 forbids mock
-brokers), this machine has Java and Maven but no Docker, and every developer and test
-session must be able to run its own broker next to the others. So this module:
-
-* resolves ``org.apache.kafka:kafka_2.13:<version>`` plus a log4j2 backend with Maven
-  (``stream/devtools/kafka/pom.xml``) into a git-ignored jar cache shared by every checkout user
-  (``settings.kafka_cache/<version>/libs``; a file lock makes concurrent first
-  resolutions safe, a marker file makes later starts skip Maven);
-* keeps everything else of one broker in its own ``settings.kafka_home``
-  (``server.properties``, ``data/``, ``broker.log``, ``broker.pid``, ``broker.json``),
-  so several brokers run at once in different homes on different ports;
-* launches ``java ... kafka.Kafka server.properties`` detached in its own session, and
-  calls it ready only when an aiokafka admin ``describe_cluster`` request succeeds
-  (an open port is not enough: the controller may not have elected itself yet);
-* stops it from the PID file, after checking the PID really is *this home's* broker
-  (a recycled PID is never signalled);
-* optionally (``sasl_users``) listens with ``SASL_PLAINTEXT`` instead of ``PLAINTEXT``:
-  mechanisms ``PLAIN``, ``SCRAM-SHA-256`` and ``SCRAM-SHA-512`` for the given users, so
-  the clients' security settings (``CG_SECURITY_PROTOCOL``, ``CG_SASL_*``) can be tried
-  against a real broker. PLAIN users live in the listener's JAAS config
-  (``listener.name.sasl_plaintext.plain.sasl.jaas.config`` in ``server.properties``,
-  written mode 0600); SCRAM credentials are written into the metadata log when the data
-  dir is formatted (``kafka-storage format --add-scram``), so they are fixed for a data
-  dir's life. The broker talks to itself over the same listener as a generated internal
-  PLAIN user; the KRaft CONTROLLER listener stays PLAINTEXT on 127.0.0.1. No
-  authorizer: any authenticated user may do anything (a local broker, not a hardened one).
-
-Every failure is a :class:`KafkaLocalError` whose message is one line a person can
-act on (for a broker that died on start, that line is followed by the log's tail).
-
-Pure Python + subprocess; the only third-party import is aiokafka (for readiness).
-Configuration comes only from :class:`stream.settings.Settings`.
+Tests and local runs need a *real* broker (DESIGN.md §6 forbids mock brokers), with Java
+and Maven but no Docker, one broker per developer or test session side by side. Every
+failure is a :class:`KafkaLocalError` whose message is one line a person can act on.
+Configuration comes only from :class:`stream.settings.Settings`. How it resolves, starts,
+stops and secures a broker: docs/DEVELOPMENT.md "The local broker".
 """
 
 from __future__ import annotations

@@ -2,19 +2,8 @@
 
 :class:`StreamReport` folds the records of the topics — input events as the worker
 consumed them, the alerts it published, the dead letters — into the figures an operator
-asks for first:
-
-* events by type, dead letters by reason;
-* alerts by rule, status and level;
-* the seed's survival table, per level: prohibitions vs positive instructions. For each
-  node its **last** checkpoint version on the stream counts; ``kept = Σ |carried ∩ raw|``
-  and ``total = Σ |raw|`` over the nodes of a level, with keys as in DESIGN.md §3;
-* the most-orphaned referents: for each referent, how many nodes' *current* orphan sets
-  (the last orphaned_referent alert of each node) contain it;
-* per level, how many nodes are authoritative at the end (the last status record of each
-  node, DESIGN.md §4 Node status), how many are degraded by a node below them.
-
-Pure (no Kafka): feed it decoded events and alert dicts, from Kafka or from files.
+asks for first. Pure (no Kafka): feed it decoded events and alert dicts, from Kafka or
+from files. The figures and how each is counted: docs/DEVELOPMENT.md "The demo's report".
 """
 
 from __future__ import annotations

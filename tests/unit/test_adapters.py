@@ -1,7 +1,7 @@
 """Trajectory adapters: real runs -> turns, artifacts, constraints (stream/adapters).
 
-Most tests read the traces shipped next to the repository (``stream/samples/traces``, a copy of the workspace's ``shared/traces``,
-read-only); broken inputs are written to a temp directory. The CLI tests run
+Most tests read the traces shipped next to the repository (``stream/samples/traces``, a copy of
+the workspace's ``shared/traces``, read-only); broken inputs are written to a temp directory. The CLI tests run
 ``python -m stream ingest`` in a subprocess, like a user.
 """
 
@@ -25,9 +25,10 @@ from stream.adapters import (
     parse_rates,
     simulate,
 )
-from stream.adapters.swe_agent import ShellState, file_ops, normalize_path
-from stream.adapters.tau_bench import entities
-from stream.adapters.trajectories import discover, extract_constraints
+from stream.adapters.simulated.extract import extract_constraints
+from stream.adapters.simulated.formats import discover
+from stream.adapters.simulated.swe_agent import ShellState, file_ops, normalize_path
+from stream.adapters.simulated.tau_bench import entities
 
 pytestmark = pytest.mark.unit
 
@@ -88,7 +89,8 @@ def test_tau_policy_prohibitions_are_the_negated_sentences_of_the_wiki(shipped):
     texts = {c.text for c in t.turns[0].prohibitions}
     assert "Change flights: Basic economy flights cannot be modified." in texts
     assert "The user cannot add insurance after initial booking." in texts
-    assert "Do not compensate if the user is regular member and has no travel insurance and flies (basic) economy." in texts
+    assert ("Do not compensate if the user is regular member and has no travel insurance and flies (basic) economy."
+            in texts)
     # a negation inside an if-clause is a condition, not a prohibition
     assert not any(s.startswith("You should transfer the user to a human agent") for s in texts)
     assert len(texts) == 14

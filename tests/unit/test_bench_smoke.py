@@ -63,13 +63,13 @@ def test_fan_in_keeps_the_dependent_count_constant() -> None:
 
 def test_flamegraph_from_folded_stacks(tmp_path: Path) -> None:
     folded = tmp_path / "p.folded"
-    folded.write_text("main (a.py:1);work (stream/agents.py:2) 3\nmain (a.py:1);idle (b.py:3) 1\n"
+    folded.write_text("main (a.py:1);work (stream/worker/runtime.py:2) 3\nmain (a.py:1);idle (b.py:3) 1\n"
                       "main (a.py:1); (\x01:8) 1\n")
     svg = tmp_path / "p.svg"
     assert flamegraph.folded_to_svg(folded, svg, "t") == 5
     text = svg.read_text(encoding="utf-8")
     ElementTree.fromstring(text)  # well-formed XML
-    assert text.startswith("<svg") and "work (stream/agents.py:2) — 3 samples (60.0%)" in text
+    assert text.startswith("<svg") and "work (stream/worker/runtime.py:2) — 3 samples (60.0%)" in text
 
 
 def test_helpers() -> None:

@@ -79,7 +79,8 @@ def test_worker_help_shows_the_real_default_web_host(tmp_path):
     proc = cli("worker", "-h", cwd=tmp_path)
     assert proc.returncode == 0
     text = " ".join(proc.stdout.split())
-    assert "--web-host TEXT Host name other workers use to reach this one (canonical URL) [default: CG_WEB_HOST, 127.0.0.1]" in text
+    assert ("--web-host TEXT Host name other workers use to reach this one (canonical URL) "
+            "[default: CG_WEB_HOST, 127.0.0.1]") in text
     assert "--web-bind TEXT Address the web server binds [default: CG_WEB_HOST, 127.0.0.1]" in text
     assert "0.0.0.0" not in text
 
@@ -88,10 +89,11 @@ def test_worker_help_shows_the_real_default_web_host(tmp_path):
                                   ("tail", "--help"), ("kafka", "status", "--home", "kh"),
                                   ("reset", "--yes")])
 def test_commands_other_than_the_worker_import_no_faust(tmp_path, args):
-    (tmp_path / "in.jsonl").write_text('{"type":"artifact","event_id":"e","context_id":"c","artifact_id":"a","op":"admitted"}\n')
+    (tmp_path / "in.jsonl").write_text(
+        '{"type":"artifact","event_id":"e","context_id":"c","artifact_id":"a","op":"admitted"}\n')
     probe = ("import atexit, sys\n"
-             "atexit.register(lambda: print('LOADED', sorted({m.split('.')[0] for m in sys.modules} & {'faust', 'mode'}),"
-             " file=sys.stderr))\n"
+             "atexit.register(lambda: print('LOADED',"
+             " sorted({m.split('.')[0] for m in sys.modules} & {'faust', 'mode'}), file=sys.stderr))\n"
              "from stream.cli import main\nmain()\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("CG_")}
     env["PYTHONPATH"] = str(REPO)
@@ -105,7 +107,8 @@ def test_commands_other_than_the_worker_import_no_faust(tmp_path, args):
 
 def test_ingest_out_into_a_missing_directory_is_one_line_with_exit_2(tmp_path):
     msg = one_error_line(cli("ingest", "--out", "/no/such/dir/x.jsonl", cwd=tmp_path), 2)
-    assert msg == "cannot write --out /no/such/dir/x.jsonl: directory /no/such/dir does not exist; create it first (mkdir -p /no/such/dir)"
+    assert msg == ("cannot write --out /no/such/dir/x.jsonl: directory /no/such/dir does not exist; "
+                   "create it first (mkdir -p /no/such/dir)")
 
 
 def test_ingest_out_naming_a_directory_is_one_line_with_exit_2(tmp_path):
@@ -132,8 +135,8 @@ def test_schema_into_an_existing_file_is_one_line_with_exit_2(tmp_path):
 def test_a_broker_url_with_a_foreign_scheme_is_one_line_with_exit_2_for_any_command(tmp_path, args):
     (tmp_path / "in.jsonl").write_text("")
     msg = one_error_line(cli(*args, cwd=tmp_path, CG_BROKER="http://localhost:9092"), 2)
-    assert msg == ("CG_BROKER='http://localhost:9092': scheme http:// is not Kafka's; use kafka://host:port[;host:port] "
-                   "(e.g. kafka://127.0.0.1:9092)")
+    assert msg == ("CG_BROKER='http://localhost:9092': scheme http:// is not Kafka's; "
+                   "use kafka://host:port[;host:port] (e.g. kafka://127.0.0.1:9092)")
 
 
 @pytest.mark.parametrize("args", [("topics", "create"), ("tail", "--max", "1"), ("replay", "--from-kafka"),

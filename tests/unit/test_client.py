@@ -10,6 +10,7 @@ import asyncio
 import json
 import subprocess
 import sys
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -125,7 +126,8 @@ def test_a_valid_call_is_the_event_the_worker_decodes():
     with guard(transport) as g:
         ctx = g.context("ctx")
         ctx.checkpoint("root", "root", children={"s2", "s1"}, referents=("a",),
-                       negative_constraints=[{"id": "p1", "text": "Do not push"}], raw_negative_constraints=["Do  NOT push"],
+                       negative_constraints=[{"id": "p1", "text": "Do not push"}],
+                       raw_negative_constraints=["Do  NOT push"],
                        opaque=False, text="summary", cycle=3)
     (topic, key, value), = transport.records
     event = decode_event(value)
@@ -205,7 +207,7 @@ class LostAcks(MemoryTransport):
         super().__init__()
         self.lost = lost
 
-    async def send(self, topic: str, key: bytes, value: bytes) -> "asyncio.Future":
+    async def send(self, topic: str, key: bytes, value: bytes) -> asyncio.Future:
         future = await super().send(topic, key, value)
         if self.lost > 0:
             self.lost -= 1
@@ -228,7 +230,8 @@ def test_a_retried_flush_resends_the_same_bytes_and_the_engine_ignores_the_copie
     g = guard(transport).start()
     ctx = g.context("ctx")
     pipeline(ctx)
-    with pytest.raises(FlushFailed, match=r"3 event\(s\) of context 'ctx' not acknowledged .*call flush\(\) again") as err:
+    expected = r"3 event\(s\) of context 'ctx' not acknowledged .*call flush\(\) again"
+    with pytest.raises(FlushFailed, match=expected) as err:
         ctx.flush()
     assert [e.seq for e in err.value.failed] == [0, 1, 2]
     ctx.flush()  # re-sends the three: delivered twice now
@@ -289,9 +292,9 @@ def test_the_async_guard_emits_the_same_bytes_as_the_sync_one():
 
 
 def test_the_clock_stamps_occurred_at_and_leaves_the_event_id_alone():
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    t = datetime(2026, 12, 1, 10, 0, 0, tzinfo=timezone.utc)
+    t = datetime(2026, 12, 1, 10, 0, 0, tzinfo=UTC)
     a, b = MemoryTransport(), MemoryTransport()
     with Guard(SETTINGS, clock=lambda: t, transport=a) as g:
         g.context("ctx").admitted("a1")
@@ -365,7 +368,8 @@ def status_record(**overrides: Any) -> dict[str, Any]:
 
 def test_a_status_record_parses_into_the_node_status_it_describes():
     s = parse_status(b'["ctx","root"]', encode(status_record()))
-    assert (s.authoritative, s.degraded_by, s.trigger) == (False, ("leaf-1",), ("e9", "artifact", "artifact-events", 2, 40))
+    assert (s.authoritative, s.degraded_by, s.trigger) == (
+        False, ("leaf-1",), ("e9", "artifact", "artifact-events", 2, 40))
     assert str(s) == "node 'root' of context 'ctx' is not authoritative: degraded by leaf-1"
     with pytest.raises(ValueError):
         parse_status(b"k", encode(status_record(authoritative="no")))
@@ -413,8 +417,9 @@ def test_the_client_producer_is_idempotent_with_acks_all_and_the_sasl_settings()
         p = kafka_clients.idempotent_producer(s)
         try:
             inner = p.client
-            return (p._txn_manager is not None, p._sender._acks, p._max_request_size, p._message_accumulator._linger_time,
-                    inner._security_protocol, inner._sasl_mechanism, inner._sasl_plain_username)
+            return (p._txn_manager is not None, p._sender._acks, p._max_request_size,
+                    p._message_accumulator._linger_time, inner._security_protocol, inner._sasl_mechanism,
+                    inner._sasl_plain_username)
         finally:
             await p.stop()
 

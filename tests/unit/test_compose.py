@@ -60,7 +60,8 @@ def test_the_compose_spec_check_rejects_a_bogus_field(tmp_path: Path, compose: d
 
 
 def test_services_present(compose: dict) -> None:
-    assert {"kafka", "topics", "worker", "remediate", "prometheus", "alertmanager", "grafana"} <= set(compose["services"])
+    services = {"kafka", "topics", "worker", "remediate", "prometheus", "alertmanager", "grafana"}
+    assert services <= set(compose["services"])
 
 
 def test_kafka_image_matches_local_broker_version(compose: dict) -> None:

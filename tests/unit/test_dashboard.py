@@ -15,8 +15,8 @@ import json
 import pytest
 import yaml
 
-from stream.worker.metrics import Metrics
 from stream.settings import PROJECT_ROOT
+from stream.worker.metrics import Metrics
 from tests.unit.promql import metric_names, promtool_check_exprs
 
 pytestmark = pytest.mark.unit

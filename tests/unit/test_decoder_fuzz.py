@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from stream.domain.events import CheckpointEvent
 from stream.errors import InvalidEvent
-from stream.wire import Limits, decode_event, decode_message, encode
+from stream.wire import Limits, decode_message, encode
 from tests.unit.builders import make_artifact, make_checkpoint
 
 pytestmark = pytest.mark.unit

@@ -41,8 +41,9 @@ GOOD = {
     "everything-on": tuple(EVERYTHING),
     "strimzi-topics-and-user": ("strimzi.topics.enabled=true", *EVERYTHING),
     "pod-monitor-no-persistence-hard-anti-affinity": (
-        "monitoring.podMonitor.enabled=true", "monitoring.prometheusRule.enabled=true", "worker.persistence.enabled=false",
-        "worker.podAntiAffinity=hard", "worker.replicas=4", "config.CG_SEQ_GAP_LIMIT=500"),
+        "monitoring.podMonitor.enabled=true", "monitoring.prometheusRule.enabled=true",
+        "worker.persistence.enabled=false", "worker.podAntiAffinity=hard", "worker.replicas=4",
+        "config.CG_SEQ_GAP_LIMIT=500"),
     "tls-user-no-create-rights": (
         "kafka.securityProtocol=SSL", "strimzi.user.enabled=true", "strimzi.user.authentication=tls",
         "kafka.tls.caSecret.name=ca", "worker.createTopics=false", "worker.podAntiAffinity=none"),
@@ -53,7 +54,8 @@ DEFAULTS = {name: f.default for name, f in Settings.model_fields.items()}
 def helm() -> str:
     found = os.environ.get("HELM_BIN") or shutil.which("helm")
     if not found or not Path(found).exists():
-        pytest.fail("helm is not installed: run `make tools` (builds it into ~/.cache/checkpoint-guard/tools), or set HELM_BIN")
+        pytest.fail("helm is not installed: run `make tools` (builds it into ~/.cache/checkpoint-guard/tools), "
+                    "or set HELM_BIN")
     return found
 
 
@@ -79,7 +81,8 @@ def one(docs: list[dict], kind: str) -> dict:
 def validate(path: Path) -> subprocess.CompletedProcess:
     tool = shutil.which("kubernetes-validate", path=str(Path(sys.executable).parent))
     assert tool, "kubernetes-validate is not installed: make install (test extras)"
-    return subprocess.run([tool, "--strict", "-k", KUBE_VERSION, str(path)], capture_output=True, text=True, timeout=300)
+    return subprocess.run([tool, "--strict", "-k", KUBE_VERSION, str(path)],
+                          capture_output=True, text=True, timeout=300)
 
 
 def test_helm_lint_strict_passes():
@@ -179,7 +182,8 @@ def test_the_topics_job_and_the_strimzi_topics_cover_every_topic_the_workers_use
     assert not [d for d in docs if d["kind"] == "Job"]  # the KafkaTopics declare them: no Job
     topics = {t["spec"]["topicName"]: t for t in docs if t["kind"] == "KafkaTopic"}
     assert sorted(topics) == sorted(used)
-    with_remediation = [d["spec"]["topicName"] for d in objects("strimzi.topics.enabled=true", "remediation.enabled=true")
+    with_remediation = [d["spec"]["topicName"]
+                        for d in objects("strimzi.topics.enabled=true", "remediation.enabled=true")
                         if d["kind"] == "KafkaTopic"]
     assert sorted(with_remediation) == sorted(used + [remediation_state_topic(s)])
     for name, t in topics.items():
@@ -191,7 +195,8 @@ def test_the_topics_job_and_the_strimzi_topics_cover_every_topic_the_workers_use
     env = {e["name"]: e["value"] for e in one(docs, "StatefulSet")["spec"]["template"]["spec"]["containers"][0]["env"]
            if "value" in e}
     assert env["CG_CREATE_TOPICS"] == "false"  # every topic is declared: the workers need no create rights
-    env = {e["name"]: e.get("value") for e in one(objects(), "StatefulSet")["spec"]["template"]["spec"]["containers"][0]["env"]}
+    container = one(objects(), "StatefulSet")["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["CG_CREATE_TOPICS"] == "true"
 
 
@@ -229,7 +234,8 @@ def test_persistence_disabled_is_an_empty_dir_and_enabled_a_claim_per_pod():
     assert "volumeClaimTemplates" not in sts["spec"]
     volumes = {v["name"]: v for v in sts["spec"]["template"]["spec"]["volumes"]}
     assert volumes["data"] == {"name": "data", "emptyDir": {}}
-    assert {"name": "data", "mountPath": "/var/lib/checkpoint-guard"} in sts["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
+    mounts = sts["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
+    assert {"name": "data", "mountPath": "/var/lib/checkpoint-guard"} in mounts
     (claim,) = one(objects(), "StatefulSet")["spec"]["volumeClaimTemplates"]
     assert claim["spec"]["resources"]["requests"]["storage"] == "10Gi"
 
@@ -242,7 +248,8 @@ def test_workers_prefer_other_nodes_by_default():
     (soft,) = affinity()["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
     assert soft["weight"] == 100 and soft["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
     assert soft["podAffinityTerm"]["labelSelector"]["matchLabels"] == labels
-    (hard,) = affinity("worker.podAntiAffinity=hard")["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    anti = affinity("worker.podAntiAffinity=hard")["podAntiAffinity"]
+    (hard,) = anti["requiredDuringSchedulingIgnoredDuringExecution"]
     assert hard["labelSelector"]["matchLabels"] == labels
     assert affinity("worker.podAntiAffinity=none") is None
     own = affinity("worker.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"

@@ -38,7 +38,7 @@ def transcript(path: Path, sid: str, *, huge: bool) -> Path:
     records = [
         json.dumps({**base, "type": "user", "uuid": f"{sid}-u1", "parentUuid": None,
                     "message": {"role": "user", "content": "don't delete the fixtures"}}),
-        '{"type":"progress","sessionId":"%s","tokens":%s}' % (sid, HUGE) if huge else
+        f'{{"type":"progress","sessionId":"{sid}","tokens":{HUGE}}}' if huge else
         json.dumps({**base, "type": "progress", "tokens": 1}),
         json.dumps({**base, "type": "system", "subtype": "compact_boundary", "uuid": f"{sid}-b1", "parentUuid": None,
                     "compactMetadata": {"trigger": "auto", "preTokens": 1}}),
@@ -69,7 +69,7 @@ def test_a_huge_integer_in_an_openhands_event_file_is_reported_and_the_others_ar
     (events / "event-00000-a.json").write_text(json.dumps(
         {"kind": "MessageEvent", "id": "a", "source": "user", "timestamp": "2026-05-04T10:00:00",
          "llm_message": {"role": "user", "content": [{"type": "text", "text": "never push to main"}]}}))
-    (events / "event-00001-b.json").write_text('{"kind": "TokenEvent", "id": "b", "tokens": %s}' % HUGE)
+    (events / "event-00001-b.json").write_text(f'{{"kind": "TokenEvent", "id": "b", "tokens": {HUGE}}}')
     (events / "event-00002-c.json").write_text(json.dumps(
         {"kind": "Condensation", "id": "c", "forgotten_event_ids": ["a"], "summary": "Working on a report."}))
     proc = cli("openhands", str(tmp_path / "conv"))

@@ -154,7 +154,8 @@ def test_a_constraint_over_the_limit_is_dead_lettered_naming_the_setting(field):
 def test_a_constraint_whose_key_outgrows_the_limit_under_nfkc_is_dead_lettered():
     # U+FDFA is one character whose NFKC form is 18: the stored key is what is bounded
     reason = reason_for(make_checkpoint(raw_negative_constraints=["\ufdfa"]))
-    assert reason == "raw_negative_constraints: a constraint key of 18 characters, limit is 10 (CG_MAX_CONSTRAINT_CHARS)"
+    assert reason == ("raw_negative_constraints: a constraint key of 18 characters, limit is 10 "
+                      "(CG_MAX_CONSTRAINT_CHARS)")
 
 
 def test_an_informational_list_over_a_limit_is_treated_as_absent():

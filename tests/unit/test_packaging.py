@@ -27,10 +27,12 @@ pytestmark = pytest.mark.unit
 def installed(tmp_path_factory) -> tuple[Path, Path]:
     """(wheel, install dir) — the wheel built from the checkout, installed without deps."""
     tmp = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp / "dist"), str(PROJECT_ROOT)],
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp / "dist"),
+                    str(PROJECT_ROOT)],
                    check=True, capture_output=True, timeout=300)
     (wheel,) = (tmp / "dist").glob("checkpoint_guard-*.whl")
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(tmp / "site"), str(wheel)],
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(tmp / "site"),
+                    str(wheel)],
                    check=True, capture_output=True, timeout=300)
     return wheel, tmp / "site"
 

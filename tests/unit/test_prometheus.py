@@ -20,8 +20,8 @@ import sys
 import pytest
 import yaml
 
-from stream.worker.metrics import Metrics
 from stream.settings import PROJECT_ROOT
+from stream.worker.metrics import Metrics
 from tests.unit.promql import metric_names, promtool
 from tests.unit.test_dashboard import PROMETHEUS_SERIES
 

@@ -37,7 +37,8 @@ def sasl(mechanism: str = "PLAIN", protocol: str = "SASL_PLAINTEXT") -> Settings
 
 
 def test_plaintext_clients_get_no_credentials():
-    assert client_kwargs(Settings(broker="kafka://h:1")) == {"bootstrap_servers": "h:1", "security_protocol": "PLAINTEXT"}
+    assert client_kwargs(Settings(broker="kafka://h:1")) == {"bootstrap_servers": "h:1",
+                                                             "security_protocol": "PLAINTEXT"}
     assert faust_broker_credentials(Settings()) is None
 
 
@@ -105,7 +106,7 @@ def test_no_command_builds_an_aiokafka_client_without_the_security_settings():
 
 def test_the_commands_do_use_the_factory():
     users = {p.name for p in STREAM.rglob("*.py") if "kafka_clients" in p.read_text()}
-    assert {"topics.py", "tail.py", "forensics.py", "remediation.py", "ingest.py", "runtime.py", "demo.py"} <= users
+    assert {"topics.py", "tail.py", "forensics.py", "service.py", "ingest.py", "runtime.py", "demo.py"} <= users
 
 
 @pytest.mark.parametrize("render", [repr, str, lambda s: s.model_dump_json(), lambda s: str(s.model_dump())])

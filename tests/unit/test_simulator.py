@@ -24,14 +24,16 @@ from stream.adapters import (
     simulate_all,
     survival_table,
 )
-from stream.adapters.simulator import constraint_key
-from stream.adapters.trajectories import Artifact, make_constraint
+from stream.adapters.simulated.extract import make_constraint
+from stream.adapters.simulated.model import Artifact
+from stream.adapters.simulated.simulator import constraint_key
 
 pytestmark = pytest.mark.unit
 
 REPO = Path(__file__).resolve().parents[2]
 TRACES = REPO / "stream" / "samples" / "traces"
-DJANGO_11099 = TRACES / "mini-swe-agent-deepseek-swebench" / "deepseek_chat_test_1-100" / "django__django-11099.traj.json"
+DJANGO_11099 = (TRACES / "mini-swe-agent-deepseek-swebench"
+                / "deepseek_chat_test_1-100" / "django__django-11099.traj.json")
 TOLERANCE = 0.05
 
 
@@ -180,7 +182,8 @@ def test_a_context_does_not_depend_on_the_others_or_their_order(shipped):
     params = SimulationParams(seed=11)
     alone = jsonl(simulate(shipped[5], params))
     others = [*shipped[:5], *shipped[-3:]]
-    together = [e for e in simulate_all([*reversed(others), shipped[5]], params) if e["context_id"] == shipped[5].context_id]
+    together = [e for e in simulate_all([*reversed(others), shipped[5]], params)
+                if e["context_id"] == shipped[5].context_id]
     assert jsonl(together) == alone
 
 

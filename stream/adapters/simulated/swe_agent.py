@@ -1,26 +1,9 @@
-"""mini-swe-agent ``*.traj.json`` -> :class:`~stream.adapters.trajectories.Trajectory`.
+"""mini-swe-agent ``*.traj.json`` -> :class:`~stream.adapters.simulated.model.Trajectory`.
 
-Layout of a run (``trajectory_format`` ``mini-swe-agent-1.x``): ``messages[0]`` system,
-``messages[1]`` user with ``<pr_description>`` (the task) and ``<instructions>`` (where
-the prohibitions are), then assistant steps (``content`` = reasoning, ``tool_calls``
-with real ids, ``extra.response.usage`` = real token counts) each followed by its
-``tool`` outputs, and a final ``exit`` message with the submitted patch.
-
-Turns: turn 0 = system + task message; then one turn per assistant step (with the tool
-outputs that answer it); the exit message is the last turn.
-
-Token sizes come from the model's own usage: an assistant step costs its
-``completion_tokens``; the tool outputs that follow cost the growth of
-``prompt_tokens`` at the next step minus that completion; turn 0 costs the first
-``prompt_tokens``. Where a count is missing, chars/4.
-
-Files: the bash commands are read with a small shell tokenizer to find which paths are
-viewed (cat, head, sed -n, grep, ...) and written (sed -i, ``cat > f``, redirections,
-cp/mv, tee, patch/git apply of a patch written earlier, python scripts whose source
-opens a file for writing). Paths are normalized against the working directory
-(``/testbed`` by default, ``cd`` followed); every write bumps the path's version.
-A view is the artifact ``view:<call id>:<path>``; a file version is
-``file:<path>@v<n>`` (v0 = the file as it was before the run touched it).
+Turn 0 is the system and task messages, then one turn per assistant step (with the tool
+outputs that answer it); token sizes come from the model's own usage (chars/4 where it is
+missing); the bash commands are read with a small shell tokenizer to find the files viewed
+and written. The layout of a run and the rules: docs/ADAPTERS.md "mini-swe-agent".
 """
 
 from __future__ import annotations
@@ -33,16 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stream.adapters.trajectories import (
-    AdapterError,
-    Trajectory,
-    TurnBuilder,
-    estimate_tokens,
-    extract_constraints,
-    step_tool_calls,
-)
+from stream.adapters.common import AdapterError
+from stream.adapters.simulated.extract import extract_constraints
+from stream.adapters.simulated.model import Format, Trajectory, TurnBuilder, estimate_tokens, step_tool_calls
 
 WORKDIR = "/testbed"
+#: Words before the real command of a shell line (``sudo``, ``timeout 10``, ``env X=1``, ...).
+_PREFIX_COMMANDS = ("sudo", "timeout", "time", "env", "exec", "nohup")
 
 
 def looks_like(data: Any) -> bool:
@@ -98,7 +78,7 @@ def split_heredocs(command: str) -> tuple[str, list[str]]:
         line = lines[i]
         pending: list[str] = []
 
-        def _sub(m: re.Match[str]) -> str:
+        def _sub(m: re.Match[str], pending: list[str] = pending) -> str:
             pending.append(m.group(3))
             return f" << __HEREDOC_{len(bodies) + len(pending) - 1}__ "
 
@@ -190,7 +170,7 @@ def _simple_command(
             continue
         argv.append(w)
         i += 1
-    while argv and (re.match(r"^[A-Za-z_]\w*=", argv[0]) or argv[0] in ("sudo", "timeout", "time", "env", "exec", "nohup")):
+    while argv and (re.match(r"^[A-Za-z_]\w*=", argv[0]) or argv[0] in _PREFIX_COMMANDS):
         argv.pop(0)
         while argv and argv[0][:1].isdigit():  # timeout 30
             argv.pop(0)
@@ -296,13 +276,21 @@ def normalize_abs(path: str, cwd: str) -> str:
 # --------------------------------------------------------------------------- parsing
 
 
+def _usage_of(message: dict[str, Any]) -> dict[str, Any]:
+    """The usage of a step known to have one (:func:`_usage`)."""
+    usage = _usage(message)
+    assert usage is not None
+    return usage
+
+
 def _usage(message: dict[str, Any]) -> dict[str, Any] | None:
     extra = message.get("extra")
     if not isinstance(extra, dict):
         return None
     response = extra.get("response")
     usage = response.get("usage") if isinstance(response, dict) else None
-    if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int) and isinstance(usage.get("completion_tokens"), int):
+    if (isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int)
+            and isinstance(usage.get("completion_tokens"), int)):
         return usage
     return None
 
@@ -339,17 +327,17 @@ def parse(data: dict[str, Any], path: str | Path) -> Trajectory:
     steps = [i for i, m in enumerate(messages) if m["role"] == "assistant" and _usage(m)]
     if steps and steps[0] > 0:
         first = steps[0]  # everything before the first step is its prompt
-        prompt = _usage(messages[first])["prompt_tokens"]
+        prompt = _usage_of(messages[first])["prompt_tokens"]
         if prompt > 0:
             tokens[:first] = [0] * first
             tokens[0] = prompt
     for n, i in enumerate(steps):
-        u = _usage(messages[i])
+        u = _usage_of(messages[i])
         tokens[i] = max(1, u["completion_tokens"])
         if n + 1 < len(steps):
             j = steps[n + 1]
             between = list(range(i + 1, j))
-            grown = _usage(messages[j])["prompt_tokens"] - u["prompt_tokens"] - u["completion_tokens"]
+            grown = _usage_of(messages[j])["prompt_tokens"] - u["prompt_tokens"] - u["completion_tokens"]
             est = sum(tokens[k] for k in between)
             if between and grown > 0 and est > 0:
                 for k in between:  # spread the real growth over those messages by size
@@ -431,3 +419,11 @@ def _command_of(call: dict[str, Any]) -> str:
         cmd = raw.get("command")
         return cmd if isinstance(cmd, str) else ""
     return ""
+
+
+def _read(data: Any, path: Path) -> list[Trajectory | AdapterError]:
+    return [parse(data, path)]
+
+
+#: This module's entry in the format registry (:mod:`stream.adapters.simulated.formats`).
+FORMAT = Format("mini-swe-agent", looks_like, _read)

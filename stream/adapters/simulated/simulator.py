@@ -1,69 +1,11 @@
 """A deterministic hierarchical-compaction simulator over a real trajectory.
 
-It plays a :class:`~stream.adapters.trajectories.Trajectory` turn by turn through the
-kind of compaction pipeline ``seed/000_9159c7702a1ec927.txt`` describes, and writes
-down what such a pipeline would publish: the two input streams of DESIGN.md §3
-(artifact lifecycle events and checkpoint events), interleaved in one per-context
-``seq`` order.
-
-The model
----------
-* **Live window.** Each turn's artifacts are ``admitted`` to ``live`` when the turn
-  arrives (an artifact already live through another turn is not admitted twice). When
-  the live tokens exceed ``window``, whole turns are evicted oldest first until the
-  live tokens are at most ``low_water`` (the newest turn always stays).
-* **Leaf per eviction batch.** Every batch becomes one leaf summary, emitted while its
-  turns are still live; then each artifact whose last live turn left is ``admitted``
-  to ``durable`` and only then ``evicted`` from ``live`` (in that order, so it is
-  never unreachable in between).
-* **Durable store** of ``durable_capacity`` artifacts, first in first out: the oldest
-  fall out (``evicted``, tier ``durable``). An artifact seen again by a later turn is
-  re-admitted to ``live`` — which can resolve an orphan.
-* **Hierarchy.** Every ``fanout`` leaves make a section (emitted when full); every
-  section is added to the current root, which is emitted with its first section and
-  re-emitted — a re-summarization of the same node — with each new one, until it has
-  ``fanout`` sections and the next root starts. At the end of the run the pending
-  leaves (fewer than ``fanout``) are rolled into a last section.
-* **Re-compaction.** After each compaction cycle, with probability ``recompact_rate``
-  one earlier section or root — a summary of summaries — is compacted again from its
-  children (same children, same constraints); with
-  ``recompact_changes_referents`` its referents are drawn afresh, so a node whose
-  referents are partly gone may come back with a different orphan set — the
-  seed's idempotence failure.
-* **Referents** of a leaf are drawn from the tool-call ids, file versions and entity
-  ids of its batch; a section's from its leaves' referents, a root's from its
-  sections'. Once drawn, a node keeps its decisions when it is re-emitted (only new
-  candidates are drawn), unless re-compaction with changed referents redraws them.
-
-Survival rates
---------------
-Rates are given per level ``(leaf, section, root)`` and are **cumulative**: the share
-of the raw items that is still carried at that level (the seed's 71% / 34% / 9% for
-prohibitions, 88% / 79% / 61% for positive instructions). Summaries are nested: a
-section can only carry what one of its leaves carried, a root what one of its
-sections carried. So a node draws from the items its children carry with the
-conditional rate ``rate[level] / rate[level below]`` (capped at 1).
-
-``raw_negative_constraints`` of a leaf are the prohibitions stated in its eviction
-batch (the instruction turn is the first turn evicted); of a section or a root, the
-union of its children's (what its subtree covers). ``instructions`` /
-``raw_instructions`` work the same way for positive instructions.
-
-The draw over a node's pool of ``n`` new items keeps ``k = floor(n * q + u)`` of them
-(``u`` uniform in [0, 1), the ``k`` chosen uniformly): the expectation is exactly
-``n * q`` and the count never strays more than one from it, so the measured rates of
-:func:`survival_table` sit close to the configured ones even over few nodes.
-Referents are plain per-candidate Bernoulli draws (there are many).
-
-Determinism
------------
-Each context has its own ``random.Random`` seeded with a hash of ``(seed,
-context_id)``: contexts are independent of one another and of the order they are
-simulated in. ``event_id`` is a hash of context, seq and content; ``occurred_at`` is a
-fixed epoch (2026-01-01T00:00:00Z) plus one minute per turn index, one second more per
-event, never going back.
-:func:`encode_event` writes a fixed key order, compact separators, UTF-8. Same
-trajectory + same parameters => byte-identical lines.
+It plays a :class:`~stream.adapters.simulated.model.Trajectory` turn by turn through the
+kind of compaction pipeline the seed describes and writes down what such a pipeline would
+publish: the two input streams of DESIGN.md §3, interleaved in one per-context ``seq``
+order. Same trajectory + same parameters => byte-identical lines. The model (live window,
+leaves, durable store, hierarchy, re-compaction, referents), the survival rates and the
+determinism rules: docs/ADAPTERS.md "The simulator".
 """
 
 from __future__ import annotations
@@ -71,18 +13,18 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import unicodedata
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from stream.adapters.trajectories import Constraint, Trajectory, Turn
+from stream.adapters.simulated.model import Constraint, Trajectory, Turn
+from stream.domain.keys import constraint_key as _key
 
 LEVELS: tuple[str, str, str] = ("leaf", "section", "root")
 SCHEMA_VERSION = 1
-EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 MAX_LIST = 10_000  # DESIGN.md §3 size limit on any list
 
 #: Key order of the encoded events (anything else follows, sorted).
@@ -158,7 +100,8 @@ class SimulationParams:
         for name in ("prohibition_survival", "instruction_survival", "referent_survival"):
             rates = getattr(self, name)
             if len(rates) != 3 or not all(0.0 <= float(r) <= 1.0 for r in rates):
-                raise ValueError(f"{name.replace('_', ' ')} must be three rates in [0, 1] (leaf,section,root), got {rates}")
+                raise ValueError(
+                    f"{name.replace('_', ' ')} must be three rates in [0, 1] (leaf,section,root), got {rates}")
             object.__setattr__(self, name, tuple(float(r) for r in rates))
 
 
@@ -170,7 +113,7 @@ def parse_rates(text: str) -> Rates:
         raise ValueError(f"expected three numbers like 0.71,0.34,0.09, got {text!r}") from None
     if len(rates) != 3 or not all(0.0 <= r <= 1.0 for r in rates):
         raise ValueError(f"expected three rates in [0, 1] (leaf,section,root), got {text!r}")
-    return rates  # type: ignore[return-value]
+    return rates[0], rates[1], rates[2]
 
 
 # --------------------------------------------------------------------------- encoding
@@ -184,7 +127,7 @@ def encode_event(event: Mapping[str, Any]) -> str:
 
 def context_seed(seed: int, context_id: str) -> int:
     """The per-context RNG seed: a hash of (seed, context id), independent of order."""
-    digest = hashlib.sha256(f"{seed}\x1f{context_id}".encode("utf-8")).digest()
+    digest = hashlib.sha256(f"{seed}\x1f{context_id}".encode()).digest()
     return int.from_bytes(digest[:8], "big")
 
 
@@ -248,7 +191,7 @@ class _Run:
     def _emit(self, body: dict[str, Any], detail: str) -> None:
         t = max(self.turn_start, self.last_t + 1)
         self.last_t = t
-        digest = hashlib.sha256(f"{self.ctx}\x1f{self.seq}\x1f{body['type']}\x1f{detail}".encode("utf-8")).hexdigest()
+        digest = hashlib.sha256(f"{self.ctx}\x1f{self.seq}\x1f{body['type']}\x1f{detail}".encode()).hexdigest()
         event = {
             "type": body["type"],
             "schema_version": SCHEMA_VERSION,
@@ -439,7 +382,8 @@ def simulate(traj: Trajectory, params: SimulationParams | None = None) -> list[d
     return _Run(traj, params or SimulationParams()).run()
 
 
-def simulate_all(trajectories: Iterable[Trajectory], params: SimulationParams | None = None) -> Iterator[dict[str, Any]]:
+def simulate_all(trajectories: Iterable[Trajectory],
+                 params: SimulationParams | None = None) -> Iterator[dict[str, Any]]:
     """Events of several trajectories, one context after another."""
     for traj in trajectories:
         yield from simulate(traj, params)
@@ -449,11 +393,9 @@ def simulate_all(trajectories: Iterable[Trajectory], params: SimulationParams | 
 
 
 def constraint_key(c: Any) -> str | None:
-    """DESIGN.md §3 key: an object's ``id`` verbatim; a string NFKC-casefolded, spaces collapsed."""
-    if isinstance(c, str):
-        return " ".join(unicodedata.normalize("NFKC", c).casefold().split())
-    if isinstance(c, dict) and isinstance(c.get("id"), str) and c["id"]:
-        return c["id"]
+    """The DESIGN.md §3 key (:func:`stream.domain.keys.constraint_key`); None for what is no constraint."""
+    if isinstance(c, str) or (isinstance(c, dict) and isinstance(c.get("id"), str) and c["id"]):
+        return _key(c)
     return None
 
 

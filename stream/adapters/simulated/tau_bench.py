@@ -1,4 +1,4 @@
-"""tau-bench result arrays -> :class:`~stream.adapters.trajectories.Trajectory` (one per run).
+"""tau-bench result arrays -> :class:`~stream.adapters.simulated.model.Trajectory` (one per run).
 
 A file is a JSON array of ``{task_id, reward, info{task{instruction, actions}}, traj,
 trial}``; ``traj`` is the chat: the system message is the domain policy (``wiki.md``,
@@ -23,14 +23,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from stream.adapters.trajectories import (
-    AdapterError,
-    Trajectory,
-    TurnBuilder,
-    estimate_tokens,
-    extract_constraints,
-    step_tool_calls,
-)
+from stream.adapters.common import AdapterError
+from stream.adapters.simulated.extract import extract_constraints
+from stream.adapters.simulated.model import Format, Trajectory, TurnBuilder, estimate_tokens, step_tool_calls
 
 _ENTITY_KEYS = {
     "reservation_id": "reservation",
@@ -41,6 +36,11 @@ _ENTITY_KEYS = {
 _PAYMENT = re.compile(r"^(?:credit_card|gift_card|certificate|paypal)_\d+$")
 _FLIGHT = re.compile(r"^[A-Z]{3}\d{3}$")
 _RESERVATION = re.compile(r"^[A-Z0-9]{6}$")
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
 
 
 def looks_like(data: Any) -> bool:
@@ -110,9 +110,10 @@ def parse_run(run: dict[str, Any], source: str) -> Trajectory:
     trial = run.get("trial")
     context_id = f"tau:{task_id}" if trial in (None, 0) else f"tau:{task_id}/trial-{trial}"
 
-    info = run.get("info") if isinstance(run.get("info"), dict) else {}
-    task = info.get("task") if isinstance(info.get("task"), dict) else {}
-    instruction = task.get("instruction") if isinstance(task.get("instruction"), str) else None
+    info = _obj(run.get("info"))
+    task = _obj(info.get("task"))
+    instruction = task.get("instruction")
+    instruction = instruction if isinstance(instruction, str) else None
 
     turns: list[TurnBuilder] = []
     cur: TurnBuilder | None = None
@@ -126,7 +127,8 @@ def parse_run(run: dict[str, Any], source: str) -> Trajectory:
         if not isinstance(m, dict) or not isinstance(m.get("role"), str):
             raise AdapterError(source, f"traj[{i}] is not an object with a 'role'")
         role = m["role"]
-        content = m.get("content") if isinstance(m.get("content"), str) else ""
+        content = m.get("content")
+        content = content if isinstance(content, str) else ""
         mid = f"m{i:04d}"
         if role == "system":
             cur = new_turn("policy") if cur is None else cur
@@ -141,9 +143,10 @@ def parse_run(run: dict[str, Any], source: str) -> Trajectory:
         elif role == "assistant":
             cur = new_turn("step")
             for _cid, call in step_tool_calls(cur, m, mid, content, source, f"traj[{i}]"):
-                fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+                fn = _obj(call.get("function"))
                 args = fn.get("arguments")
-                cur.tokens += estimate_tokens(f"{fn.get('name', '')}{args if isinstance(args, str) else json.dumps(args)}")
+                spelled = args if isinstance(args, str) else json.dumps(args)
+                cur.tokens += estimate_tokens(f"{fn.get('name', '')}{spelled}")
                 for kind, eid in entities(_maybe_json(args)):
                     cur.add(f"entity:{kind}:{eid}", "durable_record", referent=True)
         elif role == "tool":
@@ -162,3 +165,7 @@ def parse_run(run: dict[str, Any], source: str) -> Trajectory:
         turns=tuple(t.build() for t in turns if not t.empty),
         meta={"format": "tau-bench", "task_id": str(task_id)},
     )
+
+
+#: This module's entry in the format registry (:mod:`stream.adapters.simulated.formats`).
+FORMAT = Format("tau-bench", looks_like, parse)

@@ -1,0 +1,41 @@
+"""What both adapter families share: the adapter error, bounded ids, JSON problems in one line.
+
+Plain Python; imports nothing of the two families (``simulated/`` and the compaction-log
+adapters import it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+
+from stream.errors import GuardError
+
+#: DESIGN.md §3: an id is at most 1,024 characters.
+MAX_ID = 1024
+
+
+class AdapterError(GuardError):
+    """A trajectory file that cannot be turned into events (one-line message).
+
+    Not fatal to an ingest: the file (or the one run inside an array file) is skipped
+    and reported; fix or remove it and ingest again.
+    """
+
+    def __init__(self, path: str | Path, problem: str) -> None:
+        self.path = str(path)
+        self.problem = " ".join(str(problem).split())  # always one line
+        super().__init__(f"{self.path}: {self.problem}")
+
+
+def short_hash(text: str, n: int = 12) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:n]
+
+
+def json_value_problem(exc: ValueError) -> str:
+    """One line for a ``ValueError`` of ``json.loads`` that is not a syntax error: an integer too long to convert."""
+    limit = sys.get_int_max_str_digits()
+    if "integer string conversion" in str(exc) or "digits" in str(exc):
+        return f"not readable JSON: an integer of more than {limit:,} digits (Python's limit for converting one)"
+    return f"not readable JSON: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
