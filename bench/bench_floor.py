@@ -39,7 +39,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
-    PARTITIONS, REPO, Poller, WorkerProc, copies_of, add_broker_args, broker, command_line, cpu_seconds,
+    PARTITIONS, WorkerProc, copies_of, add_broker_args, broker, command_line, cpu_seconds,
     create_topics_ready, machine_line, part_footer, pdeathsig, produce_events, say,
     software_line, topic_set, utc_now, write_out, loadavg,
 )

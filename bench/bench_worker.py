@@ -310,9 +310,9 @@ def main_sched(pid: int) -> tuple[int, int]:
 class Worker:
     """One ``python -m stream worker -l warn`` subprocess with its own app id, topics, data dir."""
 
-    live: list["Worker"] = []
+    live: list[Worker] = []
 
-    def __init__(self, bench: "Bench", app_id: str, inputs: tuple[str, str], outputs: tuple[str, str, str]) -> None:
+    def __init__(self, bench: Bench, app_id: str, inputs: tuple[str, str], outputs: tuple[str, str, str]) -> None:
         self.bench = bench
         self.app_id = app_id
         self.inputs = inputs
@@ -344,7 +344,7 @@ class Worker:
         })
         return env
 
-    def start(self) -> "Worker":
+    def start(self) -> Worker:
         env = self.env()
         self._log = open(self.log_path, "wb")
         self.started_at = time.monotonic()
@@ -399,7 +399,7 @@ class Snap:
     sched: tuple[int, int]  # main thread: ns on CPU, ns runnable but waiting for a CPU
 
     @classmethod
-    def take(cls, bench: "Bench", worker: "Worker", t: float, done: int) -> "Snap":
+    def take(cls, bench: Bench, worker: Worker, t: float, done: int) -> Snap:
         return cls(t, done, cpu_seconds(worker.pid), machine_cpu(), bench.broker_cpu(), main_sched(worker.pid))
 
 
@@ -488,14 +488,13 @@ async def end_offsets(settings: Settings, topics: tuple[str, ...] | list[str]) -
         await c.stop()
 
 
-async def wait_drained(bench: "Bench", worker: Worker, timeout: float, on_first=None,
+async def wait_drained(bench: Bench, worker: Worker, timeout: float, on_first=None,
                        applied_target: int | None = None) -> DrainResult:
     """Poll the worker's progress every POLL s until its committed offsets reach the end offsets.
 
     ``applied_target``: the number of events the worker will apply (default: every input
     record); ``on_first`` is called when the first progress is seen.
     """
-    from aiokafka import TopicPartition
 
     s = bench.settings
     ends = await end_offsets(s, worker.inputs)
@@ -1123,7 +1122,7 @@ def render(bench: Bench, argv: list[str], runtime: float) -> str:
     m, v = machine_info(), versions()
     cg = {k: val for k, val in sorted(os.environ.items()) if k.startswith("CG_")}
     lines = [
-        f"## {a.title or 'Worker benchmark'} ({dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC)",
+        f"## {a.title or 'Worker benchmark'} ({dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC)",
         "",
         f"Command: `{command_line('bench/bench_worker.py', list(argv))}` — "
         f"total runtime {runtime / 60:.1f} min; git {git_rev()}.",

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import time
 from collections import Counter, defaultdict
@@ -257,7 +256,7 @@ class Score:
     unscored: list[str] = field(default_factory=list)
     cues: Counter = field(default_factory=Counter)  # ("instruction" | "drop", cue, "tp" | "fp") -> alerts
 
-    def add(self, other: "Score") -> None:
+    def add(self, other: Score) -> None:
         self.tp += other.tp
         self.fp += other.fp
         self.fn += other.fn

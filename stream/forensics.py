@@ -24,14 +24,14 @@ import tempfile
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from aiokafka import TopicPartition
 
 from stream.domain.engine import MAX_LEDGER, MAX_OUTPUT_BYTES, Engine, node_detail
-from stream.domain.outputs import Alert, NodeStatus
 from stream.domain.events import ArtifactEvent, CheckpointEvent, Source
+from stream.domain.outputs import Alert, NodeStatus
 from stream.domain.state import DictState
 from stream.errors import ConfigurationError, InvalidEvent
 from stream.kafka_clients import consumer, missing_topics, partitions_for, start_client
@@ -47,7 +47,7 @@ def parse_time(text: str) -> int:
     except ValueError:
         raise ConfigurationError(f"not an RFC 3339 time: {text!r} (e.g. 2026-11-29T10:00:00Z)") from None
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     return int(dt.timestamp() * 1000)
 
 
@@ -382,7 +382,7 @@ class Verifier:
         self.db.close()
         self._dir.cleanup()
 
-    def __enter__(self) -> "Verifier":
+    def __enter__(self) -> Verifier:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -20,7 +20,6 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, BinaryIO
 
 from stream.domain.engine import MAX_LEDGER, MAX_OUTPUT_BYTES, Engine, Output

@@ -18,7 +18,7 @@ class Ctx:
         self.context_id = context_id
         self.events: list[dict[str, Any]] = []
 
-    def _add(self, event_type: str, **fields: Any) -> "Ctx":
+    def _add(self, event_type: str, **fields: Any) -> Ctx:
         seq = len(self.events)
         self.events.append({
             "type": event_type, "schema_version": 1, "event_id": f"{self.context_id}/e{seq}",
@@ -27,13 +27,13 @@ class Ctx:
         })
         return self
 
-    def admit(self, aid: str, tier: str = "live") -> "Ctx":
+    def admit(self, aid: str, tier: str = "live") -> Ctx:
         return self._add("artifact", artifact_id=aid, op="admitted", tier=tier, kind="tool_output")
 
-    def evict(self, aid: str, tier: str = "live") -> "Ctx":
+    def evict(self, aid: str, tier: str = "live") -> Ctx:
         return self._add("artifact", artifact_id=aid, op="evicted", tier=tier)
 
-    def checkpoint(self, node: str, level: str = "leaf", **fields: Any) -> "Ctx":
+    def checkpoint(self, node: str, level: str = "leaf", **fields: Any) -> Ctx:
         return self._add("checkpoint", node_id=node, level=level, **fields)
 
     def lines(self) -> list[bytes]:

@@ -86,7 +86,7 @@ if TYPE_CHECKING:
     from stream.adapters.prohibitions import ProhibitionMatcher
 
 
-def as_judge(judge: "Judge | ProhibitionMatcher | None") -> Judge:
+def as_judge(judge: Judge | ProhibitionMatcher | None) -> Judge:
     """:func:`stream.adapters.judge_rules.as_judge`, imported when first needed (see compaction_logs)."""
     from stream.adapters.judge_rules import as_judge as resolve
 
@@ -196,7 +196,7 @@ class ClaudeCodeSession:
 
     # ---- records
 
-    def record(self, rec: dict[str, Any], file: "ClaudeCodeTranscript", lineno: int) -> None:
+    def record(self, rec: dict[str, Any], file: ClaudeCodeTranscript, lineno: int) -> None:
         key = record_key(rec, file.occurrence(rec))
         if key in self.seen:
             file.stats.repeated += 1
@@ -244,7 +244,7 @@ class ClaudeCodeSession:
             if isinstance(v, str) and v and v not in self._uuid_pos:
                 stats.broken_links += 1
 
-    def _message(self, rec: dict[str, Any], rtype: str, uuid: str, key: str, file: "ClaudeCodeTranscript",
+    def _message(self, rec: dict[str, Any], rtype: str, uuid: str, key: str, file: ClaudeCodeTranscript,
                  lineno: int, at: str | None) -> None:
         holder = f"ev:{uuid}"
         self.out.hold(holder, "raw_span", key, at, live=holder, durable=file.holder, names=[uuid])
@@ -290,10 +290,10 @@ class ClaudeCodeSession:
                         for p in _strings([b["input"].get(k)]):
                             self._file(p, holder, key, file, at)
 
-    def _file(self, path: str, holder: str, key: str, file: "ClaudeCodeTranscript", at: str | None) -> None:
+    def _file(self, path: str, holder: str, key: str, file: ClaudeCodeTranscript, at: str | None) -> None:
         self.out.hold(f"file:{path}", "file", key, at, live=holder, durable=file.holder, names=path_names(path))
 
-    def _queue(self, rec: dict[str, Any], key: str, file: "ClaudeCodeTranscript", lineno: int, at: str | None) -> None:
+    def _queue(self, rec: dict[str, Any], key: str, file: ClaudeCodeTranscript, lineno: int, at: str | None) -> None:
         op = rec.get("operation")
         if op == "enqueue" and isinstance(rec.get("content"), str):
             self._queued.append((key, rec["content"], lineno))
@@ -313,7 +313,7 @@ class ClaudeCodeSession:
         else:
             file.stats.ignored[f"queue-operation:{op}"] += 1
 
-    def _user_words(self, holder: str, key: str, text: str, file: "ClaudeCodeTranscript", lineno: int,
+    def _user_words(self, holder: str, key: str, text: str, file: ClaudeCodeTranscript, lineno: int,
                     at: str | None) -> None:
         """A message of the user's that reached the model outside a user record (a raw item of its own)."""
         self.out.hold(holder, "raw_span", key, at, live=holder, durable=file.holder)
@@ -326,7 +326,7 @@ class ClaudeCodeSession:
             if isinstance(tool_id, str) and tool_id:
                 self.out.evict_live(f"call:{tool_id}", key, at)
 
-    def _attachment(self, rec: dict[str, Any], key: str, file: "ClaudeCodeTranscript", lineno: int,
+    def _attachment(self, rec: dict[str, Any], key: str, file: ClaudeCodeTranscript, lineno: int,
                     at: str | None) -> None:
         att = rec.get("attachment") if isinstance(rec.get("attachment"), dict) else {}
         prompt = att.get("prompt")
@@ -345,7 +345,7 @@ class ClaudeCodeSession:
             self._rules_in_view.add(text)
         self._root_dirty = True
 
-    def _compact_summary(self, rec: dict[str, Any], key: str, uuid: str | None, file: "ClaudeCodeTranscript",
+    def _compact_summary(self, rec: dict[str, Any], key: str, uuid: str | None, file: ClaudeCodeTranscript,
                          lineno: int, at: str | None) -> None:
         # A dangling parentUuid was counted by _check_links; file order decides anyway.
         if self._boundary is None:
@@ -430,7 +430,7 @@ class ClaudeCodeSession:
         kept = [wire for c, wire in self.judged.always_kept("rule_file") if c.text in self._rules_in_view]
         self.out.root(key, None, children=[self._summary] if self._summary else [], kept=kept, raw=self._rules.values())
 
-    def file_deleted(self, file: "ClaudeCodeTranscript") -> None:
+    def file_deleted(self, file: ClaudeCodeTranscript) -> None:
         """``--follow`` saw ``file`` disappear: what only it held leaves ``durable``."""
         self.out.release_durable(file.holder, f"deleted:{file.path.name}", None)
 

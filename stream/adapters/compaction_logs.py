@@ -182,7 +182,7 @@ class ContextEvents:
         basis = f"{where}\x1f{body.get('op', 'checkpoint')}\x1f{body.get('tier', '')}\x1f{what}"
         n = self._ids_at[(where, basis)]
         self._ids_at[(where, basis)] += 1
-        digest = hashlib.sha256(f"{self.context_id}\x1f{basis}\x1f{n}".encode("utf-8")).hexdigest()[:32]
+        digest = hashlib.sha256(f"{self.context_id}\x1f{basis}\x1f{n}".encode()).hexdigest()[:32]
         event: dict[str, Any] = {
             "type": "artifact" if "artifact_id" in body else "checkpoint",
             "schema_version": 1,

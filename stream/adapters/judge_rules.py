@@ -151,7 +151,7 @@ def code_names(rule: str) -> frozenset[str]:
     return frozenset(unicodedata.normalize("NFKC", n).casefold().rstrip(".") for n in names if len(n.strip()) >= 2)
 
 
-def traced(rule: str, summary: "_Summary") -> tuple[str, ...]:
+def traced(rule: str, summary: _Summary) -> tuple[str, ...]:
     """The rule's code names the summary still names (as a whole token)."""
     out = []
     for n in sorted(code_names(rule)):
@@ -177,7 +177,7 @@ NO_TRACE = 0.34
 KEPT_WORDS = 0.67
 
 
-def trace_share(rule: str, summary: "_Summary") -> float:
+def trace_share(rule: str, summary: _Summary) -> float:
     """Share of the rule's naming words (four letters or more, or with a digit; not a cue or function word) the summary
     holds anywhere; 0 when it has none (a rule in a script whose words are characters: only code names speak for it)."""
     naming = {w for w in tokens(rule) if (len(w) >= 4 or any(ch.isdigit() for ch in w)) and w not in _PLAIN_WORDS}

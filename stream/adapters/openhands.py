@@ -67,8 +67,8 @@ from stream.adapters.compaction_logs import (
     texts_of,
 )
 from stream.adapters.judge import Candidate, Judge
-from stream.adapters.trajectories import json_value_problem
 from stream.adapters.judge_rules import as_judge
+from stream.adapters.trajectories import json_value_problem
 
 _EVENT_FILE = re.compile(r"^event-(\d+)-.*\.json$")
 #: Kinds that are raw items of the model's view (each admitted as ``ev:<id>``).
@@ -170,7 +170,7 @@ class OpenHandsContext:
     def context_id(self) -> str:
         return self.out.context_id
 
-    def apply(self, ev: dict[str, Any], reader: "OpenHandsConversation", name: str, index: int) -> None:
+    def apply(self, ev: dict[str, Any], reader: OpenHandsConversation, name: str, index: int) -> None:
         key = f"ev:{ev['id']}"
         durable = f"file:{reader.events_dir.as_posix()}/events/{name}"
         if key in self.seen:
@@ -192,7 +192,7 @@ class OpenHandsContext:
         else:
             reader.stats.unknown[kind] += 1
 
-    def _raw_item(self, ev: dict[str, Any], kind: str, key: str, durable: str, reader: "OpenHandsConversation",
+    def _raw_item(self, ev: dict[str, Any], kind: str, key: str, durable: str, reader: OpenHandsConversation,
                   index: int, at: str | None) -> None:
         eid = ev["id"]
         holder = f"ev:{eid}"
@@ -228,7 +228,7 @@ class OpenHandsContext:
             for p in dict.fromkeys(paths):
                 self.out.hold(f"file:{p}", "file", key, at, live=holder, durable=durable, names=path_names(p))
 
-    def _condensation(self, ev: dict[str, Any], key: str, reader: "OpenHandsConversation", at: str | None) -> None:
+    def _condensation(self, ev: dict[str, Any], key: str, reader: OpenHandsConversation, at: str | None) -> None:
         forgotten = ev.get("forgotten_event_ids")
         if not isinstance(forgotten, list):
             forgotten = []

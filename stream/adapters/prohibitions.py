@@ -740,9 +740,9 @@ _NEG_IMPERATIVE = re.compile(
 )
 #: "X must not / must never V" with any subject: a requirement (in a plan's test section, a criterion instead).
 _MODAL_NEGATION = re.compile(
-    rf"^(?:[\w`.'*/()-]+\s+){{0,5}}?(?:must|shall)\s+(?:not|never)\s+(?:ever\s+)?(?!be\s+(?:a|an|the|too|very|so|that|this|it)\b)"
-    rf"(?:be\s+\w+(?:ed|en|wn|ne|t)\b|(?!be\b|have\b)[a-z])"
-    rf"|^(?:[\w`.'*/()-]+\s+){{0,5}}?mustn'?t\s+(?!be\s+(?:a|an|the|too|very|so)\b)[a-z]",
+    r"^(?:[\w`.'*/()-]+\s+){0,5}?(?:must|shall)\s+(?:not|never)\s+(?:ever\s+)?(?!be\s+(?:a|an|the|too|very|so|that|this|it)\b)"
+    r"(?:be\s+\w+(?:ed|en|wn|ne|t)\b|(?!be\b|have\b)[a-z])"
+    r"|^(?:[\w`.'*/()-]+\s+){0,5}?mustn'?t\s+(?!be\s+(?:a|an|the|too|very|so)\b)[a-z]",
     re.IGNORECASE,
 )
 #: "It should not be cleared by X", "this must never be exposed" (a requirement on a thing).
@@ -1687,7 +1687,7 @@ class _Sentence:
     joined: frozenset[str]  # two adjacent words written as one ("hard coded": "hardcoded")
 
     @classmethod
-    def of(cls, text: str) -> "_Sentence":
+    def of(cls, text: str) -> _Sentence:
         words = _words_of(text)
         raw = [_content(w) for w in words]
         stems = [_class_of(c) if c else None for c in raw]
@@ -1718,7 +1718,7 @@ class _Sentence:
         """How many words of ``thing`` the sentence says."""
         return sum(1 for w in thing if self.says(w))
 
-    def near(self, key: "_Key", positions: Iterable[int], before: int, after: int, share: float,
+    def near(self, key: _Key, positions: Iterable[int], before: int, after: int, share: float,
              governs: bool = False) -> bool:
         """Does a window of ``before`` words before / ``after`` words after one of ``positions`` hold the
         thing of ``key`` (``share`` of its words, or a code name it gives: `` `LegacyAuth` ``)?
@@ -1747,7 +1747,7 @@ _REMOVAL_NEGATED = re.compile(r"\b(?:not|never|without|n't|kept|keep|keeps|keepi
                               r"intact|in\s+place|stays?|remains?|left\s+alone|avoid\w*|refrain\w*|instead\s+of)\b", re.I)
 
 
-def _contrary(s: "_Sentence", key: "_Key", form: str) -> bool:
+def _contrary(s: _Sentence, key: _Key, form: str) -> bool:
     """Does summary sentence ``s`` report the thing of a rule to keep it (a ``preserve`` rule, or one not to
     change / remove / rename / refactor / break it) as removed or replaced — the rule broken, not carried?"""
     if not (form == "preserve" or key.verb in _KEEPING_CLASSES):
@@ -1763,7 +1763,7 @@ class SummaryIndex:
     sentences: list[_Sentence] = field(default_factory=list)
 
     @classmethod
-    def of(cls, summary: str) -> "SummaryIndex":
+    def of(cls, summary: str) -> SummaryIndex:
         out = []
         for line in summary.replace("\r", "\n").split("\n"):
             for sentence in re.split(r"(?<=[.!?])\s+", line):

@@ -6,9 +6,9 @@ import json
 import sys
 
 from stream.commands._base import argument, command, fail, option
-from stream.settings import get_settings
 from stream.commands._forensics import each
 from stream.forensics import Explainer
+from stream.settings import get_settings
 
 settings = get_settings()
 

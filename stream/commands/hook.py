@@ -11,8 +11,9 @@ from __future__ import annotations
 import io
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 
@@ -82,7 +83,16 @@ def claude_code(match_threshold: float | None, alert_uncertain: bool, judge_prec
     that the new summary does not carry as the hook's additionalContext. Always exits 0;
     failures go to CG_HOOK_DIR/hook.log. Installed by `checkpoint-guard hooks install`.
     """
-    from stream.hook.claude_code import Budget, BudgetExceeded, HookInputError, Options, TranscriptMissing, handle, parse_input, spawn_catch_up
+    from stream.hook.claude_code import (
+        Budget,
+        BudgetExceeded,
+        HookInputError,
+        Options,
+        TranscriptMissing,
+        handle,
+        parse_input,
+        spawn_catch_up,
+    )
     from stream.hook.store import LockTimeout, session_key
     from stream.settings import get_settings
 

@@ -24,8 +24,8 @@ import os
 import sys
 
 from stream.commands._base import argument, check_input_file, check_output_file, command, fail, option
-from stream.settings import get_settings
 from stream.replay import Replayer, first_line, iter_lines, not_events
+from stream.settings import get_settings
 from stream.wire import encode
 
 settings = get_settings()

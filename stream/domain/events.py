@@ -43,7 +43,7 @@ class Source:
         return [self.topic, self.partition, self.offset]
 
     @classmethod
-    def from_record(cls, rec: list[Any]) -> "Source":
+    def from_record(cls, rec: list[Any]) -> Source:
         return cls(rec[0], rec[1], rec[2])
 
 

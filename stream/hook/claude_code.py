@@ -37,7 +37,18 @@ from typing import Any
 
 from stream.hook import reinject
 from stream.hook.spool import Line, Spool, spool_line
-from stream.hook.store import Cursor, LockTimeout, Paths, atomic_write, chain, code_version, fingerprint, locked, now_iso, session_key
+from stream.hook.store import (
+    Cursor,
+    LockTimeout,
+    Paths,
+    atomic_write,
+    chain,
+    code_version,
+    fingerprint,
+    locked,
+    now_iso,
+    session_key,
+)
 
 #: Hook events that send the spool to Kafka (Claude Code does not wait for them, or the session is ending).
 SENDING_EVENTS = frozenset({"Stop", "SessionEnd"})
@@ -170,7 +181,6 @@ class Options:
         """The judge, built as ``ingest`` builds it (a model judge from the ``CG_JUDGE_*`` settings)."""
         from stream.adapters.compaction_logs import DEFAULT_MATCH_THRESHOLD, ProhibitionMatcher
         from stream.adapters.judge_rules import RulesJudge
-
         from stream.settings import get_settings
 
         settings = get_settings()
@@ -437,7 +447,7 @@ async def send_spools(settings: Any, paths: Paths, budget: Budget, *, respect_ba
                 break
             try:
                 sent += await asyncio.wait_for(spool.drain(send, budget.deadline, should_stop=lambda: budget.expired), left)
-            except (asyncio.TimeoutError, LockTimeout):
+            except (TimeoutError, LockTimeout):
                 break
         _clear_down(paths)
         return sent, None

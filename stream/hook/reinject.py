@@ -16,7 +16,7 @@ first, at most ``CG_HOOK_CONTEXT_CHARS`` characters (what does not fit is counte
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 #: How a channel is named in the text handed back.
@@ -141,7 +141,7 @@ def _when(at: Any) -> str | None:
         return None
     if t.utcoffset() is None:
         return t.isoformat(timespec="minutes")
-    return t.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return t.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def candidate_origins(candidates: Iterable[Any]) -> dict[int, list[Any]]:

@@ -17,8 +17,6 @@ setting it changes three things, each pinned by ``tests/unit/test_compat.py``:
 
 from __future__ import annotations
 
-import click
-
 import asyncio
 import logging
 import ssl
@@ -26,6 +24,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mappi
 from typing import Any, NoReturn, cast
 
 import aiohttp
+import click
 import faust
 from faust import web as faust_web
 from faust.transport.drivers import aiokafka as faust_aiokafka
@@ -159,7 +158,7 @@ class BatchStream(faust.Stream):
                             break
                         try:  # a little longer for a fuller batch
                             _add(batch, await asyncio.wait_for(get(), left))
-                        except asyncio.TimeoutError:
+                        except TimeoutError:
                             break
                         continue
                     _add(batch, get_nowait())

@@ -27,7 +27,7 @@ from aiokafka import TopicPartition
 from aiokafka.errors import MessageSizeTooLargeError, TopicAuthorizationFailedError
 
 from stream.domain.events import Event, Source
-from stream.errors import OutputRejected, RestoreFailed, StateWriteError
+from stream.errors import RestoreFailed, StateWriteError
 from stream.settings import Settings
 from stream.worker import statelog
 from stream.worker.outputs import SEND_RETRY_MAX_DELAY, Outputs, is_error

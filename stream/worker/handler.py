@@ -55,7 +55,7 @@ class RejectedMessage:
     value: bytes
 
     @classmethod
-    def of(cls, rejected: Rejection) -> "RejectedMessage":
+    def of(cls, rejected: Rejection) -> RejectedMessage:
         ev, src = rejected.event, rejected.source
         return cls(src.topic, src.partition, src.offset, ev.context_id.encode("utf-8"), encode(ev.to_record()))
 

@@ -45,6 +45,7 @@ from prometheus_client import (
 )
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from stream import __version__
 from stream.domain.engine import (
     ACCEPTED,
     FROZEN,
@@ -60,7 +61,6 @@ from stream.domain.engine import (
     Output,
     summarize,
 )
-from stream import __version__
 from stream.domain.events import Event
 
 log = logging.getLogger("checkpoint_guard.metrics")
@@ -173,7 +173,7 @@ def _inc(d: dict, key: Any, by: int) -> None:
 class _StateCollector:
     """Yields the state gauges and the consumer lag at scrape time."""
 
-    def __init__(self, metrics: "Metrics") -> None:
+    def __init__(self, metrics: Metrics) -> None:
         self.m = metrics
 
     def describe(self) -> list[GaugeMetricFamily]:
@@ -248,7 +248,7 @@ class _CounterCollector:
     ~0.05 µs, ``prometheus_client.Counter.inc`` ~1 µs under its lock; the agent and the
     scrape share one event-loop thread)."""
 
-    def __init__(self, metrics: "Metrics") -> None:
+    def __init__(self, metrics: Metrics) -> None:
         self.m = metrics
 
     def describe(self) -> list[CounterMetricFamily]:

@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any

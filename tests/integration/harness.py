@@ -69,7 +69,7 @@ class Worker:
         self.python = str(python)
         self.proc: subprocess.Popen | None = None
 
-    def start(self, *, wait_ready: bool = True, timeout: float = 90) -> "Worker":
+    def start(self, *, wait_ready: bool = True, timeout: float = 90) -> Worker:
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             [self.python, "-m", "stream", "worker", "-l", "info", "--web-port", self.env["CG_WEB_PORT"]],

@@ -110,7 +110,7 @@ class Remediator:
         self.env, self.log_path = env, log_path
         self.proc: subprocess.Popen | None = None
 
-    def start(self, *, wait_ready: bool = True, timeout: float = 60) -> "Remediator":
+    def start(self, *, wait_ready: bool = True, timeout: float = 60) -> Remediator:
         self._log = open(self.log_path, "ab")
         self._mark = self.log_path.stat().st_size
         self.proc = subprocess.Popen([sys.executable, "-m", "stream", "remediate"], env=self.env, cwd=REPO,

@@ -23,9 +23,10 @@ import random
 import time
 import urllib.request
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from stream.settings import Settings
 from tests.integration.harness import context_of, per_context, run, run_cli, topic_for

@@ -24,8 +24,8 @@ from stream.replay import replay_lines
 from tests.integration.harness import Worker, expected_alerts, run, run_cli, worker_env
 from tests.reliability.faults import (
     SLICE,
-    assert_input_complete,
     alive_all,
+    assert_input_complete,
     check_alerts,
     fault_env,
     group_progress,

@@ -12,7 +12,7 @@ from stream.worker import gaps
 class _Client:
     """Stands in for AIOKafkaConsumer's start/stop only (no broker is involved)."""
 
-    made: list["_Client"] = []
+    made: list[_Client] = []
 
     def __init__(self, *args, **kwargs) -> None:
         self.started = self.stopped = False

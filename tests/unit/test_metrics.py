@@ -27,6 +27,7 @@ from stream.domain.engine import Engine
 from stream.domain.events import OFFLINE
 from stream.domain.state import TABLES, DictState
 from stream.errors import InvalidEvent
+from stream.wire import decode_event
 from stream.worker.metrics import (
     LEVELS,
     NO_METRICS,
@@ -36,7 +37,6 @@ from stream.worker.metrics import (
     dead_letter_reason,
 )
 from stream.worker.store import PartitionStore, key_json, value_json
-from stream.wire import decode_event
 from tests.scenarios import all_lines, design_scenarios
 from tests.unit.test_engine_properties import PROPERTY_SETTINGS, arrivals, with_redeliveries
 
@@ -65,7 +65,7 @@ class Driven:
         self.metrics.record(event, out, received=0.0, sent=0.004)
         self.outputs.append(out)
 
-    def restarted(self, path: Path) -> "Driven":
+    def restarted(self, path: Path) -> Driven:
         """A new process on the same state: gauges rebuilt from a store holding it."""
         other = Driven(self.engine.seq_gap_limit)
         other.state = self.state

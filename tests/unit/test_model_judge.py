@@ -317,7 +317,7 @@ def test_the_fallback_restarts_before_anything_went_out_and_switches_in_place_af
 
 
 def test_a_long_sessions_request_stays_bounded_and_long_texts_keep_their_head():
-    from stream.adapters.model_judge.prompt import MAX_CANDIDATES_CHARS, MAX_CANDIDATE_CHARS, user_message
+    from stream.adapters.model_judge.prompt import MAX_CANDIDATE_CHARS, MAX_CANDIDATES_CHARS, user_message
 
     one = json.loads(user_message([Candidate("a", "x" * 20_000, "plan")], "s", []))["candidates"][0]["text"]
     assert one == "x" * MAX_CANDIDATE_CHARS + " [...]"

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from aiokafka.errors import KafkaTimeoutError, TopicAuthorizationFailedError
 
+from stream.domain.outputs import NodeStatus, Trigger
 from stream.errors import OutputRejected
 from stream.settings import Settings
-from stream.domain.outputs import NodeStatus, Trigger
 from stream.wire import encode, status_key
 from stream.worker.outputs import STATUS, OutputRecord, Outputs
 from tests.unit.fakes import FakeBroker, Record

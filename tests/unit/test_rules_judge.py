@@ -10,7 +10,7 @@ import pytest
 
 from stream.adapters import cues
 from stream.adapters.judge import Candidate
-from stream.adapters.judge_rules import RulesJudge, quoted_share, _summary
+from stream.adapters.judge_rules import RulesJudge, _summary, quoted_share
 from stream.adapters.prohibitions import ProhibitionMatcher
 
 pytestmark = pytest.mark.unit

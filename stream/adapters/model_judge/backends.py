@@ -230,7 +230,7 @@ class ClaudeCliBackend:
             done = subprocess.run([self.binary, *payload["argv"]], input=payload["stdin"], capture_output=True,
                                   text=True, encoding="utf-8", errors="replace", timeout=self.timeout, env=env)
         except FileNotFoundError:
-            raise Fatal(f"no such program (install Claude Code, or set CG_JUDGE_CLAUDE_BIN)") from None
+            raise Fatal("no such program (install Claude Code, or set CG_JUDGE_CLAUDE_BIN)") from None
         except PermissionError:
             raise Fatal("not executable (CG_JUDGE_CLAUDE_BIN)") from None
         except subprocess.TimeoutExpired:
