@@ -120,7 +120,9 @@ async def worker_rate(settings: Any, inputs: tuple[str, str], outputs: tuple[str
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     add_broker_args(ap)
     ap.add_argument("--copies", type=int, default=3, help="copies of the real stream (default 3: ~55k events)")
     ap.add_argument("--traces-limit", type=int, default=None, help="only this many trajectories (quick)")

@@ -142,7 +142,9 @@ def measure(size: int, compact_every: int, work: Path, pycache: Path, transcript
     else:
         src = transcript
         recs = [json.loads(line) for line in src.read_bytes().splitlines() if line.strip().startswith(b"{")]
-        turns = sum(1 for r in recs if r.get("type") == "user" and isinstance((r.get("message") or {}).get("content"), str))
+        turns = sum(
+            1 for r in recs if r.get("type") == "user" and isinstance((r.get("message") or {}).get("content"), str)
+        )
     env = installed_env(work, pycache)
     (work / "not-a-dir").parent.mkdir(parents=True, exist_ok=True)
     (work / "not-a-dir").write_bytes(b"")
@@ -238,17 +240,24 @@ def main(argv: list[str] | None = None) -> int:
                 results.append(r)
             except Exception as exc:  # noqa: BLE001 - report and go on
                 errors.append(f"{transcript or f'{size:,} tokens'}: {type(exc).__name__}: {exc}")
-    lines = [f"## {args.title}", "",
-             f"Command: `{command_line('bench/bench_hook.py', sys.argv[1:] if argv is None else argv)}` — "
-             f"{machine_line()}; {software_line()}.", "",
-             "Each call is `checkpoint-guard hook claude-code` as a subprocess (interpreter start included), rules "
-             "judge, spool only, after `hooks install` (bytecode and the language-model cache built). Wall = what "
-             "Claude Code waits for (Stop is async: it waits for none of those); CPU = user + sys of the call (on a "
-             "loaded machine wall grows, CPU much less). *SessionStart, model cache off*: each SessionStart run once "
-             "more from the same state with the cache unusable (py3langid's own LZMA load, as before the cache).", "",
-             f"Language model load, in one process (best of 3, CPU): py3langid's own {ms(own)} ms, the cached copy "
-             f"{ms(cached)} ms.", "",
-             "| session | event | calls | wall p50 / p99 / max (ms) | CPU p50 / p99 / max (ms) |", "|---|---|---:|---|---|"]
+    lines = [
+        f"## {args.title}",
+        "",
+        f"Command: `{command_line('bench/bench_hook.py', sys.argv[1:] if argv is None else argv)}` — "
+        f"{machine_line()}; {software_line()}.",
+        "",
+        "Each call is `checkpoint-guard hook claude-code` as a subprocess (interpreter start included), rules "
+        "judge, spool only, after `hooks install` (bytecode and the language-model cache built). Wall = what "
+        "Claude Code waits for (Stop is async: it waits for none of those); CPU = user + sys of the call (on a "
+        "loaded machine wall grows, CPU much less). *SessionStart, model cache off*: each SessionStart run once "
+        "more from the same state with the cache unusable (py3langid's own LZMA load, as before the cache).",
+        "",
+        f"Language model load, in one process (best of 3, CPU): py3langid's own {ms(own)} ms, the cached copy "
+        f"{ms(cached)} ms.",
+        "",
+        "| session | event | calls | wall p50 / p99 / max (ms) | CPU p50 / p99 / max (ms) |",
+        "|---|---|---:|---|---|",
+    ]
     summary = []
     for r in results:
         label = f"{r['tokens'] / 1000:,.0f}k tokens ({r['turns']} turns, {r['bytes'] / 1e6:.1f} MB)"

@@ -366,7 +366,8 @@ def render(argv: list[str], fan: list[dict[str, Any]], arts: list[dict[str, Any]
             lines.append(
                 f"| {r['d']:,} | {r['evict_hot']:,.1f} ({r['alerts_evict']:,.0f}) | "
                 f"{r['evict_hot'] / max(r['alerts_evict'], 1):,.1f} | {r['admit_hot']:,.1f} ({r['alerts_admit']:,.0f}) | "
-                f"{r['ckpt_hot']:,.1f} | {r['art_other']:,.1f} | {r['ckpt_other']:,.1f} | {r['reps']} / {r['light']} |")
+                f"{r['ckpt_hot']:,.1f} | {r['art_other']:,.1f} | {r['ckpt_other']:,.1f} | {r['reps']} / {r['light']} |"
+            )
         first, last = fan[0], fan[-1]
         if last["d"] > first["d"]:
             grow = last["d"] / first["d"]
@@ -393,14 +394,18 @@ def render(argv: list[str], fan: list[dict[str, Any]], arts: list[dict[str, Any]
             lines.append(
                 f"| {r['a']:,} | {s['artifacts']:,} / {s['nodes']:,} / {s['seen']:,} | {r['build_s']:.1f} | "
                 f"{r['admit']:,.1f} | {r['evict_new']:,.1f} | {r['evict_old']:,.1f} | {r['ckpt']:,.1f} | {r['median']:,.1f} / {r['all']:,.1f} / {r['max']:,.0f} ({r['events']:,}) | "
-                f"{r['nogc_mean']:,.1f} / {r['nogc_max']:,.0f} |")
+                f"{r['nogc_mean']:,.1f} / {r['nogc_max']:,.0f} |"
+            )
         if len(arts) > 1:
             lo, hi = arts[0], arts[-1]
-            lines += ["", f"{hi['a'] / lo['a']:,.0f}x more artifacts: per-event cost x{hi['median'] / lo['median']:.2f} "
-                      f"(median), x{hi['all'] / lo['all']:.2f} (mean), x{hi['nogc_mean'] / lo['nogc_mean']:.2f} "
-                      "(mean with the cyclic GC off). Means and maxima carry pauses that medians do not: the cyclic "
-                      "collector, whose full collections grow with the heap (compare the GC-off columns; `python -m "
-                      "stream replay` freezes the GC for that reason), and preemption on a shared machine."]
+            lines += [
+                "",
+                f"{hi['a'] / lo['a']:,.0f}x more artifacts: per-event cost x{hi['median'] / lo['median']:.2f} "
+                f"(median), x{hi['all'] / lo['all']:.2f} (mean), x{hi['nogc_mean'] / lo['nogc_mean']:.2f} "
+                "(mean with the cyclic GC off). Means and maxima carry pauses that medians do not: the cyclic "
+                "collector, whose full collections grow with the heap (compare the GC-off columns; `python -m "
+                "stream replay` freezes the GC for that reason), and preemption on a shared machine.",
+            ]
         lines.append("")
     if shapes:
         lines += [
@@ -486,9 +491,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                      + (", worst hostile/friendly {:.2f}x ({})".format(*max(ratios)) if ratios else ""))
     if len(fan) > 1:
         a, b = fan[0], fan[-1]
-        parts.append(f"D = {a['d']:,} -> {b['d']:,} dependents of one artifact: its eviction "
-                     f"{a['evict_hot']:,.0f} -> {b['evict_hot']:,.0f} µs ({b['evict_hot'] / max(b['alerts_evict'], 1):,.0f} "
-                     f"µs per alert), unrelated events {a['art_other']:,.1f} -> {b['art_other']:,.1f} µs")
+        parts.append(
+            f"D = {a['d']:,} -> {b['d']:,} dependents of one artifact: its eviction "
+            f"{a['evict_hot']:,.0f} -> {b['evict_hot']:,.0f} µs ({b['evict_hot'] / max(b['alerts_evict'], 1):,.0f} "
+            f"µs per alert), unrelated events {a['art_other']:,.1f} -> {b['art_other']:,.1f} µs"
+        )
     if len(many) > 1:
         a, b = many[0], many[-1]
         parts.append(f"{a['a']:,} -> {b['a']:,} artifacts: median {a['median']:,.1f} -> {b['median']:,.1f} µs/event")

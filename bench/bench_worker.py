@@ -1057,11 +1057,15 @@ COMPONENTS = [
     ("faust stream / agent / consumer machinery", r"faust/"),
     ("mode (faust's service framework)", r"\(mode/"),
 ]
-GENERIC = re.compile(r"\((?:asyncio/|selectors\.py|functools\.py|contextlib\.py|typing\.py|abc\.py|"
-                     r"weakref\.py|threading\.py|<frozen|socket\.py|ssl\.py|enum\.py|"
-                     r"mode/worker\.py|mode/threads\.py|faust/cli/|stream/__main__\.py|stream/cli\.py|stream/commands/worker\.py|click/)|^App\.main ")
-ROOT_CHAIN = re.compile(r"faust/cli/|stream/__main__\.py|stream/cli\.py|stream/commands/worker\.py|mode/worker\.py|<frozen runpy>|"
-                        r"App\.main |click/|asyncio/")
+GENERIC = re.compile(
+    r"\((?:asyncio/|selectors\.py|functools\.py|contextlib\.py|typing\.py|abc\.py|"
+    r"weakref\.py|threading\.py|<frozen|socket\.py|ssl\.py|enum\.py|"
+    r"mode/worker\.py|mode/threads\.py|faust/cli/|stream/__main__\.py|stream/cli\.py|stream/commands/worker\.py|click/)|^App\.main "
+)
+ROOT_CHAIN = re.compile(
+    r"faust/cli/|stream/__main__\.py|stream/cli\.py|stream/commands/worker\.py|mode/worker\.py|<frozen runpy>|"
+    r"App\.main |click/|asyncio/"
+)
 
 
 def _frame_key(frame: str) -> str:
@@ -1209,7 +1213,7 @@ def render(bench: Bench, argv: list[str], runtime: float) -> str:
             "`<app_id>-state` (one delta record — or chunks + a marker — per partition per commit, plus "
             "fences at assignment) and the alert, verdict and node-status records, per input event. "
             "*events buffered by seq*: share of events that arrived before an earlier `seq` of their "
-            "context and waited (`events_total{outcome=\"buffered\"}`). "
+            'context and waited (`events_total{outcome="buffered"}`). '
             "*alerts*: records on the run's alerts topic (one figure per run) vs the "
             "offline replay of the same events.",
             "",
@@ -1283,7 +1287,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         description="End-to-end worker benchmark on a fresh local Kafka (see the module docstring).",
     )
     ap.add_argument("--events", type=int, default=None, help="synthetic checkpoint-heavy stream size (default 3000)")
-    ap.add_argument("--runs", type=int, default=None, help="worker and raw runs per stream, median reported (default 3)")
+    ap.add_argument(
+        "--runs", type=int, default=None, help="worker and raw runs per stream, median reported (default 3)"
+    )
     ap.add_argument("--rates", default="1000,5000", help="latency test rates, events/s (default 1000,5000; '' = skip)")
     ap.add_argument("--latency-seconds", type=float, default=None, help="sending time per rate (default 12)")
     ap.add_argument("--latency-drain", type=float, default=None,

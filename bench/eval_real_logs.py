@@ -111,7 +111,9 @@ class Case:
     constraints: dict[str, dict[str, Any]] = field(default_factory=dict)  # our id -> wire object (first seen)
     predicted: list[set[str]] = field(default_factory=list)  # per compaction: our ids alerted
     mapping: dict[str, str | None] = field(default_factory=dict)  # our id -> gold pid or None
-    after_last: list[tuple[int, list[str]]] = field(default_factory=list)  # (line / event, texts read) after the last compaction
+    after_last: list[tuple[int, list[str]]] = field(
+        default_factory=list
+    )  # (line / event, texts read) after the last compaction
     drop_cues: list[dict[str, str]] = field(default_factory=list)  # per compaction: our id -> the drop cue of its node
     skipped_languages: Counter = field(default_factory=Counter)  # texts the judge could not read, by language
 
@@ -306,8 +308,10 @@ def score(case: Case) -> Score:
             else:
                 s.fp += 1
                 s.count_cues(obj, drops.get(cid), "fp")
-                s.fp_items.append(f"{where}: {pid} \"{g.text}\" [{g.form}] labelled carried: "
-                                  f"{comp.get('carried_quotes', {}).get(pid, '')!r} (cues {obj.get('x_cue')}, {drops.get(cid)})")
+                s.fp_items.append(
+                    f'{where}: {pid} "{g.text}" [{g.form}] labelled carried: '
+                    f"{comp.get('carried_quotes', {}).get(pid, '')!r} (cues {obj.get('x_cue')}, {drops.get(cid)})"
+                )
         for text, cid in extra.values():
             s.fp += 1
             s.count_cues(case.constraints.get(cid, {}), drops.get(cid), "fp")
@@ -358,7 +362,9 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.2f}"
 
 
-def evaluate(root: Path, judge: Judge | ProhibitionMatcher, only: set[str] | None = None) -> tuple[list[Case], dict[str, Score]]:
+def evaluate(
+    root: Path, judge: Judge | ProhibitionMatcher, only: set[str] | None = None
+) -> tuple[list[Case], dict[str, Score]]:
     """Every labelled log of ``root`` run with ``judge`` (a bare matcher: the rules judge with it), scored:
     ``{"claude-code" | "openhands" | "lang:<xx>" | "overall": Score}``."""
     cases = []
@@ -411,11 +417,16 @@ def cue_table(s: Score) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("dirs", nargs="*", metavar="DIR", help=f"labelled logs, one split each (default: {DEFAULT_DIR})")
     ap.add_argument("--judge", default="rules", choices=("rules", "model"), help="the judge to score (default: rules)")
-    ap.add_argument("--judge-precision", default=DEFAULT_PRECISION,
-                    help=f"rules judge: {', '.join(PRECISION_LEVELS)} or 'all' for one line each (default: {DEFAULT_PRECISION})")
+    ap.add_argument(
+        "--judge-precision",
+        default=DEFAULT_PRECISION,
+        help=f"rules judge: {', '.join(PRECISION_LEVELS)} or 'all' for one line each (default: {DEFAULT_PRECISION})",
+    )
     ap.add_argument("--match-threshold", type=float, default=DEFAULT_MATCH_THRESHOLD,
                     help=f"as ingest --match-threshold (default {DEFAULT_MATCH_THRESHOLD})")
     ap.add_argument("--alert-uncertain", action="store_true",
@@ -426,7 +437,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ablation", action="store_true",
                     help="one line per set of forms: explicit only, explicit + each extra form, all but each, all")
     ap.add_argument("--split", default=None, help="score fold N of M only (N/M, by session id hash)")
-    ap.add_argument("--exclude", default="", help="leave out sessions whose id starts with one of these (comma-separated)")
+    ap.add_argument(
+        "--exclude", default="", help="leave out sessions whose id starts with one of these (comma-separated)"
+    )
     ap.add_argument("--json", default=None, help="also write the figures as JSON to this file")
     ap.add_argument("--quiet", action="store_true", help="figures and per-cue precision only, no item lists")
     args = ap.parse_args(argv)
@@ -441,7 +454,9 @@ def main(argv: list[str] | None = None) -> int:
     levels = list(PRECISION_LEVELS) if args.judge_precision == "all" else [args.judge_precision]
     if args.judge == "model":
         if args.sweep or args.ablation:
-            print("eval_real_logs: error: --sweep and --ablation tune the rules judge, not --judge model", file=sys.stderr)
+            print(
+                "eval_real_logs: error: --sweep and --ablation tune the rules judge, not --judge model", file=sys.stderr
+            )
             return 2
         levels = levels[:1]
     try:
@@ -471,13 +486,21 @@ def main(argv: list[str] | None = None) -> int:
     def line(name: str, judge: Judge | ProhibitionMatcher) -> None:
         _, scores, _ = pooled(judge)
         sc = scores["overall"]
-        print(f"{name:>9}  {_fmt(sc.precision):>9}  {_fmt(sc.recall):>6}  {sc.tp:>2}  {sc.fp:>2}  {sc.fn:>2}  {sc.tn:>2}")
+        print(
+            f"{name:>9}  {_fmt(sc.precision):>9}  {_fmt(sc.recall):>6}  {sc.tp:>2}  {sc.fp:>2}  {sc.fn:>2}  {sc.tn:>2}"
+        )
 
     if args.sweep:
         print(f"{'threshold':>9}  {'precision':>9}  {'recall':>6}  tp  fp  fn  tn")
         for t in (float(x) for x in args.sweep.split(",")):
-            line(f"{t:.2f}", make_judge(args.judge, ProhibitionMatcher(threshold=t, forms=forms, alert_uncertain=args.alert_uncertain),
-                                        levels[0]))
+            line(
+                f"{t:.2f}",
+                make_judge(
+                    args.judge,
+                    ProhibitionMatcher(threshold=t, forms=forms, alert_uncertain=args.alert_uncertain),
+                    levels[0],
+                ),
+            )
         return 0
     if args.ablation:
         extras = [f for f in FORMS if f != "explicit"]
@@ -485,10 +508,19 @@ def main(argv: list[str] | None = None) -> int:
         sets += [(f"all but {f}", set(FORMS) - {f}) for f in extras] + [("all forms", set(FORMS))]
         print(f"{'forms':<26} {'precision':>9}  {'recall':>6}  tp  fp  fn  tn")
         for name, fs in sets:
-            _, scores, _ = pooled(make_judge(args.judge, ProhibitionMatcher(threshold=args.match_threshold, forms=frozenset(fs),
-                                                                            alert_uncertain=args.alert_uncertain), levels[0]))
+            _, scores, _ = pooled(
+                make_judge(
+                    args.judge,
+                    ProhibitionMatcher(
+                        threshold=args.match_threshold, forms=frozenset(fs), alert_uncertain=args.alert_uncertain
+                    ),
+                    levels[0],
+                )
+            )
             sc = scores["overall"]
-            print(f"{name:<26} {_fmt(sc.precision):>9}  {_fmt(sc.recall):>6}  {sc.tp:>2}  {sc.fp:>2}  {sc.fn:>2}  {sc.tn:>2}")
+            print(
+                f"{name:<26} {_fmt(sc.precision):>9}  {_fmt(sc.recall):>6}  {sc.tp:>2}  {sc.fp:>2}  {sc.fn:>2}  {sc.tn:>2}"
+            )
         return 0
     figures: dict[str, Any] = {}
     for lvl, judge in judges:
@@ -506,8 +538,10 @@ def main(argv: list[str] | None = None) -> int:
             cases, scores, per_root = pooled(judge)
         comps = sum(len(c.label["compactions"]) for c in cases)
         name = f"{args.judge}" + (f" (precision {lvl})" if args.judge == "rules" else f" {judge.model}")  # type: ignore[attr-defined]
-        print(f"judge {name}: {', '.join(map(str, roots))} ({len(cases)} transcripts, {comps} compactions); match threshold "
-              f"{args.match_threshold}; forms {','.join(sorted(forms))}" + (f"; fold {args.split}" if args.split else ""))
+        print(
+            f"judge {name}: {', '.join(map(str, roots))} ({len(cases)} transcripts, {comps} compactions); match threshold "
+            f"{args.match_threshold}; forms {','.join(sorted(forms))}" + (f"; fold {args.split}" if args.split else "")
+        )
         print()
         print(f"{'split / source':<22} {'precision':>9} {'recall':>6}   TP  FP  FN  TN")
         if len(roots) > 1:
@@ -521,7 +555,9 @@ def main(argv: list[str] | None = None) -> int:
             skipped.update(c.skipped_languages)
         print(f"\ntexts in a language the judge cannot read: {sum(skipped.values())}"
               + (f" ({', '.join(f'{k} {v}' for k, v in sorted(skipped.items()))})" if skipped else ""))
-        print("\nprecision per cue (alerts it raised; the instruction cue read the rule, the drop cue judged it not carried):")
+        print(
+            "\nprecision per cue (alerts it raised; the instruction cue read the rule, the drop cue judged it not carried):"
+        )
         print(f"  {'kind':<12} {'cue':<34} {'TP':>3} {'FP':>3} {'precision':>9}")
         for row in cue_table(s):
             print(row)
@@ -547,8 +583,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {item}")
             texts = [(c.name, ln, found) for c in cases for ln, found in c.after_last]
             read = [(n, ln, t) for n, ln, found in texts for t in found]
-            print(f"\nnatural negatives (the user's words after each log's last compaction, in no label): {len(texts)} texts, "
-                  f"{len(read)} read as prohibitions (each should be a real one):")
+            print(
+                f"\nnatural negatives (the user's words after each log's last compaction, in no label): {len(texts)} texts, "
+                f"{len(read)} read as prohibitions (each should be a real one):"
+            )
             for n, ln, t in read:
                 print(f"  {n[:8]} line {ln}: \"{t}\"")
             print("\nextraction by form (gold prohibitions issued before a compaction; the form is the label's for the"
@@ -560,7 +598,9 @@ def main(argv: list[str] | None = None) -> int:
         print()
     print(f"{time.monotonic() - started:.1f}s", file=sys.stderr)
     if args.json:
-        Path(args.json).write_text(json.dumps(figures if len(figures) > 1 else next(iter(figures.values())), indent=2) + "\n")
+        Path(args.json).write_text(
+            json.dumps(figures if len(figures) > 1 else next(iter(figures.values())), indent=2) + "\n"
+        )
     return 0
 
 

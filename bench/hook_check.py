@@ -108,10 +108,21 @@ def check(source: Path, work: Path, stop_every: int, budget: float) -> dict:
     walls = sorted(c.seconds for c in calls)
     log = work / "hook" / "hook.log"
     overruns = log.read_text().count("ran out of its") if log.exists() else 0
-    return {"overruns": overruns, "slow": sum(1 for c in calls if c.seconds > DEFAULT_BUDGET), "name": source.name, "records": len(player.lines()), "summaries": len(drops),
-            "with_drop": sum(1 for d in drops.values() if d), "handed_at": handed_at, "calls": len(calls),
-            "p50": walls[len(walls) // 2], "p99": walls[min(len(walls) - 1, int(0.99 * len(walls)))],
-            "problems": problems, "played": played, "events": len(lines)}
+    return {
+        "overruns": overruns,
+        "slow": sum(1 for c in calls if c.seconds > DEFAULT_BUDGET),
+        "name": source.name,
+        "records": len(player.lines()),
+        "summaries": len(drops),
+        "with_drop": sum(1 for d in drops.values() if d),
+        "handed_at": handed_at,
+        "calls": len(calls),
+        "p50": walls[len(walls) // 2],
+        "p99": walls[min(len(walls) - 1, int(0.99 * len(walls)))],
+        "problems": problems,
+        "played": played,
+        "events": len(lines),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,23 +147,29 @@ def main(argv: list[str] | None = None) -> int:
     bad = [r for r in results if r["problems"]]
     compactions = sum(r["summaries"] for r in results)
     drops = sum(r["with_drop"] for r in results)
-    lines = ["## The hook on real transcripts, played forward", "",
-             f"Command: `{command_line('bench/hook_check.py', sys.argv[1:] if argv is None else argv)}` — "
-             f"{machine_line()}.", "",
-             f"**{len(results)} transcripts, {compactions} compactions, {drops} with a dropped prohibition: "
-             f"{'every check passed' if not bad else f'{len(bad)} transcript(s) FAILED'}** (live = batch byte for "
-             "byte; the text handed back after each compaction = the engine's dropped set, and nothing where it "
-             "is empty; exit 0 and clean stdout on every call). The hook's budget here: "
-             f"{args.budget:g} s. *Over {DEFAULT_BUDGET:g} s*: calls whose wall time passed the default budget "
-             "(CG_HOOK_BUDGET; a loaded machine makes them); *out of budget*: calls that ran out of this run's budget "
-             "and left the reading to a detached catch-up.", "",
-             "| transcript | records | events | compactions | handed back at (dropped) | hook calls | wall p50 / p99 (ms) | "
-             f"over {DEFAULT_BUDGET:g} s | out of budget | result |",
-             "|---|---:|---:|---:|---|---:|---|---:|---:|---|"]
+    lines = [
+        "## The hook on real transcripts, played forward",
+        "",
+        f"Command: `{command_line('bench/hook_check.py', sys.argv[1:] if argv is None else argv)}` — {machine_line()}.",
+        "",
+        f"**{len(results)} transcripts, {compactions} compactions, {drops} with a dropped prohibition: "
+        f"{'every check passed' if not bad else f'{len(bad)} transcript(s) FAILED'}** (live = batch byte for "
+        "byte; the text handed back after each compaction = the engine's dropped set, and nothing where it "
+        "is empty; exit 0 and clean stdout on every call). The hook's budget here: "
+        f"{args.budget:g} s. *Over {DEFAULT_BUDGET:g} s*: calls whose wall time passed the default budget "
+        "(CG_HOOK_BUDGET; a loaded machine makes them); *out of budget*: calls that ran out of this run's budget "
+        "and left the reading to a detached catch-up.",
+        "",
+        "| transcript | records | events | compactions | handed back at (dropped) | hook calls | wall p50 / p99 (ms) | "
+        f"over {DEFAULT_BUDGET:g} s | out of budget | result |",
+        "|---|---:|---:|---:|---|---:|---|---:|---:|---|",
+    ]
     for r in results:
-        lines.append(f"| `{r['name'][:8]}` | {r['records']} | {r['events']} | {r['summaries']} | "
-                     f"{', '.join(r['handed_at']) or '–'} | {r['calls']} | {r['p50'] * 1000:,.0f} / {r['p99'] * 1000:,.0f} | "
-                     f"{r['slow']} | {r['overruns']} | {'ok' if not r['problems'] else '; '.join(r['problems'])} |")
+        lines.append(
+            f"| `{r['name'][:8]}` | {r['records']} | {r['events']} | {r['summaries']} | "
+            f"{', '.join(r['handed_at']) or '–'} | {r['calls']} | {r['p50'] * 1000:,.0f} / {r['p99'] * 1000:,.0f} | "
+            f"{r['slow']} | {r['overruns']} | {'ok' if not r['problems'] else '; '.join(r['problems'])} |"
+        )
     lines.append("")
     summary = f"{len(results)} transcripts, {compactions} compactions, {drops} with a drop: " + \
         ("all checks passed" if not bad else f"{len(bad)} failed")

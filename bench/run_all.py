@@ -259,7 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     parts = sorted({int(p) for p in args.parts.split(",") if p.strip()})
     if not parts or any(p not in TITLES for p in parts):
         ap.error("--parts: numbers 1-12")
-    out = Path(args.out) if args.out else REPO / ("var/bench/BENCHMARKS.quick.md" if args.quick else "docs/BENCHMARKS.md")
+    out = (
+        Path(args.out) if args.out else REPO / ("var/bench/BENCHMARKS.quick.md" if args.quick else "docs/BENCHMARKS.md")
+    )
     started, load_start, t0 = utc_now(), loadavg(), time.monotonic()
     results: list[dict] = []
     kafka = "not used"

@@ -270,7 +270,11 @@ def not_events(first: bytes | None, name: str) -> str | None:
             return ("it is one JSON document over many lines (an agent trajectory or a result array?), not one "
                     f"event per line; {ingest}")
         return "its first line is not JSON, so it is not JSONL input events; give a JSONL file of input events"
-    if isinstance(value, dict) and value.get("type") not in ("checkpoint", "artifact") and _TRANSCRIPT_KEYS & set(value):
+    if (
+        isinstance(value, dict)
+        and value.get("type") not in ("checkpoint", "artifact")
+        and _TRANSCRIPT_KEYS & set(value)
+    ):
         return ("it is a Claude Code transcript, not input events; turn it into events first: "
                 f"`checkpoint-guard ingest claude-code {name} | checkpoint-guard replay -`")
     return None

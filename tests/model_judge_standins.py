@@ -168,7 +168,10 @@ class _Handler(BaseHTTPRequestHandler):
             if h.get("x-api-key") != self.server.api_key:
                 return 401, {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}
             if h.get("anthropic-version") != "2023-06-01":
-                return 400, {"type": "error", "error": {"type": "invalid_request_error", "message": "anthropic-version"}}
+                return 400, {
+                    "type": "error",
+                    "error": {"type": "invalid_request_error", "message": "anthropic-version"},
+                }
             if body.get("tool_choice") != {"type": "tool", "name": TOOL} or not body.get("max_tokens"):
                 return 400, {"type": "error", "error": {"type": "invalid_request_error", "message": "tool_choice"}}
             return None

@@ -71,7 +71,9 @@ def design_scenarios(prefix: str = "s") -> list[Ctx]:
     c.checkpoint("S1", "section", children=["L1"], negative_constraints=["do not modify tests"])
     c.checkpoint("R", "root", children=["S1", "L2"])
     c.checkpoint("L2", raw_negative_constraints=["Never push"], negative_constraints=["never push"])
-    c.checkpoint("R", "root", children=["S1", "L2"], negative_constraints=["do not modify tests", {"id": "P2"}, "never  PUSH"])
+    c.checkpoint(
+        "R", "root", children=["S1", "L2"], negative_constraints=["do not modify tests", {"id": "P2"}, "never  PUSH"]
+    )
     out.append(c)
     # cycles and self-children terminate
     c = Ctx(f"{prefix}-cycle")

@@ -184,7 +184,9 @@ class ClaudeCodeSession:
         self._rules_in_view: set[str] = set()  # texts of the rule files re-injected since the last boundary
         self._root_dirty = False
         self._queued: list[tuple[str, str, int]] = []  # (record key, text, line) waiting in the queue
-        self._inherited: list[str] = []  # holders of a continued session's quoted messages, covered by the next compaction
+        self._inherited: list[
+            str
+        ] = []  # holders of a continued session's quoted messages, covered by the next compaction
         self._summary_line = 0
 
     @property
@@ -260,9 +262,15 @@ class ClaudeCodeSession:
                 n += 1
 
             if not rec.get("isMeta") and rec.get("isSidechain") is not True:  # a sidechain's "user" is the agent
-                texts = [content] if isinstance(content, str) else [
-                    b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
-                ]
+                texts = (
+                    [content]
+                    if isinstance(content, str)
+                    else [
+                        b["text"]
+                        for b in blocks
+                        if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+                    ]
+                )
                 text = "\n".join(texts)
                 plan = isinstance(rec.get("planContent"), str) or bool(_PLAN.match(text))
                 candidate(text, "plan" if plan else ("command_args" if "<command-args>" in text else "typed"))
@@ -333,7 +341,9 @@ class ClaudeCodeSession:
         if att.get("type") == "queued_command" and isinstance(prompt, (str, list)):
             origin = att.get("origin") if isinstance(att.get("origin"), dict) else {}
             text = prompt if isinstance(prompt, str) else "\n".join(texts_of(prompt))
-            if origin.get("kind", "human") == "human" and text.strip():  # a message the user typed while the agent worked
+            if (
+                origin.get("kind", "human") == "human" and text.strip()
+            ):  # a message the user typed while the agent worked
                 self._user_words(f"ev:queued:{key.split(':', 1)[1]}", key, text, file, lineno, at)
                 return
         if att.get("type") != "nested_memory":
@@ -390,8 +400,10 @@ class ClaudeCodeSession:
             carried=carried, text=text, extra=extra, opaque_reason=reason,
         )
         if event.get("x_constraints_not_listed"):
-            stats.warn(f"summary {node_id}: {event['x_constraints_not_listed']} more prohibitions than a checkpoint lists "
-                       f"(the first {MAX_RAW_PER_CHECKPOINT} are required of it)")
+            stats.warn(
+                f"summary {node_id}: {event['x_constraints_not_listed']} more prohibitions than a checkpoint lists "
+                f"(the first {MAX_RAW_PER_CHECKPOINT} are required of it)"
+            )
         for h in covered:
             self.out.release_live(h, key, at)
         self._summary = node_id
@@ -548,7 +560,9 @@ class ClaudeCodeTranscript:
         for rec in values:
             self.stats.records += 1
             if not isinstance(rec, dict):
-                self.stats.error(f"{self.path}:{self._lineno}: a record must be a JSON object, got {type(rec).__name__}")
+                self.stats.error(
+                    f"{self.path}:{self._lineno}: a record must be a JSON object, got {type(rec).__name__}"
+                )
                 continue
             self._record(rec, self._lineno)
 
@@ -571,12 +585,18 @@ def _answers(result: Any) -> list[tuple[str, str]]:
     """``(question, answer)`` of an AskUserQuestion: typed, or an option picked (the user's decision in the agent's words)."""
     if not isinstance(result, dict) or not isinstance(result.get("answers"), dict):
         return []
-    return [(str(q), _RECOMMENDED.sub("", a).strip()) for q, a in result["answers"].items() if isinstance(a, str) and a.strip()]
+    return [
+        (str(q), _RECOMMENDED.sub("", a).strip())
+        for q, a in result["answers"].items()
+        if isinstance(a, str) and a.strip()
+    ]
 
 
 #: How AskUserQuestion results open, across versions.
-_ANSWERED = re.compile(r"(?:User has answered your questions?|Your questions? (?:has|have) been answered|The user answered)\s*:\s*",
-                       re.IGNORECASE)
+_ANSWERED = re.compile(
+    r"(?:User has answered your questions?|Your questions? (?:has|have) been answered|The user answered)\s*:\s*",
+    re.IGNORECASE,
+)
 _PAIR = re.compile(r'"(.+?)"\s*=\s*"(.*?)"(?=\s*,\s*"|\s*\.\s|\s*\.?\s*$|\s*user notes:)', re.DOTALL)
 _NOTES = re.compile(r"user notes:\s*(.+?)(?:\s*\.?\s*(?:You can now continue|$))", re.IGNORECASE | re.DOTALL)
 
@@ -608,7 +628,9 @@ def _rejection_feedback(block: dict[str, Any]) -> str | None:
     return m.group(1).strip()
 
 
-_USER_MESSAGES = re.compile(r"^\s*(?:#+\s*|\d+\.\s*|\*\*)*all\s+(?:of\s+the\s+)?user(?:'s)?\s+messages\b.*$", re.I | re.M)
+_USER_MESSAGES = re.compile(
+    r"^\s*(?:#+\s*|\d+\.\s*|\*\*)*all\s+(?:of\s+the\s+)?user(?:'s)?\s+messages\b.*$", re.I | re.M
+)
 _NEXT_SECTION = re.compile(r"^\s*(?:#+\s+|\d+\.\s+\S|\*\*\d+\.)", re.M)
 _QUOTE = re.compile(r'"([^"\n]{3,})"|“([^”\n]{3,})”')
 

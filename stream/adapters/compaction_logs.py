@@ -473,8 +473,9 @@ class JudgedContext:
         self._holder[candidate.id] = holder
         self.candidates.append(candidate)
 
-    def judge(self, summary: str | None, covered: Iterable[str]) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]],
-                                                                          dict[str, Any]]:
+    def judge(
+        self, summary: str | None, covered: Iterable[str]
+    ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]], dict[str, Any]]:
         covered = set(covered)
         j = self.judge_impl.judge(tuple(self.candidates), summary, tuple(self.summaries))
         self.last = j
@@ -531,8 +532,12 @@ class JudgedContext:
         """The constraint object of an instruction (DESIGN.md §3; ``x_`` fields informational)."""
         c = self._by_id.get(i.candidate_id)
         text = i.text if len(i.text) <= MAX_CONSTRAINT_TEXT else i.text[: MAX_CONSTRAINT_TEXT - 1] + "…"
-        wire: dict[str, Any] = {"id": i.id, "text": text, "source": SOURCE_OF_CHANNEL.get(c.channel, "user") if c else "user",
-                                "form": i.form}
+        wire: dict[str, Any] = {
+            "id": i.id,
+            "text": text,
+            "source": SOURCE_OF_CHANNEL.get(c.channel, "user") if c else "user",
+            "form": i.form,
+        }
         if c is not None and c.origin is not None:
             wire[c.origin[0]] = c.origin[1]
         if c is not None:

@@ -44,7 +44,13 @@ def _english_rows() -> tuple[Cue, ...]:
     from stream.adapters import prohibitions as p
 
     return (
-        _en("neg-imperative", "explicit", "high", p._NEG_IMPERATIVE.pattern, "don't / never / let's not / avoid / stop + verb"),
+        _en(
+            "neg-imperative",
+            "explicit",
+            "high",
+            p._NEG_IMPERATIVE.pattern,
+            "don't / never / let's not / avoid / stop + verb",
+        ),
         _en("addressee-not", "explicit", "high", p._ADDRESSEE_NOT.pattern, "the assistant / Claude must not V"),
         _en("important-not", "explicit", "high", p._IMPORTANT_NOT.pattern, "it's important not to V"),
         _en("modal-negation", "explicit", "medium", p._MODAL_NEGATION.pattern, "<anything> must not / must never V"),
@@ -56,34 +62,82 @@ def _english_rows() -> tuple[Cue, ...]:
         _en("forbidden", "explicit", "high", p._FORBIDDEN.pattern, "V-ing X is forbidden / X is off-limits"),
         _en("fronted-please-not", "explicit", "medium", p._FRONTED_PLEASE_NOT.pattern, "X please not V"),
         _en("out-of-scope-lead", "explicit", "high", r"^(?:out of scope|non-goals?):", "Out of scope: X"),
-        _en("negated-list-item", "explicit", "high", p._NEGATED_LEAD.pattern, "an item of a Don't / Won't do / Non-goals list"),
+        _en(
+            "negated-list-item",
+            "explicit",
+            "high",
+            p._NEGATED_LEAD.pattern,
+            "an item of a Don't / Won't do / Non-goals list",
+        ),
         _en("neg-request", "explicit", "high", p._NEG_REQUEST.pattern, "can we not X? / is it ok if you don't X?"),
         _en("purpose-not", "explicit", "medium", p._PURPOSE_NOT.pattern, "do X so that it doesn't V"),
-        _en("plan-descriptive-imperative", "explicit", "medium", p._NEG_IMPERATIVE.pattern,
-            "an explicit imperative in a plan section that describes"),
-        _en("no-x-decisions", "explicit", "medium", p._NO_NP.pattern, "a 'no X' item of a list of decisions / constraints"),
+        _en(
+            "plan-descriptive-imperative",
+            "explicit",
+            "medium",
+            p._NEG_IMPERATIVE.pattern,
+            "an explicit imperative in a plan section that describes",
+        ),
+        _en(
+            "no-x-decisions",
+            "explicit",
+            "medium",
+            p._NO_NP.pattern,
+            "a 'no X' item of a list of decisions / constraints",
+        ),
         _en("no-x-instruction-list", "explicit", "low", p._NO_NP.pattern, "a 'no X' item of a list of instructions"),
         _en("no-x-parenthetical", "explicit", "medium", p._NO_NP.pattern, "(no X) on an instruction or a decision"),
         _en("no-x-forceful", "explicit", "medium", p._NO_NP_DIRECTIVE.pattern, "no new X / no X in this PR / pls no X"),
         _en("no-x-then-instead", "explicit", "low", p._NO_NP.pattern, "no X, do Y instead"),
         _en("no-x-beside-instruction", "explicit", "low", p._NO_NP.pattern, "a short 'no X' beside an instruction"),
-        _en("keep-existing", "preserve", "medium", p._PRESERVE.pattern, "keep it local / keep the existing X / keep X working"),
+        _en(
+            "keep-existing",
+            "preserve",
+            "medium",
+            p._PRESERVE.pattern,
+            "keep it local / keep the existing X / keep X working",
+        ),
         _en("must-stay", "preserve", "medium", p._MUST_STAY.pattern, "X must stay the same / keep working"),
-        _en("preserve-verb", "preserve", "medium", p._PRESERVE_VERB.pattern, "maintain / stick with / leave X unchanged"),
+        _en(
+            "preserve-verb", "preserve", "medium", p._PRESERVE_VERB.pattern, "maintain / stick with / leave X unchanged"
+        ),
         _en("defer-marker", "defer", "medium", p._DEFER.pattern, "defer X / leave X for later / not in this PR"),
         _en("restraint", "restraint", "medium", p._RESTRAINT.pattern, "I'll do that myself / ask before / wait for me"),
         _en("consult-first", "restraint", "medium", p._CONSULT.pattern, "ask me before changes / let me review first"),
         _en("contrast", "contrastive", "medium", p._CONTRAST.pattern, "a directive '..., not Y' / 'use X not Y'"),
         _en("paren-not", "contrastive", "medium", p._PAREN_NOT.pattern, "an instruction with '(not Y)'"),
         _en("avoid-modal", "explicit", "high", r"^(?:you|we) (?:should|must|need to) avoid V", "we should avoid X"),
-        _en("important-that-not", "explicit", "medium", r"^it's important that <it> doesn't V", "it's important that it doesn't V"),
-        _en("requirement-not-adjective", "explicit", "medium", r"<it> should not be <V-able>", "X should NOT be freely editable"),
-        _en("plan-context-requirement", "explicit", "medium", p._NO_CHANGES_TO.pattern,
-            "a requirement (should not be V-ed / No changes to X) in a plan's context section"),
+        _en(
+            "important-that-not",
+            "explicit",
+            "medium",
+            r"^it's important that <it> doesn't V",
+            "it's important that it doesn't V",
+        ),
+        _en(
+            "requirement-not-adjective",
+            "explicit",
+            "medium",
+            r"<it> should not be <V-able>",
+            "X should NOT be freely editable",
+        ),
+        _en(
+            "plan-context-requirement",
+            "explicit",
+            "medium",
+            p._NO_CHANGES_TO.pattern,
+            "a requirement (should not be V-ed / No changes to X) in a plan's context section",
+        ),
         _en("plan-no-x", "explicit", "medium", p._NO_NP.pattern, "a plan's sentence or item that is only 'No X'"),
         _en("plan-paren-not", "contrastive", "medium", p._PAREN_NOT.pattern, "a plan item with '(not Y)'"),
         _en("paren-unchanged", "preserve", "medium", p._PAREN_KEEP.pattern, "X (unchanged) / ### X (no changes)"),
-        _en("decline", "implicit", "medium", p._IMPLICIT.pattern, "a decline of the agent's proposal ('no, ignore this part')"),
+        _en(
+            "decline",
+            "implicit",
+            "medium",
+            p._IMPLICIT.pattern,
+            "a decline of the agent's proposal ('no, ignore this part')",
+        ),
         _en("dislike-rule", "explicit", "low", p._DISLIKE.pattern, "i don't like it when you V"),
         Cue("hedged", "en", "veto", None, p._HEDGED.pattern, note="maybe ... or we shouldn't ...: an idea floated"),
         Cue("opinion", "en", "veto", None, p._OPINION.pattern, note="I think / I don't think / maybe"),
@@ -97,21 +151,49 @@ def _english_rows() -> tuple[Cue, ...]:
 _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
     "ja": {
         "instruction": [
-            ("neg-request", "explicit", "high",
-             r"ないで(?:ください|下さい|くれ|ね|よ|ほしい|欲しい|もらえ|いただけ|頂け|おいて)|ないで(?=[。．！!\s]|$)"),
-            ("must-not", "explicit", "high", r"(?:ては|ちゃ|じゃ|では)(?:いけない|いけません|だめ|ダメ|駄目|ならない|なりません)"),
+            (
+                "neg-request",
+                "explicit",
+                "high",
+                r"ないで(?:ください|下さい|くれ|ね|よ|ほしい|欲しい|もらえ|いただけ|頂け|おいて)|ないで(?=[。．！!\s]|$)",
+            ),
+            (
+                "must-not",
+                "explicit",
+                "high",
+                r"(?:ては|ちゃ|じゃ|では)(?:いけない|いけません|だめ|ダメ|駄目|ならない|なりません)",
+            ),
             ("not-to-do", "explicit", "high", r"しないこと|しないように(?:して|お願い|ください|下さい|しましょう)"),
             ("forbidden", "explicit", "medium", r"禁止|厳禁"),
-            ("keep-as-is", "preserve", "medium",
-             r"(?:その|この)?ままに?して(?:ください|下さい|おいて)?|そのままで(?:いい|お願い|残)|を?維持して|を?残して(?:ください|下さい|おいて)|変更しないで"),
-            ("later", "defer", "medium", r"(?:後で|あとで|後回しに|次回|今度)(?:に)?(?:して|しましょう|します|でいい|やる)"),
-            ("ask-first", "restraint", "medium", r"(?:前に|まず|先に)(?:確認|相談)して|確認してから|私が(?:やる|やります|します)"
-                                                 r"|(?:承認|確認|許可)を(?:待って|得てから|取ってから)"),
+            (
+                "keep-as-is",
+                "preserve",
+                "medium",
+                r"(?:その|この)?ままに?して(?:ください|下さい|おいて)?|そのままで(?:いい|お願い|残)|を?維持して|を?残して(?:ください|下さい|おいて)|変更しないで",
+            ),
+            (
+                "later",
+                "defer",
+                "medium",
+                r"(?:後で|あとで|後回しに|次回|今度)(?:に)?(?:して|しましょう|します|でいい|やる)",
+            ),
+            (
+                "ask-first",
+                "restraint",
+                "medium",
+                r"(?:前に|まず|先に)(?:確認|相談)して|確認してから|私が(?:やる|やります|します)"
+                r"|(?:承認|確認|許可)を(?:待って|得てから|取ってから)",
+            ),
             ("skip-for-now", "defer", "medium", r"(?:今は|いったん|一旦|とりあえず)(?:スキップ|保留|後回し|やらない)"),
-            ("neg-item", "explicit", "medium",
-             r"(?:変更|修正|追加|削除|導入|使用|編集|作成|実装|公開|コミット|プッシュ|マージ|リネーム|リファクタ\w*)(?:は|を)?(?:し|せ)(?:ない|ず|ません)(?:こと|ように)?\s*[。.]?\s*$"
-             r"|(?:触ら|使わ|変え|消さ|入れ|書か|いじら|壊さ|増やさ|足さ|加え|動かさ|戻さ|作ら|残さ)(?:ない|ず|ません)(?:こと|ように)?\s*[。.]?\s*$"
-             r"|(?:は|の)?(?:なし|無し)\s*[。.)）]?\s*$|禁止\s*[。.]?\s*$", "item"),
+            (
+                "neg-item",
+                "explicit",
+                "medium",
+                r"(?:変更|修正|追加|削除|導入|使用|編集|作成|実装|公開|コミット|プッシュ|マージ|リネーム|リファクタ\w*)(?:は|を)?(?:し|せ)(?:ない|ず|ません)(?:こと|ように)?\s*[。.]?\s*$"
+                r"|(?:触ら|使わ|変え|消さ|入れ|書か|いじら|壊さ|増やさ|足さ|加え|動かさ|戻さ|作ら|残さ)(?:ない|ず|ません)(?:こと|ように)?\s*[。.]?\s*$"
+                r"|(?:は|の)?(?:なし|無し)\s*[。.)）]?\s*$|禁止\s*[。.]?\s*$",
+                "item",
+            ),
         ],
         "veto": [
             ("question", r"[?？]\s*$|(?:ですか|ますか|でしょうか|かな)\s*[。]?\s*$"),
@@ -121,20 +203,43 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
     },
     "zh": {
         "instruction": [
-            ("neg-imperative", "explicit", "high",
-             r"(?<![需必只重])(?:请|請)?(?:不要|切勿|请勿|請勿|不准|不许|不許|不得|严禁|嚴禁|禁止)"
-             r"|(?:^|[，,。；;：:\s])(?:请|請)?(?:别|別)(?![的人处處])"),
-            ("must-not", "explicit", "medium", r"(?:不能|不可以|不可)(?:再|随便|隨便|擅自|直接)?[改删刪动動加提推用碰写寫换換]"),
+            (
+                "neg-imperative",
+                "explicit",
+                "high",
+                r"(?<![需必只重])(?:请|請)?(?:不要|切勿|请勿|請勿|不准|不许|不許|不得|严禁|嚴禁|禁止)"
+                r"|(?:^|[，,。；;：:\s])(?:请|請)?(?:别|別)(?![的人处處])",
+            ),
+            (
+                "must-not",
+                "explicit",
+                "medium",
+                r"(?:不能|不可以|不可)(?:再|随便|隨便|擅自|直接)?[改删刪动動加提推用碰写寫换換]",
+            ),
             ("keep-as-is", "preserve", "medium", r"保持|保留|维持|維持|(?:不要|别|別)(?:动|動)|原样|原樣"),
-            ("later", "defer", "medium", r"(?:先|暂时|暫時|暂且)(?:不|别|別|不要)|以后再|之后再|稍后再|下次再|以後再|之後再"),
-            ("ask-first", "restraint", "medium",
-             r"(?:先|事先)(?:问|問|确认|確認|征求)我|(?:先|事先)(?:给|給|跟|和|让|讓)我(?:确认|確認|看|过目|過目|审|審)|"
-             r"(?:之前|以前)(?:先)?(?:问|問|确认|確認)(?:一下)?我|经过我|經過我|等我(?:确认|確認|同意)|我(?:自己|亲自|親自)来"),
+            (
+                "later",
+                "defer",
+                "medium",
+                r"(?:先|暂时|暫時|暂且)(?:不|别|別|不要)|以后再|之后再|稍后再|下次再|以後再|之後再",
+            ),
+            (
+                "ask-first",
+                "restraint",
+                "medium",
+                r"(?:先|事先)(?:问|問|确认|確認|征求)我|(?:先|事先)(?:给|給|跟|和|让|讓)我(?:确认|確認|看|过目|過目|审|審)|"
+                r"(?:之前|以前)(?:先)?(?:问|問|确认|確認)(?:一下)?我|经过我|經過我|等我(?:确认|確認|同意)|我(?:自己|亲自|親自)来",
+            ),
             ("skip-for-now", "defer", "medium", r"(?:暂时|暫時|先)(?:跳过|跳過|不做|搁置|擱置|不管)"),
             ("rather-than", "contrastive", "medium", r"而(?:不是|非)\S"),
-            ("neg-item", "explicit", "medium",
-             r"^(?:[\w`./-]+\s*)?(?:不|无|無|勿|禁止|避免)(?:再|要|得)?(?:修改|改动|改動|改变|改變|更改|引入|添加|增加|新增|删除|刪除|移除|使用|触碰|觸碰|重写|重寫|"
-             r"重构|重構|提交|推送|合并|合併|依赖|依賴|动|動|碰|改|加|删|刪)", "item"),
+            (
+                "neg-item",
+                "explicit",
+                "medium",
+                r"^(?:[\w`./-]+\s*)?(?:不|无|無|勿|禁止|避免)(?:再|要|得)?(?:修改|改动|改動|改变|改變|更改|引入|添加|增加|新增|删除|刪除|移除|使用|触碰|觸碰|重写|重寫|"
+                r"重构|重構|提交|推送|合并|合併|依赖|依賴|动|動|碰|改|加|删|刪)",
+                "item",
+            ),
         ],
         "veto": [
             ("question", r"[吗嗎呢？?]\s*$|是否|要不要|能不能|可不可以"),
@@ -147,12 +252,22 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ("neg-imperative", "explicit", "high", r"지\s*(?:마|말아|말고|말라|말\s*것|맙시다|마세요|마십시오)"),
             ("must-not", "explicit", "high", r"(?:면|으면)\s*안\s*(?:돼|됩니다|된다|되요|돼요|됨)"),
             ("forbidden", "explicit", "medium", r"금지"),
-            ("keep-as-is", "preserve", "medium", r"유지(?:해|하세요|해\s*주세요|할\s*것|합니다)|그대로\s*(?:둬|두세요|두고|놔|유지)"),
+            (
+                "keep-as-is",
+                "preserve",
+                "medium",
+                r"유지(?:해|하세요|해\s*주세요|할\s*것|합니다)|그대로\s*(?:둬|두세요|두고|놔|유지)",
+            ),
             ("later", "defer", "medium", r"(?:나중에|다음에)\s*(?:하자|할게|해|하세요|합시다)"),
             ("ask-first", "restraint", "medium", r"먼저\s*(?:물어|확인|상의)|(?:제가|내가)\s*(?:직접|할게|하겠)"),
-            ("neg-item", "explicit", "medium",
-             r"(?:하|건드리|바꾸|변경하|수정하|추가하|삭제하|사용하|도입하|만들|커밋하|푸시하|고치|쓰)지\s*(?:않(?:음|기|는다|습니다|도록)|말\s*것|말기)"
-             r"|(?:변경|수정|추가|삭제|사용|도입)\s*(?:금지|없음|안\s*함)\s*[.]?\s*$", "item"),
+            (
+                "neg-item",
+                "explicit",
+                "medium",
+                r"(?:하|건드리|바꾸|변경하|수정하|추가하|삭제하|사용하|도입하|만들|커밋하|푸시하|고치|쓰)지\s*(?:않(?:음|기|는다|습니다|도록)|말\s*것|말기)"
+                r"|(?:변경|수정|추가|삭제|사용|도입)\s*(?:금지|없음|안\s*함)\s*[.]?\s*$",
+                "item",
+            ),
         ],
         "veto": [
             ("question", r"[?？]\s*$|(?:까|나요|니|냐)\s*$"),
@@ -162,23 +277,40 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
     },
     "es": {
         "instruction": [
-            ("neg-imperative", "explicit", "high",
-             r"\bno\s+(?:(?:lo|la|los|las|le|les|me|te|se|nos)\s+)?(?:toques|cambies|modifiques|borres|elimines|agregues|añadas|"
-             r"uses|subas|hagas|pongas|ejecutes|instales|muevas|rompas|edites|renombres|publiques|despliegues|actualices|"
-             r"escribas|reescribas|quites|toque|cambie|modifique|borre|elimine|agregue|añada|suba|haga|ponga|ejecute|instale|"
-             r"mueva|rompa|edite|renombre|publique|despliegue|actualice|escriba|quite|hagamos|usemos|cambiemos|toquemos)\b"),
+            (
+                "neg-imperative",
+                "explicit",
+                "high",
+                r"\bno\s+(?:(?:lo|la|los|las|le|les|me|te|se|nos)\s+)?(?:toques|cambies|modifiques|borres|elimines|agregues|añadas|"
+                r"uses|subas|hagas|pongas|ejecutes|instales|muevas|rompas|edites|renombres|publiques|despliegues|actualices|"
+                r"escribas|reescribas|quites|toque|cambie|modifique|borre|elimine|agregue|añada|suba|haga|ponga|ejecute|instale|"
+                r"mueva|rompa|edite|renombre|publique|despliegue|actualice|escriba|quite|hagamos|usemos|cambiemos|toquemos)\b",
+            ),
             ("never", "explicit", "high", r"\bnunca\s+(?:(?:lo|la|los|las|le|les|me|te|se)\s+)?\w+(?:es|as|e|a)\b"),
             ("avoid", "explicit", "high", r"^(?:por\s+favor,?\s*)?evit(?:a|e|ar)\s+\w|\bprohibido\b"),
             ("must-not", "explicit", "high", r"\bno\s+(?:debes|deberías|debe|deben|quiero\s+que)\b"),
-            ("keep-as-is", "preserve", "medium",
-             r"\b(?:mantén|mantenga|mantener|conserva|conserve|deja|deje|dejar)\b.{0,40}?\b(?:como\s+está|igual|intact[oa]s?|sin\s+cambios)\b"
-             r"|^(?:por\s+favor,?\s*)?(?:mantén|mantenga|conserva|conserve)\s+(?:el|la|los|las)\s+\w"),
+            (
+                "keep-as-is",
+                "preserve",
+                "medium",
+                r"\b(?:mantén|mantenga|mantener|conserva|conserve|deja|deje|dejar)\b.{0,40}?\b(?:como\s+está|igual|intact[oa]s?|sin\s+cambios)\b"
+                r"|^(?:por\s+favor,?\s*)?(?:mantén|mantenga|conserva|conserve)\s+(?:el|la|los|las)\s+\w",
+            ),
             ("later", "defer", "medium", r"\b(?:déjalo|dejalo|deja\s+\w+)\s+para\s+(?:después|luego|más\s+tarde)\b"),
-            ("neg-item", "explicit", "medium",
-             r"^(?:\W*)(?:no\s+(?:se\s+)?(?:\w+(?:ar|er|ir)|\w+(?:ará|erá|irá)n?)\b|sin\s+\w|nada\s+de\s+\w|ningun[oa]?s?\s+\w|ningún\s+\w|nunca\s+\w)", "item"),
-            ("ask-first", "restraint", "medium",
-             r"\bespera\s+(?:mi\s+(?:confirmación|aprobación|visto\s+bueno|ok)|a\s+que\s+(?:te\s+)?(?:confirme|apruebe))\b"
-             r"|\b(?:pregúntame|consúltame)\s+antes\b|\blo\s+hago\s+yo\b"),
+            (
+                "neg-item",
+                "explicit",
+                "medium",
+                r"^(?:\W*)(?:no\s+(?:se\s+)?(?:\w+(?:ar|er|ir)|\w+(?:ará|erá|irá)n?)\b|sin\s+\w|nada\s+de\s+\w|ningun[oa]?s?\s+\w|ningún\s+\w|nunca\s+\w)",
+                "item",
+            ),
+            (
+                "ask-first",
+                "restraint",
+                "medium",
+                r"\bespera\s+(?:mi\s+(?:confirmación|aprobación|visto\s+bueno|ok)|a\s+que\s+(?:te\s+)?(?:confirme|apruebe))\b"
+                r"|\b(?:pregúntame|consúltame)\s+antes\b|\blo\s+hago\s+yo\b",
+            ),
         ],
         "veto": [
             ("question", r"[?¿]"),
@@ -188,22 +320,44 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
     },
     "pt": {
         "instruction": [
-            ("neg-imperative", "explicit", "high",
-             r"\bnão\s+(?:(?:o|a|os|as|me|se|lhe)\s+)?(?:mexa|mexe|altere|mude|modifique|remova|apague|delete|adicione|use|"
-             r"faça|coloque|execute|rode|instale|mova|quebre|edite|renomeie|publique|atualize|escreva|reescreva|commite|comite|"
-             r"suba|crie|toque|troque|mexam|alterem|mudem)\b"),
+            (
+                "neg-imperative",
+                "explicit",
+                "high",
+                r"\bnão\s+(?:(?:o|a|os|as|me|se|lhe)\s+)?(?:mexa|mexe|altere|mude|modifique|remova|apague|delete|adicione|use|"
+                r"faça|coloque|execute|rode|instale|mova|quebre|edite|renomeie|publique|atualize|escreva|reescreva|commite|comite|"
+                r"suba|crie|toque|troque|mexam|alterem|mudem)\b",
+            ),
             ("never", "explicit", "high", r"\bnunca\s+(?:(?:o|a|os|as|me|se)\s+)?\w+(?:e|a|em|am)\b"),
             ("avoid", "explicit", "high", r"^(?:por\s+favor,?\s*)?evit(?:e|a|ar)\s+\w|\bproibido\b"),
-            ("must-not", "explicit", "high", r"\b(?:você\s+|vc\s+)?não\s+(?:deve|deveria|pode\s+(?:mexer|alterar|mudar|apagar|remover))\b"
-                                               r"|\bnão\s+quero\s+que\b"),
-            ("keep-as-is", "preserve", "medium",
-             r"\b(?:mantenha|manter|mantém|preserve|conserve|deixe|deixa)\b.{0,40}?\b(?:como\s+está|igual|intact[oa]s?|sem\s+alteraç\w+)\b"),
+            (
+                "must-not",
+                "explicit",
+                "high",
+                r"\b(?:você\s+|vc\s+)?não\s+(?:deve|deveria|pode\s+(?:mexer|alterar|mudar|apagar|remover))\b"
+                r"|\bnão\s+quero\s+que\b",
+            ),
+            (
+                "keep-as-is",
+                "preserve",
+                "medium",
+                r"\b(?:mantenha|manter|mantém|preserve|conserve|deixe|deixa)\b.{0,40}?\b(?:como\s+está|igual|intact[oa]s?|sem\s+alteraç\w+)\b",
+            ),
             ("later", "defer", "medium", r"\b(?:deixe|deixa)\s+(?:isso|isto|\w+)\s+para\s+(?:depois|mais\s+tarde)\b"),
-            ("neg-item", "explicit", "medium",
-             r"^(?:\W*)(?:não\s+(?:se\s+)?(?:\w+(?:ar|er|ir)|\w+(?:ará|erá|irá)|\w+(?:e|a))\b|sem\s+\w|nenhum[a]?s?\s+\w|nunca\s+\w)", "item"),
-            ("ask-first", "restraint", "medium",
-             r"\bespere\s+(?:a\s+)?minha\s+(?:aprovação|confirmação|validação)\b|\b(?:pergunte[- ]me|me\s+pergunte|me\s+consulte)\s+antes\b"
-             r"|\beu\s+mesmo\s+faço\b"),
+            (
+                "neg-item",
+                "explicit",
+                "medium",
+                r"^(?:\W*)(?:não\s+(?:se\s+)?(?:\w+(?:ar|er|ir)|\w+(?:ará|erá|irá)|\w+(?:e|a))\b|sem\s+\w|nenhum[a]?s?\s+\w|nunca\s+\w)",
+                "item",
+            ),
+            (
+                "ask-first",
+                "restraint",
+                "medium",
+                r"\bespere\s+(?:a\s+)?minha\s+(?:aprovação|confirmação|validação)\b|\b(?:pergunte[- ]me|me\s+pergunte|me\s+consulte)\s+antes\b"
+                r"|\beu\s+mesmo\s+faço\b",
+            ),
         ],
         "veto": [
             ("question", r"\?"),
@@ -213,22 +367,54 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
     },
     "fr": {
         "instruction": [
-            ("neg-imperative", "explicit", "high",
-             r"^(?:(?:s'il\s+(?:te|vous)\s+pla[iî]t|svp|merci\s+de|surtout)\s*,?\s*)?(?:ne\s+|n['’]\s*)(?:(?:le|la|les|l['’]|y|en|me|lui|leur)\s*)*"
-             r"\w+[sz]?\s+(?:pas|jamais|rien|plus)\b"),
-            ("merci-de-ne-pas", "explicit", "high", r"\bmerci\s+de\s+ne\s+(?:pas|jamais)\b|\b(?:il\s+ne\s+faut|tu\s+ne\s+dois|vous\s+ne\s+devez)\s+(?:pas|jamais)\b"
-                                                   r"|\bje\s+ne\s+veux\s+pas\s+que\s+(?:tu|vous)\b"),
-            ("pas-de", "explicit", "medium", r"(?:^|[,;]\s*)(?:et\s+)?(?:surtout\s+)?(?:pas|jamais)\s+(?:de\s+|d['’])\w"),
+            (
+                "neg-imperative",
+                "explicit",
+                "high",
+                r"^(?:(?:s'il\s+(?:te|vous)\s+pla[iî]t|svp|merci\s+de|surtout)\s*,?\s*)?(?:ne\s+|n['’]\s*)(?:(?:le|la|les|l['’]|y|en|me|lui|leur)\s*)*"
+                r"\w+[sz]?\s+(?:pas|jamais|rien|plus)\b",
+            ),
+            (
+                "merci-de-ne-pas",
+                "explicit",
+                "high",
+                r"\bmerci\s+de\s+ne\s+(?:pas|jamais)\b|\b(?:il\s+ne\s+faut|tu\s+ne\s+dois|vous\s+ne\s+devez)\s+(?:pas|jamais)\b"
+                r"|\bje\s+ne\s+veux\s+pas\s+que\s+(?:tu|vous)\b",
+            ),
+            (
+                "pas-de",
+                "explicit",
+                "medium",
+                r"(?:^|[,;]\s*)(?:et\s+)?(?:surtout\s+)?(?:pas|jamais)\s+(?:de\s+|d['’])\w",
+            ),
             ("on-va-pas", "explicit", "medium", r"^(?:non,?\s*)?(?:on|nous)\s+(?:ne\s+)?(?:va|allons)\s+pas\s+\w"),
-            ("avoid", "explicit", "high", r"^(?:merci\s+d['’]|s'il\s+te\s+plaît,?\s*)?évit(?:e|ez|er)\s+(?:de\s+|d['’])?\w|\binterdit\b"),
-            ("keep-as-is", "preserve", "medium",
-             r"\b(?:garde|gardez|conserve|conservez|laisse|laissez)\b.{0,40}?\b(?:tel(?:le)?s?\s+quel(?:le)?s?|intact\w*|inchangé\w*|comme\s+(?:ça|c'est))\b"
-             r"|^(?:s'il\s+te\s+plaît,?\s*)?(?:garde|gardez|conserve|conservez)\s+(?:le|la|les|l['’])\s*\w"),
-            ("neg-item", "explicit", "medium",
-             r"^(?:\W*)(?:ne\s+(?:pas|jamais|rien)\s+\w|n['’]?\s*\w+\s+(?:pas|jamais|aucun\w*)\b|pas\s+(?:de|d['’])\s*\w|aucun\w*\s+\w|sans\s+\w|jamais\s+(?:de\s+)?\w)", "item"),
-            ("ask-first", "restraint", "medium",
-             r"\battends?\s+(?:ma|mon|mes)\s+(?:validation|accord|feu\s+vert|confirmation|retour|go)\b|\bdemande[sz]?[- ]moi\s+avant\b"
-             r"|\bavant\s+de\s+\w+.{0,40}?,\s*demande[sz]?[- ]moi\b|\bje\s+(?:le\s+)?ferai\s+moi[- ]même\b"),
+            (
+                "avoid",
+                "explicit",
+                "high",
+                r"^(?:merci\s+d['’]|s'il\s+te\s+plaît,?\s*)?évit(?:e|ez|er)\s+(?:de\s+|d['’])?\w|\binterdit\b",
+            ),
+            (
+                "keep-as-is",
+                "preserve",
+                "medium",
+                r"\b(?:garde|gardez|conserve|conservez|laisse|laissez)\b.{0,40}?\b(?:tel(?:le)?s?\s+quel(?:le)?s?|intact\w*|inchangé\w*|comme\s+(?:ça|c'est))\b"
+                r"|^(?:s'il\s+te\s+plaît,?\s*)?(?:garde|gardez|conserve|conservez)\s+(?:le|la|les|l['’])\s*\w",
+            ),
+            (
+                "neg-item",
+                "explicit",
+                "medium",
+                r"^(?:\W*)(?:ne\s+(?:pas|jamais|rien)\s+\w|n['’]?\s*\w+\s+(?:pas|jamais|aucun\w*)\b|pas\s+(?:de|d['’])\s*\w|aucun\w*\s+\w|sans\s+\w|jamais\s+(?:de\s+)?\w)",
+                "item",
+            ),
+            (
+                "ask-first",
+                "restraint",
+                "medium",
+                r"\battends?\s+(?:ma|mon|mes)\s+(?:validation|accord|feu\s+vert|confirmation|retour|go)\b|\bdemande[sz]?[- ]moi\s+avant\b"
+                r"|\bavant\s+de\s+\w+.{0,40}?,\s*demande[sz]?[- ]moi\b|\bje\s+(?:le\s+)?ferai\s+moi[- ]même\b",
+            ),
         ],
         "veto": [
             ("question", r"\?"),
@@ -239,45 +425,92 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
     "de": {
         "instruction": [
             ("bitte-nicht", "explicit", "high", r"\bbitte\s+(?:\S+\s+){0,5}?(?:nicht|nie|niemals|keine?n?)\b"),
-            ("nicht-verb", "explicit", "high",
-             r"\b(?:nicht|nie|niemals)\s+(?:\S+\s+){0,4}?(?:ändern|anfassen|löschen|entfernen|hinzufügen|committen|pushen|verwenden|"
-             r"benutzen|nutzen|umbenennen|überschreiben|installieren|ausführen|anpassen|bearbeiten|modifizieren|verändern|anlegen)\b"),
-            ("imperative-nicht", "explicit", "high",
-             r"^(?:\S+\s+)?(?:ändere|ändert|lösche|löscht|entferne|entfernt|füge|committe|pushe|verwende|benutze|nutze|fass|rühr|"
-             r"mach|installiere|überschreibe|bearbeite)\b[^.]{0,60}?\b(?:nicht|nie|niemals)\b"),
+            (
+                "nicht-verb",
+                "explicit",
+                "high",
+                r"\b(?:nicht|nie|niemals)\s+(?:\S+\s+){0,4}?(?:ändern|anfassen|löschen|entfernen|hinzufügen|committen|pushen|verwenden|"
+                r"benutzen|nutzen|umbenennen|überschreiben|installieren|ausführen|anpassen|bearbeiten|modifizieren|verändern|anlegen)\b",
+            ),
+            (
+                "imperative-nicht",
+                "explicit",
+                "high",
+                r"^(?:\S+\s+)?(?:ändere|ändert|lösche|löscht|entferne|entfernt|füge|committe|pushe|verwende|benutze|nutze|fass|rühr|"
+                r"mach|installiere|überschreibe|bearbeite)\b[^.]{0,60}?\b(?:nicht|nie|niemals)\b",
+            ),
             ("keine", "explicit", "medium", r"^(?:und\s+)?keine?n?\s+(?:neuen?\s+)?\w"),
-            ("must-not", "explicit", "high", r"\bauf\s+keinen\s+fall\b|\b(?:darfst|dürft|sollst|solltest)\b.{0,60}?\b(?:nicht|nie|niemals|keine?n?)\b"),
+            (
+                "must-not",
+                "explicit",
+                "high",
+                r"\bauf\s+keinen\s+fall\b|\b(?:darfst|dürft|sollst|solltest)\b.{0,60}?\b(?:nicht|nie|niemals|keine?n?)\b",
+            ),
             ("avoid", "explicit", "high", r"^(?:bitte\s+)?vermeide\w*\b|\bverboten\b"),
-            ("keep-as-is", "preserve", "medium",
-             r"\b(?:behalte|belasse|lass|lasse)\b.{0,40}?\b(?:bei|so|wie\s+(?:es|sie|er)\s+(?:ist|sind)|unverändert|in\s+ruhe)\b"
-             r"|\b(?:beibehalten|unverändert\s+lassen)\b"),
-            ("neg-item", "explicit", "medium",
-             r"^(?:\W*)(?:(?:und\s+)?keine?[nmrs]?\s+\w|ohne\s+\w|nicht\s+\w|niemals\s+\w|nie\s+\w)"
-             r"|\b(?:nicht|nie|niemals)\s+(?:\S+\s+){0,3}?\w+(?:en|ern|eln)\s*[.]?\s*$|\bbleib(?:t|en)\s+(?:\S+\s+){0,2}?unverändert\b", "item"),
-            ("ask-first", "restraint", "medium",
-             r"\bwarte\s+auf\s+(?:mein|meine)\s+(?:ok|okay|freigabe|bestätigung|zustimmung|go)\b|\bfrag\s+mich\s+(?:vorher|zuerst|bevor)\b"
-             r"|\bmach\s+(?:das|ich)\s+selbst\b|\bdas\s+mache\s+ich\s+selbst\b"),
+            (
+                "keep-as-is",
+                "preserve",
+                "medium",
+                r"\b(?:behalte|belasse|lass|lasse)\b.{0,40}?\b(?:bei|so|wie\s+(?:es|sie|er)\s+(?:ist|sind)|unverändert|in\s+ruhe)\b"
+                r"|\b(?:beibehalten|unverändert\s+lassen)\b",
+            ),
+            (
+                "neg-item",
+                "explicit",
+                "medium",
+                r"^(?:\W*)(?:(?:und\s+)?keine?[nmrs]?\s+\w|ohne\s+\w|nicht\s+\w|niemals\s+\w|nie\s+\w)"
+                r"|\b(?:nicht|nie|niemals)\s+(?:\S+\s+){0,3}?\w+(?:en|ern|eln)\s*[.]?\s*$|\bbleib(?:t|en)\s+(?:\S+\s+){0,2}?unverändert\b",
+                "item",
+            ),
+            (
+                "ask-first",
+                "restraint",
+                "medium",
+                r"\bwarte\s+auf\s+(?:mein|meine)\s+(?:ok|okay|freigabe|bestätigung|zustimmung|go)\b|\bfrag\s+mich\s+(?:vorher|zuerst|bevor)\b"
+                r"|\bmach\s+(?:das|ich)\s+selbst\b|\bdas\s+mache\s+ich\s+selbst\b",
+            ),
         ],
         "veto": [
             ("question", r"\?"),
             ("hedged", r"\b(?:vielleicht|eventuell|ich\s+glaube|ich\s+denke|weiß\s+nicht)\b"),
-            ("no-need", r"\b(?:nicht\s+nötig|nicht\s+notwendig|muss\s+nicht|musst\s+nicht|brauchst\s+nicht|brauchen\s+nicht)\b"),
+            (
+                "no-need",
+                r"\b(?:nicht\s+nötig|nicht\s+notwendig|muss\s+nicht|musst\s+nicht|brauchst\s+nicht|brauchen\s+nicht)\b",
+            ),
         ],
     },
     "ru": {
         "instruction": [
-            ("neg-imperative", "explicit", "high",
-             r"(?:^|[\s,.;:!—-])не\s+(?:\w+\s+)?(?:трогай|трогайте|меняй|меняйте|изменяй|изменяйте|удаляй|удаляйте|добавляй|"
-             r"добавляйте|делай|делайте|коммить|коммитьте|пушь|пушьте|используй|используйте|ломай|ломайте|переименовывай|"
-             r"запускай|запускайте|устанавливай|устанавливайте|пиши|пишите|создавай|создавайте|правь|правьте|редактируй|"
-             r"редактируйте|переписывай|переписывайте|\w+(?:айте|яйте|йте|ьте))\b"),
+            (
+                "neg-imperative",
+                "explicit",
+                "high",
+                r"(?:^|[\s,.;:!—-])не\s+(?:\w+\s+)?(?:трогай|трогайте|меняй|меняйте|изменяй|изменяйте|удаляй|удаляйте|добавляй|"
+                r"добавляйте|делай|делайте|коммить|коммитьте|пушь|пушьте|используй|используйте|ломай|ломайте|переименовывай|"
+                r"запускай|запускайте|устанавливай|устанавливайте|пиши|пишите|создавай|создавайте|правь|правьте|редактируй|"
+                r"редактируйте|переписывай|переписывайте|\w+(?:айте|яйте|йте|ьте))\b",
+            ),
             ("never", "explicit", "high", r"\bникогда\s+не\b"),
             ("forbidden", "explicit", "medium", r"\b(?:запрещено|нельзя)\b"),
-            ("keep-as-is", "preserve", "medium", r"\b(?:оставь|оставьте|сохрани|сохраните)\b.{0,40}?\b(?:как\s+есть|без\s+изменений)\b"),
-            ("neg-item", "explicit", "medium",
-             r"^(?:\W*)(?:не\s+\w+(?:ать|ять|еть|ить|уть|ти)(?:ся)?\b|без\s+\w|никаких\s+\w|никогда\s+не\b)", "item"),
-            ("ask-first", "restraint", "medium",
-             r"\bспроси\s+(?:меня\s+)?(?:сначала|перед|прежде)|\bжди\s+моего\s+(?:подтверждения|одобрения|ок)|\bя\s+сам\s+(?:сделаю|это\s+сделаю)"),
+            (
+                "keep-as-is",
+                "preserve",
+                "medium",
+                r"\b(?:оставь|оставьте|сохрани|сохраните)\b.{0,40}?\b(?:как\s+есть|без\s+изменений)\b",
+            ),
+            (
+                "neg-item",
+                "explicit",
+                "medium",
+                r"^(?:\W*)(?:не\s+\w+(?:ать|ять|еть|ить|уть|ти)(?:ся)?\b|без\s+\w|никаких\s+\w|никогда\s+не\b)",
+                "item",
+            ),
+            (
+                "ask-first",
+                "restraint",
+                "medium",
+                r"\bспроси\s+(?:меня\s+)?(?:сначала|перед|прежде)|\bжди\s+моего\s+(?:подтверждения|одобрения|ок)|\bя\s+сам\s+(?:сделаю|это\s+сделаю)",
+            ),
         ],
         "veto": [
             ("question", r"\?"),
@@ -287,20 +520,42 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
     },
     "it": {
         "instruction": [
-            ("neg-imperative", "explicit", "high",
-             r"\bnon\s+(?:(?:lo|la|li|le|ci|mi|ti|si|ne)\s+)?(?:toccare|modificare|cambiare|cancellare|eliminare|rimuovere|aggiungere|"
-             r"usare|utilizzare|fare|mettere|eseguire|installare|spostare|rompere|editare|rinominare|pubblicare|aggiornare|"
-             r"scrivere|riscrivere|committare|pushare|toccarlo|modificarlo|cambiarlo|toccate|modificate|cambiate)\b"),
+            (
+                "neg-imperative",
+                "explicit",
+                "high",
+                r"\bnon\s+(?:(?:lo|la|li|le|ci|mi|ti|si|ne)\s+)?(?:toccare|modificare|cambiare|cancellare|eliminare|rimuovere|aggiungere|"
+                r"usare|utilizzare|fare|mettere|eseguire|installare|spostare|rompere|editare|rinominare|pubblicare|aggiornare|"
+                r"scrivere|riscrivere|committare|pushare|toccarlo|modificarlo|cambiarlo|toccate|modificate|cambiate)\b",
+            ),
             ("never", "explicit", "high", r"\bmai\s+(?:(?:lo|la|li|le)\s+)?\w+are\b|\bnon\s+\w+are\s+mai\b"),
             ("avoid", "explicit", "high", r"^(?:per\s+favore,?\s*)?evit(?:a|are|ate)\s+(?:di\s+)?\w|\bvietato\b"),
             ("must-not", "explicit", "high", r"\bnon\s+(?:devi|dovresti|deve|devono|voglio\s+che)\b"),
-            ("keep-as-is", "preserve", "medium",
-             r"\b(?:mantieni|mantenere|conserva|lascia|lasciare)\b.{0,40}?\b(?:com['’]\s*è|invariat[oaie]|intatt[oaie]|così\s+com['’]\s*è)\b"),
-            ("later", "defer", "medium", r"\b(?:lascia(?:lo)?|rimanda(?:lo)?)\s+(?:\w+\s+)?(?:a\s+dopo|per\s+dopo|più\s+tardi)\b"),
-            ("neg-item", "explicit", "medium",
-             r"^(?:\W*)(?:non\s+(?:si\s+)?\w+(?:are|ere|ire)\b|senza\s+\w|nessun[oa]?\s+\w|mai\s+\w)", "item"),
-            ("ask-first", "restraint", "medium",
-             r"\baspetta\s+(?:la\s+)?mia\s+(?:conferma|approvazione)\b|\bchiedimi\s+prima\b|\blo\s+faccio\s+io\b"),
+            (
+                "keep-as-is",
+                "preserve",
+                "medium",
+                r"\b(?:mantieni|mantenere|conserva|lascia|lasciare)\b.{0,40}?\b(?:com['’]\s*è|invariat[oaie]|intatt[oaie]|così\s+com['’]\s*è)\b",
+            ),
+            (
+                "later",
+                "defer",
+                "medium",
+                r"\b(?:lascia(?:lo)?|rimanda(?:lo)?)\s+(?:\w+\s+)?(?:a\s+dopo|per\s+dopo|più\s+tardi)\b",
+            ),
+            (
+                "neg-item",
+                "explicit",
+                "medium",
+                r"^(?:\W*)(?:non\s+(?:si\s+)?\w+(?:are|ere|ire)\b|senza\s+\w|nessun[oa]?\s+\w|mai\s+\w)",
+                "item",
+            ),
+            (
+                "ask-first",
+                "restraint",
+                "medium",
+                r"\baspetta\s+(?:la\s+)?mia\s+(?:conferma|approvazione)\b|\bchiedimi\s+prima\b|\blo\s+faccio\s+io\b",
+            ),
         ],
         "veto": [
             ("question", r"\?"),
@@ -310,12 +565,22 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
     },
     "vi": {
         "instruction": [
-            ("neg-imperative", "explicit", "high", r"(?:^|[,.;:!]\s*)(?:xin\s+|vui\s+lòng\s+|làm\s+ơn\s+)?(?:đừng|chớ|không\s+được|cấm)\s+\w"),
+            (
+                "neg-imperative",
+                "explicit",
+                "high",
+                r"(?:^|[,.;:!]\s*)(?:xin\s+|vui\s+lòng\s+|làm\s+ơn\s+)?(?:đừng|chớ|không\s+được|cấm)\s+\w",
+            ),
             ("must-not", "explicit", "high", r"\b(?:không\s+được\s+phép|tuyệt\s+đối\s+không|nghiêm\s+cấm)\b"),
             ("avoid", "explicit", "high", r"^(?:xin\s+|vui\s+lòng\s+)?tránh\s+\w"),
             ("keep-as-is", "preserve", "medium", r"\b(?:giữ\s+nguyên|giữ\s+lại|không\s+thay\s+đổi)\b"),
             ("later", "defer", "medium", r"\b(?:để\s+sau|làm\s+sau|để\s+lần\s+sau)\b"),
-            ("ask-first", "restraint", "medium", r"\b(?:hỏi\s+(?:tôi|mình|em|anh)\s+trước|(?:tôi|mình)\s+sẽ\s+tự\s+làm)\b"),
+            (
+                "ask-first",
+                "restraint",
+                "medium",
+                r"\b(?:hỏi\s+(?:tôi|mình|em|anh)\s+trước|(?:tôi|mình)\s+sẽ\s+tự\s+làm)\b",
+            ),
             ("neg-item", "explicit", "medium", r"^(?:\W*)(?:không\s+\w|bỏ\s+qua\s+\w)", "item"),
         ],
         "veto": [
@@ -349,9 +614,23 @@ FOREIGN: dict[str, ForeignTable] = {lang: _compile(lang, spec) for lang, spec in
 
 #: Structural and matcher cues of the carry decision (language-free unless noted).
 CARRY_CUES: tuple[Cue, ...] = (
-    Cue("quoted", "*", "carry", None, "at least half of the rule's word trigrams are in the summary (its user-message list)", "high"),
+    Cue(
+        "quoted",
+        "*",
+        "carry",
+        None,
+        "at least half of the rule's word trigrams are in the summary (its user-message list)",
+        "high",
+    ),
     Cue("verbatim", "*", "carry", None, "the rule (or its key part) appears verbatim", "high"),
-    Cue("negated-mention", "en", "carry", None, "a negated sentence with the rule's key words (verb class, stems)", "high"),
+    Cue(
+        "negated-mention",
+        "en",
+        "carry",
+        None,
+        "a negated sentence with the rule's key words (verb class, stems)",
+        "high",
+    ),
     Cue("user-keeps", "en", "carry", None, "the user / someone else does the action", "high"),
     Cue("preserve-cue", "en", "carry", None, "keep / retain / unchanged with the rule's words", "high"),
     Cue("defer-cue", "en", "carry", None, "later / deferred with the rule's words", "high"),
@@ -362,25 +641,85 @@ CARRY_CUES: tuple[Cue, ...] = (
     Cue("no-thing", "en", "carry", None, "'no X' / 'without X' governing the thing", "high"),
     Cue("thing-removed", "en", "carry", None, "the summary says the forbidden thing was removed / replaced", "medium"),
     Cue("partial", "en", "carry", None, "half the key words and the action in a cued sentence (uncertain)", "low"),
-    Cue("code-name", "*", "carry", None, "a code name of the rule next to a negation / keep word (rules in other languages)", "medium"),
+    Cue(
+        "code-name",
+        "*",
+        "carry",
+        None,
+        "a code name of the rule next to a negation / keep word (rules in other languages)",
+        "medium",
+    ),
 )
 #: Why a summary is taken not to carry an instruction (the alert's reason).
 DROP_CUES: tuple[Cue, ...] = (
-    Cue("unquoted-again", "*", "drop", None, "an earlier summary quoted the rule; this one neither quotes nor restates it, "
-        "nor names any of its code names", "high"),
-    Cue("unquoted-again-traced", "*", "drop", None, "the same, but this summary still names one of the rule's code names", "medium"),
-    Cue("removed", "*", "drop", None, "the summary names the thing (in another language: a code name of the keep rule) while "
-        "saying it was removed / replaced", "high"),
-    Cue("plan-no-trace", "*", "drop", None, "a rule of an approved plan with code names (files, identifiers, numbers) of "
-        "which the summary names none", "high"),
+    Cue(
+        "unquoted-again",
+        "*",
+        "drop",
+        None,
+        "an earlier summary quoted the rule; this one neither quotes nor restates it, nor names any of its code names",
+        "high",
+    ),
+    Cue(
+        "unquoted-again-traced",
+        "*",
+        "drop",
+        None,
+        "the same, but this summary still names one of the rule's code names",
+        "medium",
+    ),
+    Cue(
+        "removed",
+        "*",
+        "drop",
+        None,
+        "the summary names the thing (in another language: a code name of the keep rule) while "
+        "saying it was removed / replaced",
+        "high",
+    ),
+    Cue(
+        "plan-no-trace",
+        "*",
+        "drop",
+        None,
+        "a rule of an approved plan with code names (files, identifiers, numbers) of which the summary names none",
+        "high",
+    ),
     Cue("plan-unstated", "*", "drop", None, "a rule of an approved plan the summary does not state", "medium"),
-    Cue("not-quoted", "*", "drop", None, "the summary lists the user's messages since the last one and not this rule's "
-        "(typed rules survive their first compaction in that list: weak)", "low"),
-    Cue("not-quoted-no-trace", "*", "drop", None, "the same, and nothing of the rule is left anywhere in the summary (no code "
-        "name; in English, under a third of its naming words)", "medium"),
-    Cue("not-quoted-long-no-trace", "*", "drop", None, "a long message's rule the list does not quote and of which nothing is "
-        "left anywhere in the summary", "low"),
-    Cue("not-quoted-long", "*", "drop", None, "the same for a long message (lists describe long messages, not quote them)", "low"),
+    Cue(
+        "not-quoted",
+        "*",
+        "drop",
+        None,
+        "the summary lists the user's messages since the last one and not this rule's "
+        "(typed rules survive their first compaction in that list: weak)",
+        "low",
+    ),
+    Cue(
+        "not-quoted-no-trace",
+        "*",
+        "drop",
+        None,
+        "the same, and nothing of the rule is left anywhere in the summary (no code "
+        "name; in English, under a third of its naming words)",
+        "medium",
+    ),
+    Cue(
+        "not-quoted-long-no-trace",
+        "*",
+        "drop",
+        None,
+        "a long message's rule the list does not quote and of which nothing is left anywhere in the summary",
+        "low",
+    ),
+    Cue(
+        "not-quoted-long",
+        "*",
+        "drop",
+        None,
+        "the same for a long message (lists describe long messages, not quote them)",
+        "low",
+    ),
     Cue("unmatched", "*", "drop", None, "nothing in the summary states it", "medium"),
     Cue("uncertain", "en", "drop", None, "only a partial restatement (dropped at the recall end only)", "low"),
     Cue("opaque", "*", "drop", None, "the summary text is not available", "high"),
@@ -425,7 +764,9 @@ class Level:
     drops: frozenset[str]  # drop cues that alert (others count as carried)
     foreign_drops: frozenset[str]  # the same, for instructions read in another language than the summary's
     uncertain_drops: bool  # a partial restatement does not carry
-    high_only: frozenset[str] = frozenset()  # drop cues that alert only for a rule read by an instruction cue of strength high
+    high_only: frozenset[str] = (
+        frozenset()
+    )  # drop cues that alert only for a rule read by an instruction cue of strength high
 
 
 #: Precise: both decisions strong — an instruction cue of strength high or medium and a structural drop (a quote
@@ -462,7 +803,27 @@ _ENGLISH_WORDS = frozenset(
     "please can should would will use add fix make it's let's just also but so if then keep what why how when all "
     "from at by as have has need want now here there one more any some only new yes ok".split())
 _CODE = re.compile(r"`[^`]*`|\S*(?:[/\\_=<>{}()\[\]#]|\.\w)\S*|\b[A-Z]{2,}\b|\w*\d\w*")
-_LATIN = ("en", "es", "fr", "de", "pt", "it", "nl", "pl", "tr", "id", "vi", "cs", "sv", "da", "no", "fi", "ro", "hu", "ca")
+_LATIN = (
+    "en",
+    "es",
+    "fr",
+    "de",
+    "pt",
+    "it",
+    "nl",
+    "pl",
+    "tr",
+    "id",
+    "vi",
+    "cs",
+    "sv",
+    "da",
+    "no",
+    "fi",
+    "ro",
+    "hu",
+    "ca",
+)
 
 
 @lru_cache(maxsize=1)

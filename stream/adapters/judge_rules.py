@@ -49,12 +49,16 @@ _USER_LIST = re.compile(
     r"mensagens\s+do\s+usuário|messaggi\s+dell['’]utente|tin\s+nhắn\s+(?:của\s+)?người\s+dùng|сообщения\s+пользователя|"
     r"ユーザー(?:の)?メッセージ|用户消息|用戶(?:訊息|消息)|사용자\s*메시지", re.I)
 #: A section heading of a summary, at column 0: "## Pending tasks", "6. All user messages:", "**6. All user messages**".
-_HEAD = re.compile(r"^(?:#{1,6}[ \t]+\S.*|(?:\*\*)?\d{1,2}[.)][ \t]+[^\n]{2,100}?:(?:\*\*)?[ \t]*|\*\*\d{1,2}[.)][^\n]{2,100}\*\*:?[ \t]*)$")
+_HEAD = re.compile(
+    r"^(?:#{1,6}[ \t]+\S.*|(?:\*\*)?\d{1,2}[.)][ \t]+[^\n]{2,100}?:(?:\*\*)?[ \t]*|\*\*\d{1,2}[.)][^\n]{2,100}\*\*:?[ \t]*)$"
+)
 _QUOTED_ITEM = re.compile(r"^[ \t]*(?:[-*•]|\d+[.)])[ \t]+(?:\*\*[^*]{0,40}\*\*:?[ \t]*)?[\"“「『'»«]")
 _ITEM = re.compile(r"^[ \t]*(?:[-*•]|\d+[.)])[ \t]+\S")
 _FOREIGN_SENTENCE = re.compile(r"(?<=[。！？!?．])\s*")
-_CODE_NAME = re.compile(r"`([^`\n]{2,80})`|((?:[\w.-]+/)+[\w.-]+|\b\w+\.(?:py|go|ts|tsx|js|rs|java|md|json|ya?ml|toml|sql)\b|"
-                        r"\b[a-z]+_[a-z_]+\b|\b[A-Za-z][a-z0-9]+[A-Z]\w*\b)")
+_CODE_NAME = re.compile(
+    r"`([^`\n]{2,80})`|((?:[\w.-]+/)+[\w.-]+|\b\w+\.(?:py|go|ts|tsx|js|rs|java|md|json|ya?ml|toml|sql)\b|"
+    r"\b[a-z]+_[a-z_]+\b|\b[A-Za-z][a-z0-9]+[A-Z]\w*\b)"
+)
 _NEGATION_OR_KEEP = re.compile(r"\b(?:not?|never|don'?t|without|avoid\w*|keep\w*|kept|unchanged|untouched|preserv\w*|"
                                r"off[- ]limits|forbid\w*|prohibit\w*)\b|ない|不|别|禁止|保持|지\s*마|금지|유지", re.I)
 
@@ -167,10 +171,12 @@ def traced(rule: str, summary: _Summary) -> tuple[str, ...]:
 
 
 #: Words that say nothing about what a rule is about (function words, the cue words themselves).
-_PLAIN_WORDS = frozenset("this that these those with from have will would should could must please never dont don't avoid "
-                         "keep just also only then them they their there what when which about into onto make sure need "
-                         "want like does doing done were been being your ours anything something everything thing things "
-                         "stuff again still ever okay yeah".split())
+_PLAIN_WORDS = frozenset(
+    "this that these those with from have will would should could must please never dont don't avoid "
+    "keep just also only then them they their there what when which about into onto make sure need "
+    "want like does doing done were been being your ours anything something everything thing things "
+    "stuff again still ever okay yeah".split()
+)
 #: A rule whose naming words the summary holds less than this share of has left no trace there (its own language).
 NO_TRACE = 0.34
 #: ... and one with this share of them (three or more) is still there in other words, though no longer quoted.
@@ -184,7 +190,9 @@ def trace_share(rule: str, summary: _Summary) -> float:
     if not naming:
         return 0.0
     share = sum(f" {w} " in summary.words for w in naming) / len(naming)
-    return share if len(naming) >= 3 or share < KEPT_WORDS else min(share, NO_TRACE)  # one or two common words tell little
+    return (
+        share if len(naming) >= 3 or share < KEPT_WORDS else min(share, NO_TRACE)
+    )  # one or two common words tell little
 
 
 @dataclass(frozen=True)
@@ -333,8 +341,12 @@ def _read_foreign(table: cues.ForeignTable, lines: list[tuple[str, bool]], sourc
     out = []
     for line, item in lines:
         item = item and len(line) <= ITEM_CHARS
-        pieces = [s for part in _FOREIGN_SENTENCE.split(line) for s in (sentences(part) if table.lang in cues.LATIN_TABLES
-                                                                       else [part]) if s.strip()]
+        pieces = [
+            s
+            for part in _FOREIGN_SENTENCE.split(line)
+            for s in (sentences(part) if table.lang in cues.LATIN_TABLES else [part])
+            if s.strip()
+        ]
         for sentence in pieces:
             s = sentence.strip()
             if len(s) < 3 or any(pattern.search(s) for _, pattern in table.veto):
@@ -350,9 +362,12 @@ def _read_foreign(table: cues.ForeignTable, lines: list[tuple[str, bool]], sourc
 
 
 #: A summary sentence that says the thing went: it does not carry a rule to keep it (any language of the tables).
-_REMOVAL = re.compile(r"\b(?:remov\w*|delet\w*|dropp\w*|replac\w*|rewr[io]t\w*|renam\w*|migrat\w*\s+away|got\s+rid|"
-                      r"entfernt|gelöscht|ersetzt|supprimé\w*|remplacé\w*|eliminad\w*|borrad\w*|reemplazad\w*|removid\w*|"
-                      r"substituíd\w*|rimoss\w*|sostituit\w*|удал[её]н\w*|замен[её]н\w*)\b|削除|置き換え|删除|删掉|替换|替換|삭제|제거|교체", re.I)
+_REMOVAL = re.compile(
+    r"\b(?:remov\w*|delet\w*|dropp\w*|replac\w*|rewr[io]t\w*|renam\w*|migrat\w*\s+away|got\s+rid|"
+    r"entfernt|gelöscht|ersetzt|supprimé\w*|remplacé\w*|eliminad\w*|borrad\w*|reemplazad\w*|removid\w*|"
+    r"substituíd\w*|rimoss\w*|sostituit\w*|удал[её]н\w*|замен[её]н\w*)\b|削除|置き換え|删除|删掉|替换|替換|삭제|제거|교체",
+    re.I,
+)
 
 
 def _code_name_kept(rule: str, summary: str, preserve: bool = False, removed: bool = False) -> str | None:

@@ -72,9 +72,14 @@ def _encode(arrays: dict[str, Any]) -> bytes:
     parts = [arrays["ptc"].tobytes(), arrays["pc"].tobytes(), arrays["nextmove"], arrays["row"],
              np.asarray(arrays["out"], dtype="<i4").tobytes()]
     payload = b"".join(parts)
-    head = {"ptc": [str(arrays["ptc"].dtype), list(arrays["ptc"].shape)], "pc": [str(arrays["pc"].dtype), len(arrays["pc"])],
-            "classes": arrays["classes"], "nextmove_code": arrays["nextmove_code"],
-            "sizes": [len(p) for p in parts], "sha256": hashlib.sha256(payload).hexdigest()}
+    head = {
+        "ptc": [str(arrays["ptc"].dtype), list(arrays["ptc"].shape)],
+        "pc": [str(arrays["pc"].dtype), len(arrays["pc"])],
+        "classes": arrays["classes"],
+        "nextmove_code": arrays["nextmove_code"],
+        "sizes": [len(p) for p in parts],
+        "sha256": hashlib.sha256(payload).hexdigest(),
+    }
     return _MAGIC + json.dumps(head).encode() + b"\n" + payload
 
 

@@ -130,7 +130,9 @@ def discover(paths: list[str | Path]) -> tuple[list[Path], list[str]]:
         elif path.is_dir():
             subs = [d for d in (events_dir_of(c) for c in sorted(path.iterdir()) if c.is_dir()) if d is not None]
             if not subs:
-                errors.append(f"{path}: not an OpenHands conversation directory (no events/ inside, nor in its sub-directories)")
+                errors.append(
+                    f"{path}: not an OpenHands conversation directory (no events/ inside, nor in its sub-directories)"
+                )
             for d in subs:
                 found.setdefault(d.as_posix(), d)
         elif path.exists():
@@ -232,7 +234,9 @@ class OpenHandsContext:
         forgotten = ev.get("forgotten_event_ids")
         if not isinstance(forgotten, list):
             forgotten = []
-            reader.stats.error(f"{reader.events_dir}: Condensation {ev['id']} has no forgotten_event_ids list; treated as empty")
+            reader.stats.error(
+                f"{reader.events_dir}: Condensation {ev['id']} has no forgotten_event_ids list; treated as empty"
+            )
         forgotten = [f for f in forgotten if isinstance(f, str) and f]
         summaries = [f for f in forgotten if f.endswith("-summary")]
         raws = [f for f in forgotten if not f.endswith("-summary") and f in self._known]
@@ -357,7 +361,11 @@ class OpenHandsConversation:
             return None
         try:
             data = json.loads(raw.decode("utf-8-sig"))
-        except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # ValueError: also an integer over the digit limit
+        except (
+            UnicodeDecodeError,
+            ValueError,
+            RecursionError,
+        ) as exc:  # ValueError: also an integer over the digit limit
             sig = (st.st_size, st.st_mtime_ns)
             if not final and self._waiting.get(f.name) != sig:
                 self._waiting[f.name] = sig

@@ -103,7 +103,9 @@ class Prohibition:
     source: str = "user"
     form: str = "explicit"
     origin: tuple[str, int] | None = None
-    about: str = ""  # the question an elliptical answer ("not in this phase") answers: what it is about (not on the wire)
+    about: str = (
+        ""  # the question an elliptical answer ("not in this phase") answers: what it is about (not on the wire)
+    )
     cue: str = ""  # the extraction cue that read it (:data:`EXTRACTION_CUES`; not on the wire, not in the id)
 
     @property
@@ -154,8 +156,11 @@ _PASTED = re.compile(
     r"Referer|Pragma|Vary|Expires|Location):\s|[a-z][a-z0-9]*(?:[_.-][a-z0-9]+)+\s*[:=]\s|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=)",
 )
 #: A message that opens by announcing that what it holds is someone else's output ("These are all logs I got ...").
-_PASTE_OPENING = re.compile(r"^(?:(?:these|those)\s+are|here\s+(?:are|is)|this\s+is|i\s+(?:got|get|see)|got)\b[^.!?\n]{0,40}?"
-                            r"\b(?:logs?|output|errors?|warnings?|traces?|stack\s*traces?|console)\b", re.I)
+_PASTE_OPENING = re.compile(
+    r"^(?:(?:these|those)\s+are|here\s+(?:are|is)|this\s+is|i\s+(?:got|get|see)|got)\b[^.!?\n]{0,40}?"
+    r"\b(?:logs?|output|errors?|warnings?|traces?|stack\s*traces?|console)\b",
+    re.I,
+)
 #: A review comment pasted from a bot (title, "High Severity", body, "Fix in ..."): someone else's words.
 _REVIEW_SEVERITY = re.compile(r"^(?:low|medium|high|critical)\s+severity$", re.IGNORECASE)
 _REVIEW_END = re.compile(r"^(?:fix in (?:cursor|web)|<!--|---+$)", re.IGNORECASE)
@@ -186,7 +191,9 @@ _PROMPT_LEAD = re.compile(
     re.IGNORECASE,
 )
 #: A list item's marker: a dash or number, or a pictograph used as a bullet ("❌ no unwrap", "✅ tests").
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|[a-zA-Z][.)]|[\u2190-\u21ff\u2600-\u27bf\U0001f000-\U0001faff]\ufe0f?)\s+")
+_LIST_ITEM = re.compile(
+    r"^\s*(?:[-*+•]|\d+[.)]|[a-zA-Z][.)]|[\u2190-\u21ff\u2600-\u27bf\U0001f000-\U0001faff]\ufe0f?)\s+"
+)
 _HEADING = re.compile(r"^\s*#{1,6}\s+(.*)$")
 #: Plan sections that describe rather than direct: there, only explicit imperatives count.
 _DIRECTIVE_SECTION = re.compile(
@@ -222,7 +229,9 @@ class Unit:
     imperative_list: bool = False  # an item of a list of instructions
     negated_item: str = ""  # first sentence of an item of a list of things not to do: the list's lead ("Out of scope")
     sentence: str = ""  # the whole sentence it was cut from
-    before: tuple[str, ...] = ()  # the sentences before it in its line / paragraph (typed words, not a plan's description)
+    before: tuple[
+        str, ...
+    ] = ()  # the sentences before it in its line / paragraph (typed words, not a plan's description)
 
 
 def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, bool, bool, int]]:
@@ -301,8 +310,10 @@ def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, 
         if m:
             yield from flush()
             section = m.group(1).strip()
-            descriptive = source == "plan" and ((bool(_TEST_SECTION.search(section)) and not _TASK_HEADING.match(section)) or (
-                bool(_DESCRIPTIVE_SECTION.search(section)) and not _DIRECTIVE_SECTION.search(section)))
+            descriptive = source == "plan" and (
+                (bool(_TEST_SECTION.search(section)) and not _TASK_HEADING.match(section))
+                or (bool(_DESCRIPTIVE_SECTION.search(section)) and not _DIRECTIVE_SECTION.search(section))
+            )
             if _PAREN_KEEP_HEADING.search(section):  # "### API contracts (unchanged)": the heading is the rule
                 yield section, section, False, False, block
                 block += 1
@@ -367,7 +378,9 @@ def _negated_columns(lines: list[str]) -> list[str]:
             out.extend(lines[i:j])
         for k in negated:
             out += ["", f"{header[k]}:"]
-            out += [f"- {cells[k]}" for cells in map(_cells, lines[i + 2 : j]) if k < len(cells) and cells[k].strip(" -")]
+            out += [
+                f"- {cells[k]}" for cells in map(_cells, lines[i + 2 : j]) if k < len(cells) and cells[k].strip(" -")
+            ]
             out.append("")
         i = j
     return out
@@ -497,8 +510,11 @@ _CLAUSE_SPLIT = re.compile(
 _INTERJECTION = re.compile(r"\b((?:do\s+not|don'?t|dont|never)(?:\s+ever)?)\s*,\s*[^,]{1,40}?,\s*"
                            r"(?=(?!(?:do\s+not|don'?t|dont|never)\b)[a-z])", re.IGNORECASE)
 #: A lead that puts what follows its ":" out of scope: "Not in this PR: the router refactor".
-_SCOPE_LEAD = re.compile(r"^(?:not\s+(?:in|for)\s+(?:this|the\s+current)\s+\w+|out\s+of\s+scope(?:\s+for\s+now)?|non-goals?|"
-                         r"keep\s+(?:unchanged|untouched|as[- ]is|intact)|(?:do\s+not|don'?t)\s+change)$", re.I)
+_SCOPE_LEAD = re.compile(
+    r"^(?:not\s+(?:in|for)\s+(?:this|the\s+current)\s+\w+|out\s+of\s+scope(?:\s+for\s+now)?|non-goals?|"
+    r"keep\s+(?:unchanged|untouched|as[- ]is|intact)|(?:do\s+not|don'?t)\s+change)$",
+    re.I,
+)
 _CONDITION_START = re.compile(r"^(?:if|when|unless|once|before|after|while|until|whenever|in\s+case)\b", re.I)
 
 
@@ -542,7 +558,12 @@ def _clauses_uncached(sentence: str) -> list[tuple[str, bool]]:
         k = 1
         while k < len(pieces):  # "don't add, remove or rename files": a list of verbs, one clause
             last = re.search(r"([A-Za-z]+)\W*$", pieces[k - 1])
-            if seps[k - 1] == "," and last and last.group(1).lower() in IMPERATIVE_VERBS and starts_imperative(pieces[k]):
+            if (
+                seps[k - 1] == ","
+                and last
+                and last.group(1).lower() in IMPERATIVE_VERBS
+                and starts_imperative(pieces[k])
+            ):
                 pieces[k - 1 : k + 1] = [f"{pieces[k - 1]}, {pieces[k]}"]
                 del seps[k - 1]
             else:
@@ -585,10 +606,14 @@ def _shares_subject(before: str, after: str) -> bool:
 
 
 _DECISIONS_LEAD = re.compile(
-    r"\b(?:decisions?|constraints?|requirements?|rules?|non-goals?|guardrails?|out of scope|do not|don'?t)\b[^.]*:\s*$", re.I)
+    r"\b(?:decisions?|constraints?|requirements?|rules?|non-goals?|guardrails?|out of scope|do not|don'?t)\b[^.]*:\s*$",
+    re.I,
+)
 _DECISIONS_SECTION = re.compile(
     r"\b(?:decisions?|constraints?|requirements?|rules?|non-goals?|guardrails?|out of scope|do not|don'?ts?|"
-    r"must not|restrictions?|boundaries|limitations? on|design|approach|policy|policies|conventions?|principles?)\b", re.I)
+    r"must not|restrictions?|boundaries|limitations? on|design|approach|policy|policies|conventions?|principles?)\b",
+    re.I,
+)
 #: A list whose every item is forbidden ("Don't:", "Out of scope:", a "Non-goals" section).
 _NEGATED_LEAD = re.compile(
     r"(?:^|\b)(don'?ts?|do\s+not|never|avoid|must\s+not|non-goals?|out\s+of\s+scope|not\s+in\s+scope|"
@@ -597,7 +622,9 @@ _NEGATED_SECTION = re.compile(r"^(don'?ts|do\s+not|never|avoid|non-goals?|out\s+
                               r"what\s+not\s+to\s+do|won'?t\s+do|will\s+not\s+do|not\s+doing|not\s+planned|excluded|"
                               r"exclusions)\b", re.I)
 #: A lead-in that introduces consequences or observations, not instructions ("This means:").
-_CONSEQUENCE_LEAD = re.compile(r"\b(?:means|result|results|effects?|outcome|consequences?|so|i\.e\.|currently|today|before|now)\s*:\s*$", re.I)
+_CONSEQUENCE_LEAD = re.compile(
+    r"\b(?:means|result|results|effects?|outcome|consequences?|so|i\.e\.|currently|today|before|now)\s*:\s*$", re.I
+)
 
 
 def starts_imperative(text: str) -> bool:
@@ -629,7 +656,11 @@ def units(text: str, *, source: str = "user") -> Iterator[tuple[Unit, list[tuple
                 j += 1
         group = lines[i : j + 1]
         before = lines[i - 1] if i > 0 else None
-        lead = _plain(before[0]) if item and before and not before[3] and before[1] == section and before[4] >= block - 1 else ""
+        lead = (
+            _plain(before[0])
+            if item and before and not before[3] and before[1] == section and before[4] >= block - 1
+            else ""
+        )
         decisions = bool(item and (_DECISIONS_LEAD.search(lead) or _DECISIONS_SECTION.search(section)))
         imperative = bool(item and not _CONSEQUENCE_LEAD.search(lead) and any(starts_imperative(g[0]) for g in group))
         m = (_NEGATED_LEAD.search(lead) or _NEGATED_SECTION.match(section)) if item else None
@@ -637,8 +668,20 @@ def units(text: str, *, source: str = "user") -> Iterator[tuple[Unit, list[tuple
         for line, section, descriptive, item, _ in group:
             said = sentences(line)
             for k, s in enumerate(said):
-                yield (Unit(s, section, descriptive, item, decisions=decisions, imperative_list=imperative,
-                            negated_item=negation if k == 0 else "", sentence=s, before=tuple(said[max(0, k - _BEFORE) : k])), clauses(s))
+                yield (
+                    Unit(
+                        s,
+                        section,
+                        descriptive,
+                        item,
+                        decisions=decisions,
+                        imperative_list=imperative,
+                        negated_item=negation if k == 0 else "",
+                        sentence=s,
+                        before=tuple(said[max(0, k - _BEFORE) : k]),
+                    ),
+                    clauses(s),
+                )
         i = j + 1
 
 
@@ -657,7 +700,9 @@ _MARKERS = re.compile(
 )
 #: Pictographs and symbols before the first word ("🚫 don't rename it").
 _LEADING_SYMBOLS = re.compile(r"^[\s\u2190-\u21ff\u2600-\u27bf\U0001f000-\U0001faff\ufe0f]+")
-_NO_MARKER = re.compile(r"^(?:no+|nah+|nope)\b(?:[\s,.!:-]+(?=(?:don'?t|do not|never|let'?s|please|we|you)\b)|\s*[,.!:-]+\s*)", re.I)
+_NO_MARKER = re.compile(
+    r"^(?:no+|nah+|nope)\b(?:[\s,.!:-]+(?=(?:don'?t|do not|never|let'?s|please|we|you)\b)|\s*[,.!:-]+\s*)", re.I
+)
 #: A fronted topic: "About the lockfile, please keep it as is".
 _TOPIC = re.compile(r"^(?:about|regarding|re:?|as\s+(?:for|to)|concerning|wrt)\s+([^,]{1,40}),\s*", re.I)
 _CONDITION = re.compile(r"^(?:if|when|unless|once|before|after|while|whenever|in case)\b[^,]{0,120},\s*", re.I)
@@ -786,14 +831,19 @@ _FORBIDDEN = re.compile(
     re.IGNORECASE,
 )
 #: "Version number please not change" (non-native, the thing first).
-_FRONTED_PLEASE_NOT = re.compile(rf"^(?:[\w`'./-]+\s+){{1,5}}?(?:please|pls|kindly)\s+(?:do\s+)?not\s+(?:{_ACTION})\b", re.I)
+_FRONTED_PLEASE_NOT = re.compile(
+    rf"^(?:[\w`'./-]+\s+){{1,5}}?(?:please|pls|kindly)\s+(?:do\s+)?not\s+(?:{_ACTION})\b", re.I
+)
 #: "it needs no date", "the file should have no status".
 _NEEDS_NO = re.compile(
     r"^(?:it|this|that|they|the\s+[\w`.-]+(?:\s+[\w`.-]+){0,2})\s+(?:needs|need|should\s+have|must\s+have|has\s+to\s+have|gets|should\s+get)\s+no\s+[a-z`]",
     re.IGNORECASE,
 )
 #: A "no X" noun phrase (a design decision when it stands in a list of them).
-_NO_NP = re.compile(r"^no\s+(?:more\s+)?(?!more\b|longer\b|one\b|need\b|idea\b|problem|worries|way\b|matter\b|doubt|wait\b|change[sd]?\b(?!\s+(?:to|in|on)\s)|answer|issue|luck|clue|rush|pressure|longer)[`*\w][\w`*./:()!<>#-]*(?:\s+[\w`*./:()!<>#-]+){0,6}$", re.I)
+_NO_NP = re.compile(
+    r"^no\s+(?:more\s+)?(?!more\b|longer\b|one\b|need\b|idea\b|problem|worries|way\b|matter\b|doubt|wait\b|change[sd]?\b(?!\s+(?:to|in|on)\s)|answer|issue|luck|clue|rush|pressure|longer)[`*\w][\w`*./:()!<>#-]*(?:\s+[\w`*./:()!<>#-]+){0,6}$",
+    re.I,
+)
 #: A "no X" that is a directive wherever it stands: additions refused, or said with force.
 _NO_NP_DIRECTIVE = re.compile(
     r"^no\s+(?:new|extra|additional|further|external|third[- ]party|other)\b|\b(?:please|pls|plz|whatsoever|"
@@ -803,9 +853,13 @@ _NO_NP_DIRECTIVE = re.compile(
     re.IGNORECASE,
 )
 #: "please not modify X" (non-native): a "not V" asked for.
-_POLITE_NOT = re.compile(rf"^(?:\W*(?:ok(?:ay)?|and|also|so|but|oh)\W+)*(?:please|pls|plz|kindly)\W+not\s+(?:to\s+)?(?:{_ACTION})\b", re.I)
+_POLITE_NOT = re.compile(
+    rf"^(?:\W*(?:ok(?:ay)?|and|also|so|but|oh)\W+)*(?:please|pls|plz|kindly)\W+not\s+(?:to\s+)?(?:{_ACTION})\b", re.I
+)
 #: "pls no prints": a "no X" asked for.
-_POLITE_NO = re.compile(r"^(?:\W*(?:ok(?:ay)?|and|also|so|but|oh)\W+)*(?:pretty\s+)?(?:please|pls|plz|kindly)\W+no\s", re.I)
+_POLITE_NO = re.compile(
+    r"^(?:\W*(?:ok(?:ay)?|and|also|so|but|oh)\W+)*(?:pretty\s+)?(?:please|pls|plz|kindly)\W+no\s", re.I
+)
 _NO_NP_BAD_TAIL = re.compile(
     r"\b(?:needed|required|necessary|found|available|provided|yet|left|present|exists?|happens?|fires?|is|are|was|were|"
     r"has|have|had|does|did|will|would|can|could|should|gets?|returns?|matches|means|works?)\b|→|->|=>",
@@ -924,47 +978,88 @@ _NEG_REQUEST = re.compile(
     re.IGNORECASE,
 )
 #: A tag that asks for agreement, not a question of its own: "..., ok?", "..., right?".
-_TAG_QUESTION = re.compile(r"[,\s]+(?:ok(?:ay)?|right|yes|yeah|alright|got\s+it|understood|clear|deal|agreed)\s*\?+\s*$", re.I)
+_TAG_QUESTION = re.compile(
+    r"[,\s]+(?:ok(?:ay)?|right|yes|yeah|alright|got\s+it|understood|clear|deal|agreed)\s*\?+\s*$", re.I
+)
 
 
 #: Negative imperatives in two other languages developers mix into their English, as the English frame they say:
 #: Spanish "no toques X" (a tú / usted subjunctive), "nunca", "nada de X"; French "ne touche pas (à) X",
 #: "pas de X", "jamais de X", "évite de V". A closed list of the verbs coding agents are told not to do.
 _FOREIGN_VERBS = {
-    **dict.fromkeys("toques toque".split(), "touch"), "uses": "use", **dict.fromkeys("cambies cambie".split(), "change"),
-    **dict.fromkeys("modifiques modifique".split(), "modify"), **dict.fromkeys("borres borre".split(), "delete"),
-    **dict.fromkeys("elimines elimine quites".split(), "remove"), **dict.fromkeys("agregues agregue añadas añada".split(), "add"),
-    **dict.fromkeys("subas suba".split(), "push"), **dict.fromkeys("hagas haga".split(), "make"),
-    **dict.fromkeys("pongas ponga metas".split(), "put"), **dict.fromkeys("ejecutes ejecute corras corra".split(), "run"),
-    **dict.fromkeys("instales instale".split(), "install"), **dict.fromkeys("muevas mueva".split(), "move"),
-    **dict.fromkeys("rompas rompa".split(), "break"), **dict.fromkeys("edites edite".split(), "edit"),
-    **dict.fromkeys("renombres renombre".split(), "rename"), **dict.fromkeys("publiques publique".split(), "publish"),
-    **dict.fromkeys("despliegues despliegue".split(), "deploy"), **dict.fromkeys("actualices actualice".split(), "update"),
-    **dict.fromkeys("escribas reescribas".split(), "write"), **dict.fromkeys("commitees commitee".split(), "commit"),
+    **dict.fromkeys("toques toque".split(), "touch"),
+    "uses": "use",
+    **dict.fromkeys("cambies cambie".split(), "change"),
+    **dict.fromkeys("modifiques modifique".split(), "modify"),
+    **dict.fromkeys("borres borre".split(), "delete"),
+    **dict.fromkeys("elimines elimine quites".split(), "remove"),
+    **dict.fromkeys("agregues agregue añadas añada".split(), "add"),
+    **dict.fromkeys("subas suba".split(), "push"),
+    **dict.fromkeys("hagas haga".split(), "make"),
+    **dict.fromkeys("pongas ponga metas".split(), "put"),
+    **dict.fromkeys("ejecutes ejecute corras corra".split(), "run"),
+    **dict.fromkeys("instales instale".split(), "install"),
+    **dict.fromkeys("muevas mueva".split(), "move"),
+    **dict.fromkeys("rompas rompa".split(), "break"),
+    **dict.fromkeys("edites edite".split(), "edit"),
+    **dict.fromkeys("renombres renombre".split(), "rename"),
+    **dict.fromkeys("publiques publique".split(), "publish"),
+    **dict.fromkeys("despliegues despliegue".split(), "deploy"),
+    **dict.fromkeys("actualices actualice".split(), "update"),
+    **dict.fromkeys("escribas reescribas".split(), "write"),
+    **dict.fromkeys("commitees commitee".split(), "commit"),
 }
 _FRENCH_VERBS = {  # (tu / vous)
-    **dict.fromkeys("touche touchez".split(), "touch"), **dict.fromkeys("modifie modifiez".split(), "modify"),
-    **dict.fromkeys("change changez".split(), "change"), **dict.fromkeys("supprime supprimez efface effacez".split(), "delete"),
-    **dict.fromkeys("enlève enlevez retire retirez".split(), "remove"), **dict.fromkeys("ajoute ajoutez".split(), "add"),
-    **dict.fromkeys("pousse poussez push pushe pushez".split(), "push"), **dict.fromkeys("utilise utilisez".split(), "use"),
-    **dict.fromkeys("lance lancez exécute exécutez".split(), "run"), **dict.fromkeys("installe installez".split(), "install"),
-    **dict.fromkeys("renomme renommez".split(), "rename"), **dict.fromkeys("casse cassez".split(), "break"),
-    **dict.fromkeys("commit commite commitez".split(), "commit"), **dict.fromkeys("fais faites".split(), "make"),
-    **dict.fromkeys("mets mettez".split(), "put"), **dict.fromkeys("déploie déployez".split(), "deploy"),
-    **dict.fromkeys("merge mergez".split(), "merge"), **dict.fromkeys("réécris réécrivez écris écrivez".split(), "write"),
-    **dict.fromkeys("crée créez".split(), "create"), **dict.fromkeys("publie publiez".split(), "publish"),
+    **dict.fromkeys("touche touchez".split(), "touch"),
+    **dict.fromkeys("modifie modifiez".split(), "modify"),
+    **dict.fromkeys("change changez".split(), "change"),
+    **dict.fromkeys("supprime supprimez efface effacez".split(), "delete"),
+    **dict.fromkeys("enlève enlevez retire retirez".split(), "remove"),
+    **dict.fromkeys("ajoute ajoutez".split(), "add"),
+    **dict.fromkeys("pousse poussez push pushe pushez".split(), "push"),
+    **dict.fromkeys("utilise utilisez".split(), "use"),
+    **dict.fromkeys("lance lancez exécute exécutez".split(), "run"),
+    **dict.fromkeys("installe installez".split(), "install"),
+    **dict.fromkeys("renomme renommez".split(), "rename"),
+    **dict.fromkeys("casse cassez".split(), "break"),
+    **dict.fromkeys("commit commite commitez".split(), "commit"),
+    **dict.fromkeys("fais faites".split(), "make"),
+    **dict.fromkeys("mets mettez".split(), "put"),
+    **dict.fromkeys("déploie déployez".split(), "deploy"),
+    **dict.fromkeys("merge mergez".split(), "merge"),
+    **dict.fromkeys("réécris réécrivez écris écrivez".split(), "write"),
+    **dict.fromkeys("crée créez".split(), "create"),
+    **dict.fromkeys("publie publiez".split(), "publish"),
 }
 _SPANISH_VERBS = _FOREIGN_VERBS
 _FOREIGN_VERBS = {**_SPANISH_VERBS, **_FRENCH_VERBS}
 _SPANISH_VERB = "|".join(sorted(map(re.escape, _SPANISH_VERBS), key=len, reverse=True))
 _FRENCH_VERB = "|".join(sorted(map(re.escape, _FRENCH_VERBS), key=len, reverse=True))
 _FOREIGN_FRAMES = (
-    (re.compile(rf"^no\s+(?:(?:me|te|le|lo|la|los|las|les|nos)\s+)?({_SPANISH_VERB})\b(?!\s+(?:of|for|in|left|remain))", re.I), "don't"),
+    (
+        re.compile(
+            rf"^no\s+(?:(?:me|te|le|lo|la|los|las|les|nos)\s+)?({_SPANISH_VERB})\b(?!\s+(?:of|for|in|left|remain))",
+            re.I,
+        ),
+        "don't",
+    ),
     (re.compile(rf"^nunca\s+(?:(?:me|te|le|lo|la|los|las|les|nos)\s+)?({_SPANISH_VERB})\b", re.I), "never"),
-    (re.compile(rf"^(?:ne\s+|n['’]\s*)(?:(?:le|la|les|l['’]|y|en|me|lui|leur)\s*)*({_FRENCH_VERB})\s+(?:pas|plus|rien)\b"
-                r"(?:\s+(?:à\s+la|à\s+l['’]|à|au|aux|a)\b)?", re.I), "don't"),
-    (re.compile(rf"^(?:ne\s+|n['’]\s*)(?:(?:le|la|les|l['’]|y|en|me|lui|leur)\s*)*({_FRENCH_VERB})\s+jamais\b"
-                r"(?:\s+(?:à\s+la|à\s+l['’]|à|au|aux|a)\b)?", re.I), "never"),
+    (
+        re.compile(
+            rf"^(?:ne\s+|n['’]\s*)(?:(?:le|la|les|l['’]|y|en|me|lui|leur)\s*)*({_FRENCH_VERB})\s+(?:pas|plus|rien)\b"
+            r"(?:\s+(?:à\s+la|à\s+l['’]|à|au|aux|a)\b)?",
+            re.I,
+        ),
+        "don't",
+    ),
+    (
+        re.compile(
+            rf"^(?:ne\s+|n['’]\s*)(?:(?:le|la|les|l['’]|y|en|me|lui|leur)\s*)*({_FRENCH_VERB})\s+jamais\b"
+            r"(?:\s+(?:à\s+la|à\s+l['’]|à|au|aux|a)\b)?",
+            re.I,
+        ),
+        "never",
+    ),
 )
 _FOREIGN_NO = re.compile(r"^(?:surtout\s+)?(?:pas|jamais)\s+(?:de\s+|d['’]\s*)|^nada\s+de\s+", re.I)
 _FOREIGN_AVOID = re.compile(r"^(?:évite[sz]?\s+(?:de\s+|d['’]\s*)|evita\s+)", re.I)
@@ -1001,25 +1096,36 @@ _ADDRESSEE_NOT = re.compile(
 
 
 #: A parenthetical contrast on an instruction: "(not a cron job)", "(NOT the v1 API)".
-_PAREN_NOT = re.compile(r"^(?:but\s+)?not\s+(?!only\b|just\b|sure\b|yet\b|needed\b|required\b|necessary\b|always\b|really\b)"
-                        r"(?:a|an|the|any|via|through|in|with|from|on|`|[\w./-]+)\b.{0,80}$", re.I)
+_PAREN_NOT = re.compile(
+    r"^(?:but\s+)?not\s+(?!only\b|just\b|sure\b|yet\b|needed\b|required\b|necessary\b|always\b|really\b)"
+    r"(?:a|an|the|any|via|through|in|with|from|on|`|[\w./-]+)\b.{0,80}$",
+    re.I,
+)
 
 
 #: An instruction to take something out: a "(no X)" on it names what goes, not a rule.
 _REMOVAL_HOST = re.compile(r"^(?:remove|delete|drop|strip|clean\s+up|get\s+rid\s+of|eliminate|purge|disable)\b", re.I)
 #: A parenthetical that keeps its host as it is: "API contracts (unchanged)", "the schema (no changes)".
-_PAREN_KEEP = re.compile(r"^(?:stays?\s+)?(?:unchanged|untouched|unmodified|as[- ]is|keep\s+(?:it\s+)?as[- ]is|no\s+changes?|"
-                         r"do\s+not\s+change|don'?t\s+change|stays?\s+the\s+same|kept\s+as[- ]is)$", re.I)
+_PAREN_KEEP = re.compile(
+    r"^(?:stays?\s+)?(?:unchanged|untouched|unmodified|as[- ]is|keep\s+(?:it\s+)?as[- ]is|no\s+changes?|"
+    r"do\s+not\s+change|don'?t\s+change|stays?\s+the\s+same|kept\s+as[- ]is)$",
+    re.I,
+)
 #: "No changes to X" / "No modifications to X": a scope rule wherever a plan says it.
 _NO_CHANGES_TO = re.compile(r"^no\s+(?:changes?|modifications?|edits?)\s+(?:to|in)\s+\S.{0,80}$", re.I)
 #: A plan heading that names a work item ("Task 1: Storage integration tests"): what it says is to be done.
 _TASK_HEADING = re.compile(r"^(?:\W*)(?:task|phase|part|milestone|stage)\s*[\d#:.-]", re.I)
-_PAREN_KEEP_HEADING = re.compile(r"\((?:unchanged|untouched|unmodified|as[- ]is|keep\s+as[- ]is|no\s+changes?|do\s+not\s+change|"
-                                 r"don'?t\s+change|read[- ]only)\)", re.I)
+_PAREN_KEEP_HEADING = re.compile(
+    r"\((?:unchanged|untouched|unmodified|as[- ]is|keep\s+as[- ]is|no\s+changes?|do\s+not\s+change|"
+    r"don'?t\s+change|read[- ]only)\)",
+    re.I,
+)
 
 
 #: A rule whose thing is a pronoun: "don't drop it", "never rename them" (about the thing of the clause before).
-_ANAPHORIC_RULE = re.compile(r"^(?:please\s+)?(?:don'?t|dont|do\s+not|never)\s+(?:ever\s+)?[a-z'-]+\s+(?:it|them|that|this|those|these)\b", re.I)
+_ANAPHORIC_RULE = re.compile(
+    r"^(?:please\s+)?(?:don'?t|dont|do\s+not|never)\s+(?:ever\s+)?[a-z'-]+\s+(?:it|them|that|this|those|these)\b", re.I
+)
 
 
 def _strip_markers(clause: str) -> str:
@@ -1088,13 +1194,34 @@ _EXPLICIT_FRAMES: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("forbidden", _FORBIDDEN, "c"),
     ("fronted-please-not", _FRONTED_PLEASE_NOT, "c"),
     ("out-of-scope-lead", re.compile(r"^(?:out\s+of\s+scope(?:\s+for\s+now)?|non-goals?)\s*:\s*\S", re.I), "c"),
-    ("avoid-modal", re.compile(r"^(?:you|we)\s+(?:should|must|need\s+to|have\s+to|'?d\s+better|ought\s+to)\s+(?:always\s+|really\s+|also\s+)?"
-                               r"(?:avoid|refrain\s+from|stay\s+away\s+from)\s+[a-z`]", re.I), "c"),
-    ("important-that-not", re.compile(r"^(?:it'?s|it\s+is)\s+(?:very\s+|really\s+|super\s+)?(?:important|crucial|essential|critical|vital)\s+"
-                                      r"that\s+(?:it|this|the\s+[\w`.-]+(?:\s+[\w`.-]+)?)\s+(?:doesn'?t|does\s+not|never|won'?t|will\s+not|"
-                                      r"isn'?t|is\s+not)\s+[a-z]", re.I), "c"),
-    ("requirement-not-adjective", re.compile(r"^(?:it|this|that|they|the\s+[\w`.*-]+(?:\s+[\w`.*-]+){0,3}|`[^`]+`(?:\s+\w+)?)\s+"
-                                             r"(?:must|should|shall)\s+(?:not|never)\s+(?:be|get)\s+(?:\w+ly\s+)?\w+(?:able|ible)\b", re.I), "c"),
+    (
+        "avoid-modal",
+        re.compile(
+            r"^(?:you|we)\s+(?:should|must|need\s+to|have\s+to|'?d\s+better|ought\s+to)\s+(?:always\s+|really\s+|also\s+)?"
+            r"(?:avoid|refrain\s+from|stay\s+away\s+from)\s+[a-z`]",
+            re.I,
+        ),
+        "c",
+    ),
+    (
+        "important-that-not",
+        re.compile(
+            r"^(?:it'?s|it\s+is)\s+(?:very\s+|really\s+|super\s+)?(?:important|crucial|essential|critical|vital)\s+"
+            r"that\s+(?:it|this|the\s+[\w`.-]+(?:\s+[\w`.-]+)?)\s+(?:doesn'?t|does\s+not|never|won'?t|will\s+not|"
+            r"isn'?t|is\s+not)\s+[a-z]",
+            re.I,
+        ),
+        "c",
+    ),
+    (
+        "requirement-not-adjective",
+        re.compile(
+            r"^(?:it|this|that|they|the\s+[\w`.*-]+(?:\s+[\w`.*-]+){0,3}|`[^`]+`(?:\s+\w+)?)\s+"
+            r"(?:must|should|shall)\s+(?:not|never)\s+(?:be|get)\s+(?:\w+ly\s+)?\w+(?:able|ible)\b",
+            re.I,
+        ),
+        "c",
+    ),
 )
 
 
@@ -1115,7 +1242,9 @@ def classify_cue(unit: Unit, clause: str, parenthetical: bool, *, source: str) -
     lang = _foreign_frame_language(stripped) if c != stripped else ""
     if len(c) < 4 or _OPINION.match(c) or _POSSIBILITY.search(c) or _HEDGED.search(sent):
         return None
-    if unit.descriptive:  # plan sections that describe: only explicit imperatives, and requirements outside test sections
+    if (
+        unit.descriptive
+    ):  # plan sections that describe: only explicit imperatives, and requirements outside test sections
         if _NEG_IMPERATIVE.match(c) and not c.lower().startswith("no "):
             return "explicit", lang + "plan-descriptive-imperative"
         if not _TEST_SECTION.search(unit.section) and (_REQUIREMENT.match(c) or _EXPLICIT_FRAMES[-1][1].match(c)
@@ -1128,15 +1257,24 @@ def classify_cue(unit: Unit, clause: str, parenthetical: bool, *, source: str) -
     if _PURPOSE_NOT.match(raw) and source in ("user", "plan") and _purpose_of_directive(clause, sent):
         return "explicit", "purpose-not"  # "refactor X so that it doesn't touch the cache": the result must not
     np = _no_np(c)
-    if np and (not re.match(r"no\s+more\b", np, re.I) or _NO_NP_DIRECTIVE.search(np)):  # "no more X": a result, unless an order
+    if np and (
+        not re.match(r"no\s+more\b", np, re.I) or _NO_NP_DIRECTIVE.search(np)
+    ):  # "no more X": a result, unless an order
         # "no X" is a decision only inside a decision list, a parenthetical, a plan's list item, said with force,
         # or beside an instruction of the same message ("fix X. C89. no VLAs.", "skip Y for now; no changes to Z").
         if (_NO_NP_DIRECTIVE.search(np) or _POLITE_NO.match(raw)) and not _NO_RESULT.match(np):
             return "explicit", lang + "no-x-forceful"
         if unit.decisions:
             return "explicit", lang + "no-x-decisions"
-        if parenthetical and _directive_host(unit) and not _REMOVAL_HOST.match(_strip_markers(_plain(_PAREN.sub(" ", unit.text)))):
-            return "explicit", lang + "no-x-parenthetical"  # not "Remove the hover styles (no `cursor-pointer`)": examples
+        if (
+            parenthetical
+            and _directive_host(unit)
+            and not _REMOVAL_HOST.match(_strip_markers(_plain(_PAREN.sub(" ", unit.text))))
+        ):
+            return (
+                "explicit",
+                lang + "no-x-parenthetical",
+            )  # not "Remove the hover styles (no `cursor-pointer`)": examples
         if unit.imperative_list:
             return "explicit", lang + "no-x-instruction-list"
         if _then_imperative(clause, unit.sentence):
@@ -1200,12 +1338,18 @@ _CONSULT = re.compile(
     re.IGNORECASE,
 )
 #: A dislike stated as a rule: "i don't like it when you X", "i hate when you X" (about the agent's conduct).
-_DISLIKE = re.compile(r"^i\s+(?:really\s+)?(?:don'?t|do\s+not)\s+(?:like|want)\s+(?:it\s+)?when\s+(?:you|claude|the\s+agent)\s+[a-z]"
-                      r"|^i\s+(?:really\s+)?hate\s+(?:it\s+)?when\s+(?:you|claude)\s+[a-z]", re.IGNORECASE)
+_DISLIKE = re.compile(
+    r"^i\s+(?:really\s+)?(?:don'?t|do\s+not)\s+(?:like|want)\s+(?:it\s+)?when\s+(?:you|claude|the\s+agent)\s+[a-z]"
+    r"|^i\s+(?:really\s+)?hate\s+(?:it\s+)?when\s+(?:you|claude)\s+[a-z]",
+    re.IGNORECASE,
+)
 
 
-_NO_NP_TRAILER = re.compile(r"\s*,\s*(?:obviously|of\s+course|please|pls|plz|thanks|thx|ok(?:ay)?|as\s+usual|as\s+always|again|"
-                            r"either|too|for\s+now|this\s+time|ever|thank\s+you)\s*[.!]*$", re.I)
+_NO_NP_TRAILER = re.compile(
+    r"\s*,\s*(?:obviously|of\s+course|please|pls|plz|thanks|thx|ok(?:ay)?|as\s+usual|as\s+always|again|"
+    r"either|too|for\s+now|this\s+time|ever|thank\s+you)\s*[.!]*$",
+    re.I,
+)
 #: What a terse report says there is none of ("no errors", "no luck"): not something the agent could be told not to add.
 _NO_RESULT = re.compile(
     r"^no\s+(?:(?:new|more|other|further|real|visible|obvious|such)\s+)?(?:errors?|warnings?|output|outputs|response|responses|results?|"
@@ -1215,7 +1359,9 @@ _NO_RESULT = re.compile(
     r"failing|reaction|feedback|news|update|updates|answer|time|one|longer|way|conflicts?|hurry|rush|worries|"
     r"downtime|delay|lag|leaks?|panics?|exceptions?\s+(?:thrown|raised))\b", re.I)
 #: ... or where it finds none ("no Docker here", "no tests cover it though").
-_NO_REPORT_TAIL = re.compile(r"\b(?:here|there|anywhere|though|so\s+far|now|yet|today|either|at\s+the\s+moment)\s*[.!]*$", re.I)
+_NO_REPORT_TAIL = re.compile(
+    r"\b(?:here|there|anywhere|though|so\s+far|now|yet|today|either|at\s+the\s+moment)\s*[.!]*$", re.I
+)
 
 
 def _no_np(c: str) -> str:
@@ -1253,13 +1399,18 @@ def _beside_directive(clause: str, unit: Unit, np: str, source: str) -> bool:
         if n == 1 or (n == 2 and not _is_directive(prev)):
             continue  # a fragment ("C89.", "Clean.") between the instruction and the "no X"
         # not after "open the page" / "try it in X": what follows is what the user saw there ("No save button.")
-        return _is_directive(prev) and not is_question(prev) and not _LOOKING.match(_strip_markers(_plain(prev).strip()))
+        return (
+            _is_directive(prev) and not is_question(prev) and not _LOOKING.match(_strip_markers(_plain(prev).strip()))
+        )
     return False
 
 
 #: Instructions to go and look: the "no X" after one reports what is (not) there.
-_LOOKING = re.compile(r"^(?:look|see|check|open|visit|click|tap|navigate|go|browse|refresh|reload|try|view|inspect|compare|watch|"
-                      r"notice|load|launch|start|scroll|hover|log\s+in|sign\s+in|login)\b", re.I)
+_LOOKING = re.compile(
+    r"^(?:look|see|check|open|visit|click|tap|navigate|go|browse|refresh|reload|try|view|inspect|compare|watch|"
+    r"notice|load|launch|start|scroll|hover|log\s+in|sign\s+in|login)\b",
+    re.I,
+)
 
 
 def _purpose_of_directive(clause: str, sentence: str) -> bool:
@@ -1277,16 +1428,28 @@ def _then_imperative(clause: str, sentence: str) -> bool:
     """Is ``clause`` followed in its sentence by an imperative ("no exceptions across the API, return codes")?"""
     c, s = _plain(clause).strip(), _plain(sentence)
     at = s.find(c)
-    return at >= 0 and bool(re.match(r"\s*[,;]\s*(?:(?:please|just|and)\s+)?(?:only\s+)?([a-z]+)\b", s[at + len(c):], re.I)) and (
-        starts_imperative(re.sub(r"^\s*[,;]\s*(?:(?:please|just|and)\s+)?(?:only\s+)?", "", s[at + len(c):])))
+    return (
+        at >= 0
+        and bool(re.match(r"\s*[,;]\s*(?:(?:please|just|and)\s+)?(?:only\s+)?([a-z]+)\b", s[at + len(c) :], re.I))
+        and (starts_imperative(re.sub(r"^\s*[,;]\s*(?:(?:please|just|and)\s+)?(?:only\s+)?", "", s[at + len(c) :])))
+    )
 
 
 def _directive_host(unit: Unit) -> bool:
     """The sentence a parenthetical stands in names a decision: a bold label, an instruction, decisions."""
     host = _strip_markers(_plain(_PAREN.sub(" ", unit.text))).strip(" :")
-    return (bool(re.fullmatch(r"[\w `./-]{1,60}", host) and re.search(r"\*\*", unit.text))
-            or starts_imperative(host) or bool(re.search(r"\b(?:decisions?|constraints?|rules?|non-goals?|out\s+of\s+scope|"
-                                                          r"exclusions?)\b", host, re.I)))
+    return (
+        bool(re.fullmatch(r"[\w `./-]{1,60}", host) and re.search(r"\*\*", unit.text))
+        or starts_imperative(host)
+        or bool(
+            re.search(
+                r"\b(?:decisions?|constraints?|rules?|non-goals?|out\s+of\s+scope|"
+                r"exclusions?)\b",
+                host,
+                re.I,
+            )
+        )
+    )
 
 
 def sentence_forms(unit: Unit) -> list[tuple[str, str, str]]:
@@ -1366,12 +1529,21 @@ _USER_KEEPS = re.compile(
     r"\b(?:himself|herself|themselves|(?:the\s+)?user\s+(?:will|would|wants\s+to|prefers\s+to|is\s+going\s+to)|"
     r"(?:for|to)\s+the\s+user\s+to|left\s+to\s+the\s+user|user'?s\s+(?:call|job|decision)|"
     # someone else keeps the action: "left to the release manager", "for the DBA to apply"
-    r"left\s+to\s+(?:the|their|our|his|her)\s+\w+(?:\s+\w+)?|for\s+(?:the\s+|their\s+|our\s+)\w+(?:\s+\w+)?\s+to\s+[a-z]+)\b", re.I)
+    r"left\s+to\s+(?:the|their|our|his|her)\s+\w+(?:\s+\w+)?|for\s+(?:the\s+|their\s+|our\s+)\w+(?:\s+\w+)?\s+to\s+[a-z]+)\b",
+    re.I,
+)
 _SUMMARY_CUES = {
-    "preserve": re.compile(r"\b(?:keep\w*|kept|preserv\w*|retain\w*|intact|unchanged|untouched|stays?|remain\w*|local|leave|left|"
-                           r"in\s+place|as[- ]is)\b", re.I),
-    "defer": re.compile(r"\b(?:defer\w*|later|postpon\w*|follow[- ]?up|separate|future|out of scope|next phase|phase \d+)\b", re.I),
-    "restraint": re.compile(r"\b(?:instruct\w*|manual\w*|himself|herself|themselves|user will|user would|wait\w*|ask\w*|told|tell)\b", re.I),
+    "preserve": re.compile(
+        r"\b(?:keep\w*|kept|preserv\w*|retain\w*|intact|unchanged|untouched|stays?|remain\w*|local|leave|left|"
+        r"in\s+place|as[- ]is)\b",
+        re.I,
+    ),
+    "defer": re.compile(
+        r"\b(?:defer\w*|later|postpon\w*|follow[- ]?up|separate|future|out of scope|next phase|phase \d+)\b", re.I
+    ),
+    "restraint": re.compile(
+        r"\b(?:instruct\w*|manual\w*|himself|herself|themselves|user will|user would|wait\w*|ask\w*|told|tell)\b", re.I
+    ),
 }
 #: A summary saying a thing stays as it was ("left untouched", "still in place"): it carries a rule not to change,
 #: remove, rename or refactor that thing (when the thing's words are next to it).
@@ -1379,7 +1551,8 @@ _STAYS = re.compile(
     r"\b(?:unchanged|untouched|unmodified|intact|kept|keeps|preserved|retained|stays?|stayed|remains?|remained|"
     r"as[- ]is|in\s+place|left\s+(?:alone|as|untouched|unchanged|in\s+place)|still\s+(?:there|present|exists?|in\s+place|used)|"
     r"off[- ]limits|read[- ]only|frozen|hands[- ]off|no[- ]go)\b",
-    re.I)
+    re.I,
+)
 #: A summary negating a thing itself ("no new ORM", "without Lombok"): it carries a rule not to add or use it.
 _NEGATED_THING = frozenset("no without zero non".split())
 #: Words that may stand between such a negation and the thing ("no new ORM", "without any extra flags").
@@ -1515,24 +1688,41 @@ _KEY_NEG_FRAME = re.compile(
     re.IGNORECASE,
 )
 #: "I'll do X myself / manually": X is the action the user keeps.
-_KEY_RESTRAINT = re.compile(r"^(?:then\s+)?i(?:'?ll|\s+will|'m\s+going\s+to|\s+am\s+going\s+to|\s+wanna|\s+want\s+to|\s+gonna|'d\s+like\s+to|"
-                            r"\s+would\s+like\s+to|\s+prefer\s+to)\s+(.+?)\s+(?:by\s+)?(?:myself|manually|by\s+hand)\b", re.I)
+_KEY_RESTRAINT = re.compile(
+    r"^(?:then\s+)?i(?:'?ll|\s+will|'m\s+going\s+to|\s+am\s+going\s+to|\s+wanna|\s+want\s+to|\s+gonna|'d\s+like\s+to|"
+    r"\s+would\s+like\s+to|\s+prefer\s+to)\s+(.+?)\s+(?:by\s+)?(?:myself|manually|by\s+hand)\b",
+    re.I,
+)
 #: "leave X alone / as is / untouched": a rule not to change X.
-_KEY_LEAVE = re.compile(r"^leave\s+(.+?)\s+(?:alone|as[- ]is|as\s+(?:it|they)\s+(?:is|are|was|were|stands?)|untouched|unchanged|"
-                        r"intact|in\s+place|the\s+way\s+(?:it|they)\s+(?:is|are)|where\s+(?:it|they)\s+(?:is|are))\b.*$", re.I)
+_KEY_LEAVE = re.compile(
+    r"^leave\s+(.+?)\s+(?:alone|as[- ]is|as\s+(?:it|they)\s+(?:is|are|was|were|stands?)|untouched|unchanged|"
+    r"intact|in\s+place|the\s+way\s+(?:it|they)\s+(?:is|are)|where\s+(?:it|they)\s+(?:is|are))\b.*$",
+    re.I,
+)
 #: "keep / preserve X (as is)", "defer / skip X": X is the thing, there is no forbidden verb.
 _KEY_THING_FRAME = re.compile(
     r"^(?:(?:let'?s|let\s+us|we\s+(?:can|should|will)|please)\s+)?(?:keep|preserve|retain|defer|postpone|park|punt\s+on|skip|"
     r"leave\s+out|hold\s+off\s+on|put\s+off|leave(?=\s+.+\s+(?:for|until|till)\s+)|no)\s+(?:all\s+(?:of\s+)?)?", re.I)
-_KEY_THING_TAIL = re.compile(r"\s+(?:as[- ]is|as\s+(?:it|they)\s+(?:is|are|stands?)|unchanged|untouched|intact|the\s+same|"
-                             r"in\s+place|for\s+now|for\s+later|until\s+later|(?:for|until|till)\s+(?:later|another|a\s+|the\s+next|"
-                             r"next|phase|v\d)|working|alive|around|(?:backwards?[- ])?compatible)\b.*$", re.I)
-_SUBJECT_FIRST = re.compile(r"^(.+?)\s+(?:must|should|shall|may|will|can)(?:\s+not|\s+never|n'?t)\s+(?:ever\s+)?(?:be\s+|get\s+)?(.+)$", re.I)
-_SUBORDINATE = re.compile(r"\s+(?:even\s+(?:if|though|when)|when|whenever|until|till|unless|because|since|so\s+that|once|while|before|after|"
-                          r"as\s+long\s+as|if|otherwise)\b.*$", re.I)
+_KEY_THING_TAIL = re.compile(
+    r"\s+(?:as[- ]is|as\s+(?:it|they)\s+(?:is|are|stands?)|unchanged|untouched|intact|the\s+same|"
+    r"in\s+place|for\s+now|for\s+later|until\s+later|(?:for|until|till)\s+(?:later|another|a\s+|the\s+next|"
+    r"next|phase|v\d)|working|alive|around|(?:backwards?[- ])?compatible)\b.*$",
+    re.I,
+)
+_SUBJECT_FIRST = re.compile(
+    r"^(.+?)\s+(?:must|should|shall|may|will|can)(?:\s+not|\s+never|n'?t)\s+(?:ever\s+)?(?:be\s+|get\s+)?(.+)$", re.I
+)
+_SUBORDINATE = re.compile(
+    r"\s+(?:even\s+(?:if|though|when)|when|whenever|until|till|unless|because|since|so\s+that|once|while|before|after|"
+    r"as\s+long\s+as|if|otherwise)\b.*$",
+    re.I,
+)
 #: Where the thing a verb acts on ends and its circumstances begin ("the fixtures | in e2e/fixtures").
-_PREPOSITION = re.compile(r"\s+(?:in|on|at|for|from|to|into|onto|with|under|inside|within|across|by|during|via|per|"
-                          r"alongside|beside|next\s+to|over|through|without|against|toward|towards|upon|behind|outside|beyond)\s+", re.I)
+_PREPOSITION = re.compile(
+    r"\s+(?:in|on|at|for|from|to|into|onto|with|under|inside|within|across|by|during|via|per|"
+    r"alongside|beside|next\s+to|over|through|without|against|toward|towards|upon|behind|outside|beyond)\s+",
+    re.I,
+)
 _CODE_NAME = re.compile(r"`([^`]+)`|\b([A-Za-z][a-z0-9]+[A-Z]\w*)\b")
 _ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{2,}\b")
 #: Upper-case words too common in a coding session to name one thing.
@@ -1576,7 +1766,9 @@ def _key(text: str, form: str) -> _Key:
                 verb_word = ""
     elif m := _KEY_NEG_FRAME.match(s):  # after a negation frame comes the verb ...
         head = re.match(r"^\W*([\w'-]+)\s*(.*)$", s[m.end():])
-        nominal = re.search(r"(?:avoid|stop|quit|refrain\s+from|:)\s*$", m.group(0), re.I)  # ... or, after "avoid"/"X:", a noun
+        nominal = re.search(
+            r"(?:avoid|stop|quit|refrain\s+from|:)\s*$", m.group(0), re.I
+        )  # ... or, after "avoid"/"X:", a noun
         if head and head.group(1).lower() not in _FUNCTION_WORDS and not _PREPOSITION.match(f" {head.group(1)} ") and (
                 not nominal or _is_gerund_or_action(head.group(1))):
             verb_word, rest = head.group(1), head.group(2)
@@ -1584,7 +1776,9 @@ def _key(text: str, form: str) -> _Key:
             rest = s[m.end():]
     elif m := _KEY_LEAVE.match(s):
         verb_word, rest, left = "change", m.group(1), True
-    elif m := re.match(r"^no\s+([\w'-]+)\s*(.*)$", s, re.I):  # "no X": a noun, unless a gerund or an action ("no apply")
+    elif m := re.match(
+        r"^no\s+([\w'-]+)\s*(.*)$", s, re.I
+    ):  # "no X": a noun, unless a gerund or an action ("no apply")
         if _is_gerund_or_action(m.group(1)):
             verb_word, rest = m.group(1), m.group(2)
         else:
@@ -1623,10 +1817,23 @@ def _key(text: str, form: str) -> _Key:
     if not words:
         words = frozenset(_class_of(w) for w in content_words(s))
     lowered = verb_word.lower()
-    introducing = (not verb or verb == "add" or lowered in _INTRODUCING_VERBS
-                   or (lowered.endswith("ing") and (lowered[:-3] in _INTRODUCING_VERBS or lowered[:-3] + "e" in _INTRODUCING_VERBS)))
-    if form == "contrastive" and verb is None and (m := re.match(r"^\W*([A-Za-z]+)", s)) and m.group(1).lower() in IMPERATIVE_VERBS:
-        verb = _class_of(_content(m.group(1).lower()) or m.group(1).lower())  # "run only X, not Y": a paraphrase runs too
+    introducing = (
+        not verb
+        or verb == "add"
+        or lowered in _INTRODUCING_VERBS
+        or (
+            lowered.endswith("ing") and (lowered[:-3] in _INTRODUCING_VERBS or lowered[:-3] + "e" in _INTRODUCING_VERBS)
+        )
+    )
+    if (
+        form == "contrastive"
+        and verb is None
+        and (m := re.match(r"^\W*([A-Za-z]+)", s))
+        and m.group(1).lower() in IMPERATIVE_VERBS
+    ):
+        verb = _class_of(
+            _content(m.group(1).lower()) or m.group(1).lower()
+        )  # "run only X, not Y": a paraphrase runs too
     return _Key(words, thing, verb, introducing, names, acronyms)
 
 
@@ -1635,7 +1842,9 @@ _SCOPE_WORDS = frozenset(_stem(w) for w in "phase pr now time release iteration 
                          "version step stage later followup".split())
 _QUESTION_FRAME = re.compile(
     r"^(?:(?:do\s+you\s+want|would\s+you\s+like)\s+(?:me|us)\s+to\s+|(?:should|shall|do|can|could|would|will|must)\s+(?:we|i|you)\s+|"
-    r"(?:is|are)\s+(?:it|there)\s+(?:ok(?:ay)?|fine|alright)\s+(?:to|if\s+(?:we|i)\s+)\s*)(?:also\s+|still\s+|now\s+)?", re.I)
+    r"(?:is|are)\s+(?:it|there)\s+(?:ok(?:ay)?|fine|alright)\s+(?:to|if\s+(?:we|i)\s+)\s*)(?:also\s+|still\s+|now\s+)?",
+    re.I,
+)
 
 
 @lru_cache(maxsize=4096)
@@ -1740,11 +1949,17 @@ class _Sentence:
 
 _ANAPHOR = re.compile(r"\b(?:it|them|this|that|these|those|they)\b", re.I)
 #: A summary reporting the thing gone: removed, deleted, replaced ... (and no negation of that: "not removed", "kept").
-_REMOVAL = re.compile(r"\b(?:remov(?:ed|ing|al)|delet(?:ed|ing|ion)|dropp(?:ed|ing)|replac(?:ed|ing)|revert(?:ed|ing)|eliminat(?:ed|ing)|"
-                      r"ripp(?:ed|ing)\s+out|tore\s+out|got\s+rid\s+of|no\s+longer|retired|deprecated\s+and\s+removed|"
-                      r"migrated\s+(?:away|off)|swapped\s+(?:out|for))\b", re.I)
-_REMOVAL_NEGATED = re.compile(r"\b(?:not|never|without|n't|kept|keep|keeps|keeping|unchanged|untouched|preserv\w*|retain\w*|"
-                              r"intact|in\s+place|stays?|remains?|left\s+alone|avoid\w*|refrain\w*|instead\s+of)\b", re.I)
+_REMOVAL = re.compile(
+    r"\b(?:remov(?:ed|ing|al)|delet(?:ed|ing|ion)|dropp(?:ed|ing)|replac(?:ed|ing)|revert(?:ed|ing)|eliminat(?:ed|ing)|"
+    r"ripp(?:ed|ing)\s+out|tore\s+out|got\s+rid\s+of|no\s+longer|retired|deprecated\s+and\s+removed|"
+    r"migrated\s+(?:away|off)|swapped\s+(?:out|for))\b",
+    re.I,
+)
+_REMOVAL_NEGATED = re.compile(
+    r"\b(?:not|never|without|n't|kept|keep|keeps|keeping|unchanged|untouched|preserv\w*|retain\w*|"
+    r"intact|in\s+place|stays?|remains?|left\s+alone|avoid\w*|refrain\w*|instead\s+of)\b",
+    re.I,
+)
 
 
 def _contrary(s: _Sentence, key: _Key, form: str) -> bool:
@@ -1830,7 +2045,9 @@ class ProhibitionMatcher:
         for unit, parts in units(text, source=source):
             found: list[tuple[str, str, bool, str]] = []  # (form, clause, from a parenthetical, cue)
             if unit.negated_item and not is_question(unit.text):
-                found.append(("explicit", f"{unit.negated_item}: {unit.text.rstrip(' .;')}", False, "negated-list-item"))
+                found.append(
+                    ("explicit", f"{unit.negated_item}: {unit.text.rstrip(' .;')}", False, "negated-list-item")
+                )
             context = (unit.text, unit.section, unit.descriptive, unit.item, unit.decisions, unit.imperative_list,
                        unit.negated_item, unit.sentence, unit.before)
             if context in seen:
@@ -1838,15 +2055,26 @@ class ProhibitionMatcher:
             seen.add(context)
             for clause, par in parts:
                 read = classify_cue(unit, clause, par, source=source)
-                if read is not None and par and any(not p for _, _, p, _ in found) and _NO_NP.match(_strip_markers(_plain(clause))):
+                if (
+                    read is not None
+                    and par
+                    and any(not p for _, _, p, _ in found)
+                    and _NO_NP.match(_strip_markers(_plain(clause)))
+                ):
                     continue  # "No new dependencies (no xsimd, no highway)": examples of the rule, not rules
                 if read is not None:
                     found.append((read[0], clause, par, read[1]))
-                elif par and _PAREN_NOT.match(_plain(clause).strip()) and not unit.descriptive and _directive_host(unit):
+                elif (
+                    par and _PAREN_NOT.match(_plain(clause).strip()) and not unit.descriptive and _directive_host(unit)
+                ):
                     found.append(("contrastive", clause, par, "paren-not"))  # "Use the queue (not a cron job)"
                 elif par and _PAREN_NOT.match(_plain(clause).strip()) and not unit.descriptive and source == "plan":
-                    found.append(("contrastive", clause, par, "plan-paren-not"))  # "SQL returned as text (not executed)"
-                elif par and _PAREN_KEEP.match(_plain(clause).strip(" .")) and not unit.descriptive and source == "plan":
+                    found.append(
+                        ("contrastive", clause, par, "plan-paren-not")
+                    )  # "SQL returned as text (not executed)"
+                elif (
+                    par and _PAREN_KEEP.match(_plain(clause).strip(" .")) and not unit.descriptive and source == "plan"
+                ):
                     host = _PAREN.sub(" ", unit.text).strip(" .:-*")
                     if content_words(host):
                         found.append(("preserve", f"{host} ({clause.strip()})", par, "paren-unchanged"))
@@ -1854,13 +2082,20 @@ class ProhibitionMatcher:
                 found = [(f, c, False, cue) for f, c, cue in sentence_forms(unit)]
             for k in range(len(found) - 1, 0, -1):  # "keep X, dont drop it": one rule, "it" is X
                 (f0, c0, p0, q0), (f1, c1, p1, _) = found[k - 1], found[k]
-                if f0 != "implicit" and f1 == "explicit" and not (p0 or p1) and _ANAPHORIC_RULE.match(_strip_markers(_plain(c1))):
+                if (
+                    f0 != "implicit"
+                    and f1 == "explicit"
+                    and not (p0 or p1)
+                    and _ANAPHORIC_RULE.match(_strip_markers(_plain(c1)))
+                ):
                     found[k - 1 : k + 1] = [(f0, f"{c0}, {c1}", False, q0)]
             for form, clause, _, cue in found:
                 if form not in self.forms:
                     continue
                 text = clause if form == "implicit" else _strip_discourse(clause)  # a decline's "no," is its point
-                topic = about if about and _question_action(about) and not (_key(text, form).thing - _SCOPE_WORDS) else ""
+                topic = (
+                    about if about and _question_action(about) and not (_key(text, form).thing - _SCOPE_WORDS) else ""
+                )
                 p = make_prohibition(text, source=source, form=form, origin=origin, about=topic, cue=cue)
                 out.setdefault(p.id, p)
         return list(out.values())
@@ -1884,7 +2119,9 @@ class ProhibitionMatcher:
                 return "carried", "verbatim", t
         form = getattr(prohibition, "form", "explicit")
         key = _key(prohibition.text, form)
-        if getattr(prohibition, "about", ""):  # "not in this phase", answering "should we rotate the key?": rotate the key
+        if getattr(
+            prohibition, "about", ""
+        ):  # "not in this phase", answering "should we rotate the key?": rotate the key
             key = _key(_question_action(prohibition.about), "explicit" if form == "explicit" else "defer")
         wanted, thing = key.words, key.thing
         if not wanted:
@@ -1894,22 +2131,35 @@ class ProhibitionMatcher:
         contrary: str | None = None
         for s in index.sentences:
             if _contrary(s, key, form):  # "Removed the legacy parser" does not keep "keep the legacy parser"
-                if contrary is None and (s.has(wanted) >= self.threshold * len(wanted) or (thing and s.has(thing) >= self.threshold * len(thing))):
+                if contrary is None and (
+                    s.has(wanted) >= self.threshold * len(wanted)
+                    or (thing and s.has(thing) >= self.threshold * len(thing))
+                ):
                     contrary = s.text
                 continue
             said = s.has(wanted)
             undone = s.undone.get(key.verb or "")  # "left uncommitted" negates a commit, of the thing next to it
             negated = s.negated
-            if negated and len(wanted) == 1:  # one word, so the negation must be about it: "(no new deps), j/k test" is not
+            if (
+                negated and len(wanted) == 1
+            ):  # one word, so the negation must be about it: "(no new deps), j/k test" is not
                 # (a negation that opens the sentence governs all of it: "Out of scope (per the plan): NEON, threads")
                 negated = any(_SUMMARY_NEGATION.match(" ".join(s.words[i : i + 4])) and (i <= 1 or any(
                     s.says_at(j, wanted) for j in range(i - 4, i + 5))) for i in range(len(s.words)))
             cued = (negated or s.user_keeps or (cue is not None and bool(cue.search(s.text)))
                     or bool(undone and (not thing or s.near(key, undone, 4, 4, self.threshold))))
             if cued and said >= self.threshold * len(wanted):
-                return "carried", ("negated-mention" if negated else "user-keeps" if s.user_keeps else f"{form}-cue"), s.text
+                return (
+                    "carried",
+                    ("negated-mention" if negated else "user-keeps" if s.user_keeps else f"{form}-cue"),
+                    s.text,
+                )
             if cued and key.verb is None and key.acronyms & s.bag:
-                return "carried", "acronym-negated", s.text  # a verbless rule named short in a negated sentence: "Out of scope: NEON"
+                return (
+                    "carried",
+                    "acronym-negated",
+                    s.text,
+                )  # a verbless rule named short in a negated sentence: "Out of scope: NEON"
             if thing and (s.has(thing) >= self.threshold * len(thing) or key.names & s.bag):
                 # the verb said otherwise, next to the thing: "left untouched", "still in place", "no new ORM"
                 if s.stays and (key.verb in _KEEPING_CLASSES or form == "preserve") and s.near(
@@ -1920,10 +2170,24 @@ class ProhibitionMatcher:
                 negs = [i for i, w in enumerate(s.words) if w in _NEGATED_THING]
                 if key.introducing and negs and s.near(key, negs, 0, 4, self.threshold, governs=True):
                     return "carried", "no-thing", s.text
-                if key.introducing and form == "explicit" and _REMOVAL.search(s.text) and not _REMOVAL_NEGATED.search(s.text):
+                if (
+                    key.introducing
+                    and form == "explicit"
+                    and _REMOVAL.search(s.text)
+                    and not _REMOVAL_NEGATED.search(s.text)
+                ):
                     return "carried", "thing-removed", s.text  # "Removed the Lombok dependency" keeps "no Lombok"
-            if (cued or s.stays) and said >= 2 and said >= 0.5 * len(wanted) and (key.verb is None or key.verb in s.bag):
-                verdict = ("uncertain", "partial", s.text)  # half the words, the same action: a paraphrase we cannot confirm
+            if (
+                (cued or s.stays)
+                and said >= 2
+                and said >= 0.5 * len(wanted)
+                and (key.verb is None or key.verb in s.bag)
+            ):
+                verdict = (
+                    "uncertain",
+                    "partial",
+                    s.text,
+                )  # half the words, the same action: a paraphrase we cannot confirm
         if verdict[0] == "dropped" and contrary is not None:
             return "dropped", "removed", contrary
         return verdict

@@ -78,7 +78,9 @@ def each(topics, handle: Callable[[Record], None], *, since: str | None = None, 
     return reader
 
 
-def read(topics, *, since: str | None = None, until: str | None = None, context: str | None = None) -> tuple[list[Record], Any]:
+def read(
+    topics, *, since: str | None = None, until: str | None = None, context: str | None = None
+) -> tuple[list[Record], Any]:
     """:func:`each` into a list (for small reads)."""
     records: list[Record] = []
     reader = each(topics, records.append, since=since, until=until, context=context)

@@ -116,12 +116,18 @@ def claude_code(match_threshold: float | None, alert_uncertain: bool, judge_prec
             real_stdout.flush()
     except BudgetExceeded:
         started = spawn_catch_up(get_settings(), raw, session_key(inp.session_id), sys.argv[1:]) if inp else False
-        _log_line(inp.session_id if inp else None, inp.event if inp else None,
-                  f"ran out of its {budget or get_settings().hook_budget:g} s budget; nothing committed"
-                  + ("; a detached catch-up finishes the reading" if started else "; a catch-up is already running"))
+        _log_line(
+            inp.session_id if inp else None,
+            inp.event if inp else None,
+            f"ran out of its {budget or get_settings().hook_budget:g} s budget; nothing committed"
+            + ("; a detached catch-up finishes the reading" if started else "; a catch-up is already running"),
+        )
     except LockTimeout:
-        _log_line(inp.session_id if inp else None, inp.event if inp else None,
-                  "another hook call (or catch-up) held this session until the budget ran out; its records are read next time")
+        _log_line(
+            inp.session_id if inp else None,
+            inp.event if inp else None,
+            "another hook call (or catch-up) held this session until the budget ran out; its records are read next time",
+        )
     except (HookInputError, TranscriptMissing) as exc:
         _log_line(inp.session_id if inp else None, inp.event if inp else None, str(exc))
     except Exception as exc:  # noqa: BLE001 - one line, exit 0
@@ -140,7 +146,11 @@ def claude_code(match_threshold: float | None, alert_uncertain: bool, judge_prec
 
 
 def _scope_path(user: bool, project: str | None, local: str | None, settings_file: str | None) -> tuple[str, Path]:
-    chosen = [n for n, v in (("--user", user), ("--project", project), ("--local", local), ("--settings-file", settings_file)) if v]
+    chosen = [
+        n
+        for n, v in (("--user", user), ("--project", project), ("--local", local), ("--settings-file", settings_file))
+        if v
+    ]
     if len(chosen) > 1:
         fail(f"give one of --user, --project, --local, --settings-file (got {', '.join(chosen)})")
     if settings_file:
@@ -153,11 +163,25 @@ def _scope_path(user: bool, project: str | None, local: str | None, settings_fil
 
 
 _SCOPE_OPTIONS = (
-    option("--user", is_flag=True, default=False, help="~/.claude/settings.json: every project of yours [the default]."),
-    option("--project", type=str, default=None, flag_value=".", is_flag=False,
-           help="DIR/.claude/settings.json (shared with the team through git; default DIR: here)."),
-    option("--local", type=str, default=None, flag_value=".", is_flag=False,
-           help="DIR/.claude/settings.local.json (this project, not committed; default DIR: here)."),
+    option(
+        "--user", is_flag=True, default=False, help="~/.claude/settings.json: every project of yours [the default]."
+    ),
+    option(
+        "--project",
+        type=str,
+        default=None,
+        flag_value=".",
+        is_flag=False,
+        help="DIR/.claude/settings.json (shared with the team through git; default DIR: here).",
+    ),
+    option(
+        "--local",
+        type=str,
+        default=None,
+        flag_value=".",
+        is_flag=False,
+        help="DIR/.claude/settings.local.json (this project, not committed; default DIR: here).",
+    ),
     option("--settings-file", type=str, default=None, help="Any other settings file."),
 )
 
@@ -219,9 +243,18 @@ def install_cmd(user: bool, project: str | None, local: str | None, settings_fil
     print("\n".join(report_lines))
     if not dry_run:
         _warm_language_model()
-        print("Claude Code reads the change itself (running sessions too). Alerts: `checkpoint-guard tail`; "
-              "state: `checkpoint-guard hooks status`; undo: `checkpoint-guard hooks uninstall"
-              + ("" if scope == "user" else f" --{scope} {path.parent.parent}" if scope != "file" else f" --settings-file {path}") + "`.")
+        print(
+            "Claude Code reads the change itself (running sessions too). Alerts: `checkpoint-guard tail`; "
+            "state: `checkpoint-guard hooks status`; undo: `checkpoint-guard hooks uninstall"
+            + (
+                ""
+                if scope == "user"
+                else f" --{scope} {path.parent.parent}"
+                if scope != "file"
+                else f" --settings-file {path}"
+            )
+            + "`."
+        )
     raise SystemExit(0)
 
 

@@ -35,23 +35,45 @@ settings = get_settings()
     argument("paths", nargs=-1, type=str),
     option("--out", "-o", type=str, default=None, help="Write alerts here instead of stdout."),
     option(
-        "--seq-gap-limit", type=int, default=None,
+        "--seq-gap-limit",
+        type=int,
+        default=None,
         help=f"Waiting events per context before a sequence_gap (default {settings.seq_gap_limit}, CG_SEQ_GAP_LIMIT).",
     ),
-    option("--since", type=str, default=None, is_flag=False, flag_value="",
-           help="Start each context's expected seq at the first event read (partial input). "
-                "With --from-kafka: --since TIME (RFC 3339) also starts reading at TIME."),
+    option(
+        "--since",
+        type=str,
+        default=None,
+        is_flag=False,
+        flag_value="",
+        help="Start each context's expected seq at the first event read (partial input). "
+        "With --from-kafka: --since TIME (RFC 3339) also starts reading at TIME.",
+    ),
     option("--from-kafka", is_flag=True, default=False, help="Read the input topics instead of files."),
-    option("--from-beginning", is_flag=True, default=False, help="--from-kafka: from the start of the topics (default)."),
+    option(
+        "--from-beginning", is_flag=True, default=False, help="--from-kafka: from the start of the topics (default)."
+    ),
     option("--until", type=str, default=None, help="--from-kafka: stop at records stamped at/after TIME (RFC 3339)."),
     option("--context", type=str, default=None, help="--from-kafka: only this context_id."),
-    option("--verify", is_flag=True, default=False,
-           help="--from-kafka: compare with the alerts (and status) topics over the same range; exit 1 on any "
-                "difference. The replayed records are then written only with --out (stdout carries nothing else)."),
-    option("--status", is_flag=True, default=False,
-           help="Also write node-status records (DESIGN.md §4), each after the alerts of its event."),
-    option("--strict", is_flag=True, default=False,
-           help="Exit 1 when any input was dead-lettered (bad lines are still reported and skipped)."),
+    option(
+        "--verify",
+        is_flag=True,
+        default=False,
+        help="--from-kafka: compare with the alerts (and status) topics over the same range; exit 1 on any "
+        "difference. The replayed records are then written only with --out (stdout carries nothing else).",
+    ),
+    option(
+        "--status",
+        is_flag=True,
+        default=False,
+        help="Also write node-status records (DESIGN.md §4), each after the alerts of its event.",
+    ),
+    option(
+        "--strict",
+        is_flag=True,
+        default=False,
+        help="Exit 1 when any input was dead-lettered (bad lines are still reported and skipped).",
+    ),
 )
 def replay(
     paths: tuple[str, ...], out: str | None, seq_gap_limit: int | None, since: str | None,

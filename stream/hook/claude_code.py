@@ -194,8 +194,16 @@ class Options:
         model = build_model_judge(settings)
         if self.judge_fallback != "rules":
             return model
-        announce = (lambda reason: log(f"the model judge is unavailable ({reason}); this call judged with the "
-                                       "rules judge (--judge-fallback rules; x_judge says so)")) if log else (lambda r: None)
+        announce = (
+            (
+                lambda reason: log(
+                    f"the model judge is unavailable ({reason}); this call judged with the "
+                    "rules judge (--judge-fallback rules; x_judge says so)"
+                )
+            )
+            if log
+            else (lambda r: None)
+        )
         return FallbackJudge(model, rules, can_restart=lambda: False, announce=announce)
 
 
@@ -261,7 +269,9 @@ class Session:
         except FileNotFoundError:
             raise TranscriptMissing(f"transcript {transcript} does not exist (yet); nothing read") from None
         moved = bool(cursor.transcript) and cursor.transcript != str(transcript)
-        rewritten = cursor.offset > size or (cursor.offset > 0 and fingerprint(transcript, cursor.offset) != cursor.fingerprint)
+        rewritten = cursor.offset > size or (
+            cursor.offset > 0 and fingerprint(transcript, cursor.offset) != cursor.fingerprint
+        )
         if rewritten:
             cursor.rewrites += 1
             self.log(f"transcript {transcript} no longer starts with the {cursor.offset} bytes read before "
@@ -284,7 +294,9 @@ class Session:
         self._commit(cursor, transcript, reader, fresh, budget)
         return fresh
 
-    def _fresh(self, cursor: Cursor, reader: Any, events: list[dict[str, Any]], rederived: bool) -> list[dict[str, Any]]:
+    def _fresh(
+        self, cursor: Cursor, reader: Any, events: list[dict[str, Any]], rederived: bool
+    ) -> list[dict[str, Any]]:
         """The events not sent before: a seq is never emitted twice for a context."""
         ctx = reader.context_id
         if ctx is None:
@@ -303,7 +315,9 @@ class Session:
                          "or checkpoint-guard changed); continuing after them")
         return [e for e in events if e["seq"] >= cursor.next_seq]
 
-    def _commit(self, cursor: Cursor, transcript: Path, reader: Any, fresh: list[dict[str, Any]], budget: Budget) -> None:
+    def _commit(
+        self, cursor: Cursor, transcript: Path, reader: Any, fresh: list[dict[str, Any]], budget: Budget
+    ) -> None:
         from stream.adapters import encode_event
 
         lines: list[Line] = [spool_line(e, encode_event(e)) for e in fresh]
@@ -375,7 +389,9 @@ class Session:
 
     # ---- after a compaction
 
-    def hand_back(self, cursor: Cursor, limit: int, trigger: str | None) -> tuple[str, str | None, list[str], list[str]]:
+    def hand_back(
+        self, cursor: Cursor, limit: int, trigger: str | None
+    ) -> tuple[str, str | None, list[str], list[str]]:
         """For the newest summary not answered yet: (additionalContext, node id, dropped ids, shown ids)."""
         pending = [n for n in cursor.summaries if n not in cursor.handed_back]
         if not pending:
@@ -431,10 +447,16 @@ async def send_spools(settings: Any, paths: Paths, budget: Budget, *, respect_ba
     sent = 0
     try:
         try:
-            await asyncio.wait_for(start_client(settings, client), min(settings.hook_connect_timeout, budget.remaining()))
+            await asyncio.wait_for(
+                start_client(settings, client), min(settings.hook_connect_timeout, budget.remaining())
+            )
         except Exception as exc:  # noqa: BLE001 - unreachable: keep spooling
-            _mark_down(paths, kafka_error(settings, exc, "cannot reach Kafka") if not isinstance(exc, asyncio.TimeoutError)
-                       else f"no broker answered at {settings.bootstrap_servers} within {settings.hook_connect_timeout:g} s")
+            _mark_down(
+                paths,
+                kafka_error(settings, exc, "cannot reach Kafka")
+                if not isinstance(exc, asyncio.TimeoutError)
+                else f"no broker answered at {settings.bootstrap_servers} within {settings.hook_connect_timeout:g} s",
+            )
             return 0, _down_reason(paths)
 
         async def send(batch: list[Line]) -> None:
@@ -446,7 +468,9 @@ async def send_spools(settings: Any, paths: Paths, budget: Budget, *, respect_ba
             if left <= 0:
                 break
             try:
-                sent += await asyncio.wait_for(spool.drain(send, budget.deadline, should_stop=lambda: budget.expired), left)
+                sent += await asyncio.wait_for(
+                    spool.drain(send, budget.deadline, should_stop=lambda: budget.expired), left
+                )
             except (TimeoutError, LockTimeout):
                 break
         _clear_down(paths)
@@ -494,7 +518,9 @@ def _clear_down(paths: Paths) -> None:
 # --------------------------------------------------------------------------- one call
 
 
-def handle(inp: HookInput, settings: Any, options: Options, budget: Budget, *, catch_up: bool = False) -> dict[str, Any] | None:
+def handle(
+    inp: HookInput, settings: Any, options: Options, budget: Budget, *, catch_up: bool = False
+) -> dict[str, Any] | None:
     """Run one hook call; returns the JSON object to print (None: print nothing).
 
     Raises :class:`BudgetExceeded`, :class:`LockTimeout`, :class:`TranscriptMissing` and
@@ -523,7 +549,9 @@ def handle(inp: HookInput, settings: Any, options: Options, budget: Budget, *, c
     return output
 
 
-def _after_compaction(session: Session, cursor: Cursor, inp: HookInput, settings: Any, budget: Budget) -> dict[str, Any] | None:
+def _after_compaction(
+    session: Session, cursor: Cursor, inp: HookInput, settings: Any, budget: Budget
+) -> dict[str, Any] | None:
     wait_until = time.monotonic() + min(settings.hook_summary_wait, max(0.0, budget.remaining() - 0.5))
     while not [n for n in cursor.summaries if n not in cursor.handed_back] and time.monotonic() < wait_until:
         time.sleep(0.05)  # the transcript is written asynchronously: the summary may still be on its way

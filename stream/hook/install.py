@@ -168,8 +168,11 @@ def installed(data: Any, command: str | None = None) -> dict[str, str]:
             if isinstance(group, dict) and isinstance(group.get("hooks"), list):
                 for h in group["hooks"]:
                     if is_ours(h):
-                        same = (command is None or h.get("command") == command) and h.get("async") == extra.get("async") \
+                        same = (
+                            (command is None or h.get("command") == command)
+                            and h.get("async") == extra.get("async")
                             and (group.get("matcher") or None) == matcher
+                        )
                         state = "ok" if same else "different"
         out[event] = state
     return out
@@ -261,7 +264,11 @@ def uninstall(path: Path, records: Path) -> Report:
         report.written = True
         return report
     if not report.changes:
-        report.note = "no checkpoint-guard hooks in it; nothing changed" if original is not None else "does not exist; nothing to do"
+        report.note = (
+            "no checkpoint-guard hooks in it; nothing changed"
+            if original is not None
+            else "does not exist; nothing to do"
+        )
         return report
     new, _ = plan_uninstall(data)
     atomic_write(path, _dump(new, original))

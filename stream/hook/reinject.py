@@ -49,7 +49,9 @@ def record(nodes: dict[str, dict[str, Any]], event: Mapping[str, Any], origins: 
             if isinstance(line, int) and origins.get(line):
                 kept.update(_said(origins[line], str(c.get("text", ""))))
             node["raw"][c["id"]] = kept
-    node["carried"] = sorted({c["id"] for c in event.get("negative_constraints") or [] if isinstance(c, dict) and "id" in c})
+    node["carried"] = sorted(
+        {c["id"] for c in event.get("negative_constraints") or [] if isinstance(c, dict) and "id" in c}
+    )
     node["seq"] = event.get("seq")
     node["at"] = event.get("occurred_at")
 
@@ -75,7 +77,9 @@ def dropped(nodes: Mapping[str, Mapping[str, Any]], node_id: str) -> dict[str, d
 
 def ordered(missing: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, Mapping[str, Any]]]:
     """Most recent first: by the time said, then by transcript line (later first), then id."""
-    return sorted(missing.items(), key=lambda kv: (str(kv[1].get("at") or ""), kv[1].get("line") or 0, kv[0]), reverse=True)
+    return sorted(
+        missing.items(), key=lambda kv: (str(kv[1].get("at") or ""), kv[1].get("line") or 0, kv[0]), reverse=True
+    )
 
 
 def context_text(missing: Mapping[str, Mapping[str, Any]], *, trigger: str | None, limit: int) -> tuple[str, list[str]]:

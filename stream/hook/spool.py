@@ -47,7 +47,11 @@ class Spool:
     def sent(self) -> dict[str, int]:
         meta = read_json(self.meta_path)
         sent = meta.get("sent") if isinstance(meta, dict) else None
-        return {k: v for k, v in sent.items() if isinstance(k, str) and isinstance(v, int)} if isinstance(sent, dict) else {}
+        return (
+            {k: v for k, v in sent.items() if isinstance(k, str) and isinstance(v, int)}
+            if isinstance(sent, dict)
+            else {}
+        )
 
     def _save_sent(self, sent: dict[str, int]) -> None:
         atomic_write(self.meta_path, json.dumps({"sent": sent}, sort_keys=True).encode("utf-8"))
@@ -88,7 +92,9 @@ class Spool:
         except OSError:
             return False
 
-    async def drain(self, send: Sender, deadline: float | None, *, should_stop: Callable[[], bool] = lambda: False) -> int:
+    async def drain(
+        self, send: Sender, deadline: float | None, *, should_stop: Callable[[], bool] = lambda: False
+    ) -> int:
         """Send every unsent line in order, :data:`DRAIN_BATCH` at a time; the bookkeeping is
         saved after each acknowledged batch and the file truncated once all is sent. Returns
         the events sent. ``should_stop()`` is asked between batches (a time budget)."""

@@ -49,8 +49,11 @@ def status_lines(project: Path) -> list[str]:
     for c in cursors[-5:]:
         lines.append(f"    {c.session_id}: {c.next_seq} events, {c.offset:,} bytes of {c.transcript or '?'}; "
                      f"{len(c.summaries)} compaction(s); last call {c.last_call} ({c.last_event})")
-    waiting = {k: Spool(paths.spool_dir, k).pending() for k in sorted(p.stem for p in paths.spool_dir.glob("*.jsonl"))} \
-        if paths.spool_dir.is_dir() else {}
+    waiting = (
+        {k: Spool(paths.spool_dir, k).pending() for k in sorted(p.stem for p in paths.spool_dir.glob("*.jsonl"))}
+        if paths.spool_dir.is_dir()
+        else {}
+    )
     waiting = {k: n for k, n in waiting.items() if n}
     where = f"Kafka {settings.bootstrap_servers}" if settings.hook_kafka else "Kafka off (CG_HOOK_KAFKA=false)"
     lines.append(f"  spool: {sum(waiting.values())} event(s) waiting in {len(waiting)} session(s) -> {where}"

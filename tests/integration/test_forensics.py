@@ -10,7 +10,9 @@ from stream.adapters.trajectories import DEFAULT_TRACES
 from tests.integration.harness import Worker, consume, context_of, produce, run, run_cli, topic_for, worker_env
 from tests.scenarios import Ctx
 
-TRAJ = DEFAULT_TRACES / "mini-swe-agent-deepseek-swebench" / "deepseek_chat_test_1-100" / "astropy__astropy-6938.traj.json"
+TRAJ = (
+    DEFAULT_TRACES / "mini-swe-agent-deepseek-swebench" / "deepseek_chat_test_1-100" / "astropy__astropy-6938.traj.json"
+)
 
 
 def _known_scenario() -> Ctx:
@@ -27,7 +29,9 @@ async def _group_offsets(bootstrap: str, group: str) -> dict:
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
     try:
-        return {(tp.topic, tp.partition): m.offset for tp, m in (await admin.list_consumer_group_offsets(group)).items()}
+        return {
+            (tp.topic, tp.partition): m.offset for tp, m in (await admin.list_consumer_group_offsets(group)).items()
+        }
     finally:
         await admin.close()
 
@@ -73,7 +77,9 @@ def test_replay_from_kafka_verify_reports_zero_differences_after_a_live_run(live
 
 def test_replay_from_kafka_writes_byte_identical_alerts_to_the_live_ones(kafka_bootstrap, live):
     replayed = run_cli(live, "replay", "--from-kafka").stdout.splitlines()
-    published = [m.value.decode() for m in run(consume(kafka_bootstrap, live["CG_ALERTS_TOPIC"], expected=len(replayed)))]
+    published = [
+        m.value.decode() for m in run(consume(kafka_bootstrap, live["CG_ALERTS_TOPIC"], expected=len(replayed)))
+    ]
     assert sorted(replayed) == sorted(set(published))
 
 

@@ -99,7 +99,9 @@ def _the_order_matters(stamped: list[tuple[int, bytes]]) -> None:
     contract = replay_lines(_in_contract_order(stamped))
     artifacts_first = replay_lines([line for *_, line in sorted(
         (ts, 1 if b'"type":"checkpoint"' in line else 0, i, line) for i, (ts, line) in enumerate(stamped))])
-    assert contract.alerts and {a["alert_id"] for a in contract.alerts} != {a["alert_id"] for a in artifacts_first.alerts}
+    assert contract.alerts and {a["alert_id"] for a in contract.alerts} != {
+        a["alert_id"] for a in artifacts_first.alerts
+    }
 
 
 def test_live_equals_forensic_replay_for_seq_less_events_with_colliding_timestamps(kafka_bootstrap, tmp_path):

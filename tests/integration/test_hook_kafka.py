@@ -56,7 +56,9 @@ def session_source(tmp: Path, sid: str) -> Path:
     return write_jsonl(synthetic_session(sid, turns=20, compact_every=8), tmp / "src" / f"{sid}.jsonl")
 
 
-def test_with_the_broker_up_the_hook_streams_every_event_once_and_empties_its_spool(kafka_bootstrap, tmp_path, create_topics):
+def test_with_the_broker_up_the_hook_streams_every_event_once_and_empties_its_spool(
+    kafka_bootstrap, tmp_path, create_topics
+):
     env = hook_env(kafka_bootstrap, tmp_path)
     run(create_topics([env["CG_COMPACTION_TOPIC"], env["CG_ARTIFACT_TOPIC"]]))
     source = session_source(tmp_path, "dddd0000-0000-4000-8000-00000000000d")

@@ -30,7 +30,9 @@ from tests.integration.harness import (
 )
 from tests.integration.sasl_broker import ADMIN_PASSWORD, sasl_broker, sasl_env, settings_of
 
-TRAJECTORY = REPO / "stream/samples/traces/mini-swe-agent-deepseek-swebench/deepseek_chat_dev/pydicom__pydicom-901.traj.json"
+TRAJECTORY = (
+    REPO / "stream/samples/traces/mini-swe-agent-deepseek-swebench/deepseek_chat_dev/pydicom__pydicom-901.traj.json"
+)
 
 
 @pytest.fixture(scope="module")

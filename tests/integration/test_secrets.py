@@ -28,7 +28,9 @@ def broker(request: pytest.FixtureRequest) -> kafka_local.BrokerInfo:
 
 def assert_no_secret(text: str, *secrets: str) -> None:
     for secret in secrets or tuple(USERS.values()):
-        assert secret not in text, f"a password leaked into the output: ...{text[max(0, text.find(secret) - 200):][:400]}"
+        assert secret not in text, (
+            f"a password leaked into the output: ...{text[max(0, text.find(secret) - 200) :][:400]}"
+        )
 
 
 def _listeners(port: int) -> list[str]:

@@ -84,14 +84,31 @@ def test_bad_messages_are_dead_lettered_with_reasons_and_good_ones_processed(kaf
     ctx = b"g-orphan"
     bad: list[tuple[bytes | None, bytes, str]] = [
         (ctx, b"not json at all", "not JSON"),
-        (ctx, b'{"type":"artifact","event_id":"x","context_id":"g-orphan","artifact_id":"a","op":"admitted","seq":"3"}', "seq"),
+        (
+            ctx,
+            b'{"type":"artifact","event_id":"x","context_id":"g-orphan","artifact_id":"a","op":"admitted","seq":"3"}',
+            "seq",
+        ),
         (ctx, b'{"type":"artifact","event_id":"x","context_id":"g-orphan","artifact_id":"a","op":"deleted"}', "op"),
-        (ctx, b'{"type":"checkpoint","event_id":"x","context_id":"g-orphan","node_id":"n","level":"leaf","referents":'
-         + json.dumps([f"r{i}" for i in range(10_001)]).encode() + b"}", "referents"),
+        (
+            ctx,
+            b'{"type":"checkpoint","event_id":"x","context_id":"g-orphan","node_id":"n","level":"leaf","referents":'
+            + json.dumps([f"r{i}" for i in range(10_001)]).encode()
+            + b"}",
+            "referents",
+        ),
         (b"", b'{"type":"artifact","event_id":"x","context_id":"g-orphan","artifact_id":"a","op":"admitted"}', "key"),
-        (b"other", b'{"type":"artifact","event_id":"y","context_id":"g-orphan","artifact_id":"a","op":"admitted"}', "key"),
+        (
+            b"other",
+            b'{"type":"artifact","event_id":"y","context_id":"g-orphan","artifact_id":"a","op":"admitted"}',
+            "key",
+        ),
         (None, b'{"type":"artifact","event_id":"z","context_id":"g-orphan","artifact_id":"a","op":"admitted"}', "key"),
-        (ctx, b'{"type":"artifact","event_id":"x","context_id":"g-orphan","artifact_id":"a","op":"admitted","schema_version":2}', "schema_version"),
+        (
+            ctx,
+            b'{"type":"artifact","event_id":"x","context_id":"g-orphan","artifact_id":"a","op":"admitted","schema_version":2}',
+            "schema_version",
+        ),
     ]
     records = _records(good, env)
     step = max(1, len(records) // len(bad))

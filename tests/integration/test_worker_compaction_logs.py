@@ -25,7 +25,12 @@ DOCUMENTED = {
         (NCD, "resolved", "root:oh:legacy-summary-ids", []),
     ],
     "oh:orphaned-file": [
-        ("orphaned_referent", "open", "00000002-0000-4000-8000-000000000007-summary", ["file:/workspace/app/settings.py"]),
+        (
+            "orphaned_referent",
+            "open",
+            "00000002-0000-4000-8000-000000000007-summary",
+            ["file:/workspace/app/settings.py"],
+        ),
     ],
     "oh:opaque-summary": [
         (NCD, "open", "00000006-0000-4000-8000-000000000008-summary", ["prohibition:3be5474d91a9"]),
@@ -41,11 +46,28 @@ DOCUMENTED = {
         (NCD, "open", "root:cc:cc-broken-parent-link", ["prohibition:5b3e9627b389"]),
     ],
     "cc:e4c90000-0000-4000-8000-0000000000c9": [
-        (NCD, "open", "e-s1", ["prohibition:13983af91403", "prohibition:33435f925486", "prohibition:d58808ee3ba2",
-          "prohibition:d9fb023660aa"]),
-        (NCD, "open", "root:cc:e4c90000-0000-4000-8000-0000000000c9",
-         ["prohibition:13983af91403", "prohibition:33435f925486", "prohibition:d58808ee3ba2",
-          "prohibition:d9fb023660aa"]),
+        (
+            NCD,
+            "open",
+            "e-s1",
+            [
+                "prohibition:13983af91403",
+                "prohibition:33435f925486",
+                "prohibition:d58808ee3ba2",
+                "prohibition:d9fb023660aa",
+            ],
+        ),
+        (
+            NCD,
+            "open",
+            "root:cc:e4c90000-0000-4000-8000-0000000000c9",
+            [
+                "prohibition:13983af91403",
+                "prohibition:33435f925486",
+                "prohibition:d58808ee3ba2",
+                "prohibition:d9fb023660aa",
+            ],
+        ),
     ],
 }
 

@@ -9,7 +9,10 @@ from tests.integration.harness import Worker, consume, expected_alerts, per_cont
 
 SUBSET = [
     DEFAULT_TRACES / "tau-bench-airline-gpt4o" / "gpt-4o-airline.sample10.json",
-    DEFAULT_TRACES / "mini-swe-agent-deepseek-swebench" / "deepseek_chat_test_1-100" / "astropy__astropy-6938.traj.json",
+    DEFAULT_TRACES
+    / "mini-swe-agent-deepseek-swebench"
+    / "deepseek_chat_test_1-100"
+    / "astropy__astropy-6938.traj.json",
 ]
 
 
@@ -28,7 +31,9 @@ def test_worker_alerts_for_ingested_trajectories_equal_offline_replay_of_the_sam
     try:
         produced = run_cli(env, "ingest", *map(str, SUBSET), "--to-kafka", timeout=180)
         assert produced.returncode == 0, produced.stderr
-        msgs = run(consume(kafka_bootstrap, env["CG_ALERTS_TOPIC"], expected=sum(map(len, expected.values())), timeout=180))
+        msgs = run(
+            consume(kafka_bootstrap, env["CG_ALERTS_TOPIC"], expected=sum(map(len, expected.values())), timeout=180)
+        )
     finally:
         assert worker.stop() == 0
     assert per_context([json.loads(m.value) for m in msgs]) == expected
@@ -49,7 +54,9 @@ def test_a_backlog_read_by_a_late_worker_gives_the_verdicts_of_production_order(
     assert produced.returncode == 0, produced.stderr
     worker = Worker(env, tmp_path / "worker.log").start()
     try:
-        msgs = run(consume(kafka_bootstrap, env["CG_ALERTS_TOPIC"], expected=sum(map(len, expected.values())), timeout=180))
+        msgs = run(
+            consume(kafka_bootstrap, env["CG_ALERTS_TOPIC"], expected=sum(map(len, expected.values())), timeout=180)
+        )
     finally:
         assert worker.stop() == 0
     assert per_context([json.loads(m.value) for m in msgs]) == expected

@@ -29,7 +29,10 @@ from tests.integration.harness import (
 
 SUBSET = [
     DEFAULT_TRACES / "tau-bench-airline-gpt4o" / "gpt-4o-airline.sample10.json",
-    DEFAULT_TRACES / "mini-swe-agent-deepseek-swebench" / "deepseek_chat_test_1-100" / "astropy__astropy-6938.traj.json",
+    DEFAULT_TRACES
+    / "mini-swe-agent-deepseek-swebench"
+    / "deepseek_chat_test_1-100"
+    / "astropy__astropy-6938.traj.json",
 ]
 
 
@@ -164,7 +167,11 @@ def test_a_status_record_over_the_topics_limit_is_sent_without_its_list_and_the_
         got = read_back[key]
         assert got is not None, key
         assert (got.authoritative, got.frozen, got.open_rules, got.degraded_count) == (
-            expected["authoritative"], expected["frozen"], tuple(expected["open_rules"]), expected["degraded_count"]), key
+            expected["authoritative"],
+            expected["frozen"],
+            tuple(expected["open_rules"]),
+            expected["degraded_count"],
+        ), key
     root = json.loads([m.value for m in msgs if json.loads(m.key) == ["ctx", "root"]][-1])
     assert root["degraded_by"] == [] and root["degraded_truncated"] is True and root["degraded_count"] == 1000
     assert read_back[("ctx", "root")].degraded_by == ()

@@ -37,7 +37,10 @@ def test_cost_growth_writes_both_tables(tmp_path: Path) -> None:
     text = out.read_text()
     assert "**A. Fan-in**" in text and "| 50 |" in text
     assert "**B. Number of artifacts" in text and "| 1,200 |" in text
-    assert "**C. Shapes at two sizes**" in text and "| chain top-down, bottom prohibition nobody carries | 20 → 200 |" in text
+    assert (
+        "**C. Shapes at two sizes**" in text
+        and "| chain top-down, bottom prohibition nobody carries | 20 → 200 |" in text
+    )
     assert "worst hostile/friendly" in Path(f"{out}.summary").read_text()
     # The hot artifact's eviction opens one alert per dependent (D constant across repetitions).
     row = next(line for line in text.splitlines() if line.startswith("| 50 |"))
@@ -186,7 +189,13 @@ def test_the_hook_bench_and_the_real_log_check_run_and_write_their_sections(tmp_
     assert bench_hook.main(["--sizes", "2000", "--out", str(out)]) == 0
     text = out.read_text()
     assert "| all |" in text and "first call, no state" in text and "live = batch yes" in text
-    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "compaction_logs" / "claude-code" / "cc-dropped-prohibition.jsonl"
+    fixture = (
+        Path(__file__).resolve().parents[1]
+        / "fixtures"
+        / "compaction_logs"
+        / "claude-code"
+        / "cc-dropped-prohibition.jsonl"
+    )
     out = tmp_path / "check.md"
     assert hook_check.main([str(fixture), "--out", str(out)]) == 0
     assert "1 transcripts, 1 compactions, 1 with a dropped prohibition: every check passed" in out.read_text()

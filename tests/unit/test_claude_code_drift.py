@@ -48,8 +48,14 @@ class Session:
                         message={"role": "assistant", "content": [{"type": "text", "text": text}]})
 
     def compact(self, boundary: str, summary: str, text: str, **meta) -> None:
-        self.add(type="system", subtype="compact_boundary", uuid=boundary, parentUuid=None, content="Conversation compacted",
-                 compactMetadata={"trigger": "auto", "preTokens": 150000, **meta})
+        self.add(
+            type="system",
+            subtype="compact_boundary",
+            uuid=boundary,
+            parentUuid=None,
+            content="Conversation compacted",
+            compactMetadata={"trigger": "auto", "preTokens": 150000, **meta},
+        )
         self.add(type="user", uuid=summary, parentUuid=boundary, isCompactSummary=True, isVisibleInTranscriptOnly=True,
                  message={"role": "user", "content": text})
 
@@ -100,9 +106,17 @@ def test_askuserquestion_answers_are_read_from_the_result_text_in_each_wording(t
     s = Session()
     s.user("u1", "plan the migration of the settings store")
     s.assistant("a1", "One question first.")
-    s.user("r1", [{"type": "tool_result", "tool_use_id": "toolu_1",
-                   "content": f'{lead} "Should the old JSON files be converted in place?"="No, never overwrite the old '
-                              f'files", "Which format?"="TOML". You can now continue with the user\'s answers in mind.'}])
+    s.user(
+        "r1",
+        [
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_1",
+                "content": f'{lead} "Should the old JSON files be converted in place?"="No, never overwrite the old '
+                f'files", "Which format?"="TOML". You can now continue with the user\'s answers in mind.',
+            }
+        ],
+    )
     s.compact("b1", "s1", summary_text("plan the migration of the settings store"))
     events, alerts, _ = run(s.write(tmp_path / "t.jsonl"))
     raw = node(events, "s1")["raw_negative_constraints"]

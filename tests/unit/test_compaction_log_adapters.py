@@ -46,53 +46,111 @@ TRANSCRIPT = "/home/dev/.claude/projects/-home-dev-app/d3b80000-0000-4000-8000-0
 
 #: fixture -> (format, paths, exact alerts as (rule, status, node, set)); mirrors README.md.
 EXPECTED = {
-    "folded-summary": ("openhands", [OH / "folded-summary"], [
-        (NCD, "open", "00000001-0000-4000-8000-000000000009-summary", ["prohibition:d00a556c5c2a"]),
-        (NCD, "open", "root:oh:folded-summary", ["prohibition:d00a556c5c2a"]),
-    ]),
-    "orphaned-file": ("openhands", [OH / "orphaned-file"], [
-        (ORPHAN, "open", "00000002-0000-4000-8000-000000000007-summary", ["file:/workspace/app/settings.py"]),
-    ]),
-    "dropped-prohibition": ("claude-code", [CC / "cc-dropped-prohibition.jsonl"], [
-        (NCD, "open", "s-1", ["prohibition:83155fae68cd"]),
-        (NCD, "open", "root:cc:cc-dropped-prohibition", ["prohibition:83155fae68cd"]),
-    ]),
+    "folded-summary": (
+        "openhands",
+        [OH / "folded-summary"],
+        [
+            (NCD, "open", "00000001-0000-4000-8000-000000000009-summary", ["prohibition:d00a556c5c2a"]),
+            (NCD, "open", "root:oh:folded-summary", ["prohibition:d00a556c5c2a"]),
+        ],
+    ),
+    "orphaned-file": (
+        "openhands",
+        [OH / "orphaned-file"],
+        [
+            (ORPHAN, "open", "00000002-0000-4000-8000-000000000007-summary", ["file:/workspace/app/settings.py"]),
+        ],
+    ),
+    "dropped-prohibition": (
+        "claude-code",
+        [CC / "cc-dropped-prohibition.jsonl"],
+        [
+            (NCD, "open", "s-1", ["prohibition:83155fae68cd"]),
+            (NCD, "open", "root:cc:cc-dropped-prohibition", ["prohibition:83155fae68cd"]),
+        ],
+    ),
     "paraphrased-prohibition": ("openhands", [OH / "paraphrased-prohibition"], []),
-    "broken-parent-link": ("claude-code", [CC / "cc-broken-parent-link.jsonl"], [
-        (NCD, "open", "s-2", ["prohibition:5b3e9627b389"]),
-        (NCD, "open", "root:cc:cc-broken-parent-link", ["prohibition:5b3e9627b389"]),
-    ]),
-    "opaque-summary": ("openhands", [OH / "opaque-summary"], [
-        (NCD, "open", "00000006-0000-4000-8000-000000000008-summary", ["prohibition:3be5474d91a9"]),
-        (UNVERIFIABLE, "open", "00000006-0000-4000-8000-000000000008-summary", None),
-        (NCD, "open", "root:oh:opaque-summary", ["prohibition:3be5474d91a9"]),
-    ]),
-    "two-sessions-named-full": ("claude-code", [CC / "sessions" / "alpha" / "full.jsonl", CC / "sessions" / "beta" / "full.jsonl"], [
-        (NCD, "open", "beta-s1", ["prohibition:b7b68cdcd5be"]),
-        (NCD, "open", f"root:cc:{BETA}", ["prohibition:b7b68cdcd5be"]),
-    ]),
-    "growing-copies": ("claude-code", [CC / "copies" / "1" / "full.jsonl", CC / "copies" / "2" / "full.jsonl"], [
-        (NCD, "open", "c-s2", ["prohibition:03e812bbe566"]),
-        (NCD, "open", f"root:cc:{COPIES}", ["prohibition:03e812bbe566"]),
-    ]),
-    "agent-server-layout": ("openhands", [FIXTURES / "openhands-agent-server"], [
-        (NCD, "open", "00000009-0000-4000-8000-000000000005-summary", ["prohibition:9c34609089ab"]),
-        (NCD, "open", f"root:oh:{AGENT_SERVER}", ["prohibition:9c34609089ab"]),
-    ]),
-    "legacy-summary-ids": ("openhands", [OH / "legacy-summary-ids"], [
-        (NCD, "open", "0000000a-0000-4000-8000-00000000000a-summary", ["prohibition:787963eb903f"]),
-        (NCD, "open", "root:oh:legacy-summary-ids", ["prohibition:787963eb903f"]),
-        (NCD, "resolved", "root:oh:legacy-summary-ids", []),
-    ]),
+    "broken-parent-link": (
+        "claude-code",
+        [CC / "cc-broken-parent-link.jsonl"],
+        [
+            (NCD, "open", "s-2", ["prohibition:5b3e9627b389"]),
+            (NCD, "open", "root:cc:cc-broken-parent-link", ["prohibition:5b3e9627b389"]),
+        ],
+    ),
+    "opaque-summary": (
+        "openhands",
+        [OH / "opaque-summary"],
+        [
+            (NCD, "open", "00000006-0000-4000-8000-000000000008-summary", ["prohibition:3be5474d91a9"]),
+            (UNVERIFIABLE, "open", "00000006-0000-4000-8000-000000000008-summary", None),
+            (NCD, "open", "root:oh:opaque-summary", ["prohibition:3be5474d91a9"]),
+        ],
+    ),
+    "two-sessions-named-full": (
+        "claude-code",
+        [CC / "sessions" / "alpha" / "full.jsonl", CC / "sessions" / "beta" / "full.jsonl"],
+        [
+            (NCD, "open", "beta-s1", ["prohibition:b7b68cdcd5be"]),
+            (NCD, "open", f"root:cc:{BETA}", ["prohibition:b7b68cdcd5be"]),
+        ],
+    ),
+    "growing-copies": (
+        "claude-code",
+        [CC / "copies" / "1" / "full.jsonl", CC / "copies" / "2" / "full.jsonl"],
+        [
+            (NCD, "open", "c-s2", ["prohibition:03e812bbe566"]),
+            (NCD, "open", f"root:cc:{COPIES}", ["prohibition:03e812bbe566"]),
+        ],
+    ),
+    "agent-server-layout": (
+        "openhands",
+        [FIXTURES / "openhands-agent-server"],
+        [
+            (NCD, "open", "00000009-0000-4000-8000-000000000005-summary", ["prohibition:9c34609089ab"]),
+            (NCD, "open", f"root:oh:{AGENT_SERVER}", ["prohibition:9c34609089ab"]),
+        ],
+    ),
+    "legacy-summary-ids": (
+        "openhands",
+        [OH / "legacy-summary-ids"],
+        [
+            (NCD, "open", "0000000a-0000-4000-8000-00000000000a-summary", ["prohibition:787963eb903f"]),
+            (NCD, "open", "root:oh:legacy-summary-ids", ["prohibition:787963eb903f"]),
+            (NCD, "resolved", "root:oh:legacy-summary-ids", []),
+        ],
+    ),
     "microcompact": ("claude-code", [CC / "cc-microcompact.jsonl"], []),
     "glued-line": ("claude-code", [CC / "cc-glued-line.jsonl"], []),
     "names-its-transcript": ("claude-code", [CC / "cc-names-its-transcript.jsonl"], []),
-    "every-channel": ("claude-code", [CC / "cc-every-channel.jsonl"], [
-        (NCD, "open", "e-s1", ["prohibition:13983af91403", "prohibition:33435f925486", "prohibition:d58808ee3ba2",
-          "prohibition:d9fb023660aa"]),
-        (NCD, "open", f"root:cc:{EVERY}", ["prohibition:13983af91403", "prohibition:33435f925486", "prohibition:d58808ee3ba2",
-          "prohibition:d9fb023660aa"]),
-    ]),
+    "every-channel": (
+        "claude-code",
+        [CC / "cc-every-channel.jsonl"],
+        [
+            (
+                NCD,
+                "open",
+                "e-s1",
+                [
+                    "prohibition:13983af91403",
+                    "prohibition:33435f925486",
+                    "prohibition:d58808ee3ba2",
+                    "prohibition:d9fb023660aa",
+                ],
+            ),
+            (
+                NCD,
+                "open",
+                f"root:cc:{EVERY}",
+                [
+                    "prohibition:13983af91403",
+                    "prohibition:33435f925486",
+                    "prohibition:d58808ee3ba2",
+                    "prohibition:d9fb023660aa",
+                ],
+            ),
+        ],
+    ),
 }
 
 
@@ -328,7 +386,9 @@ def test_a_pre_2026_summary_id_forgotten_later_links_the_summaries_and_only_the_
 
 def test_timestamps_without_a_zone_are_read_as_utc():
     events = library_events("openhands", OH / "folded-summary")
-    assert events[0]["occurred_at"] == "2026-03-02T10:01:00.000000Z"  # the first message (the system prompt makes no event)
+    assert (
+        events[0]["occurred_at"] == "2026-03-02T10:01:00.000000Z"
+    )  # the first message (the system prompt makes no event)
     proc = ingest("openhands", str(OH / "folded-summary"))
     assert "10 timestamps without a zone read as UTC" in proc.stderr.decode().splitlines()[-1]
 
@@ -491,7 +551,13 @@ def test_follow_is_refused_for_the_trajectory_form_and_help_explains_both_forms(
     assert proc.returncode == 2
     assert b"--follow and --idle-timeout work with the log forms only" in proc.stderr
     helptext = ingest("--help").stdout.decode()
-    for needle in ("ingest [PATH...]", "ingest openhands DIR...", "ingest claude-code FILE...", "--follow", "--match-threshold"):
+    for needle in (
+        "ingest [PATH...]",
+        "ingest openhands DIR...",
+        "ingest claude-code FILE...",
+        "--follow",
+        "--match-threshold",
+    ):
         assert needle in helptext
 
 
@@ -614,35 +680,79 @@ def test_follow_cli_stops_cleanly_on_sigterm(tmp_path):
 def test_referents_are_artifacts_whose_identifier_is_a_whole_token_of_the_summary():
     ids = {n: "file:/w/app/settings.py" for n in path_names("/w/app/settings.py")}
     ids["toolu_7"] = "call:toolu_7"
-    assert mentioned_artifacts("Edited app/settings.py. See toolu_7.", ids) == ["call:toolu_7", "file:/w/app/settings.py"]
+    assert mentioned_artifacts("Edited app/settings.py. See toolu_7.", ids) == [
+        "call:toolu_7",
+        "file:/w/app/settings.py",
+    ]
     assert mentioned_artifacts("Edited app/settings.pyc and myapp/settings.py, toolu_77", ids) == []
     assert mentioned_artifacts("settings.py only", ids) == []  # a bare basename is too ambiguous
 
 
 def test_each_typed_answer_to_a_question_is_read_on_its_own(tmp_path):
     # a long first answer that ends without a full stop ran into the next when the answers were read as one text
-    first = "first one. don't rely on file timestamps for this at all, clocks drift and rebases rewrite the dates anyway"
+    first = (
+        "first one. don't rely on file timestamps for this at all, clocks drift and rebases rewrite the dates anyway"
+    )
     second = "let's leave that for a follow-up, can you open an issue for it?"
     base = {"isSidechain": False, "userType": "external", "cwd": "/home/dev/app", "version": "2.0.0",
             "sessionId": "a5c00000-0000-4000-8000-0000000000a5"}
     records = [
-        {**base, "parentUuid": None, "type": "user", "uuid": "q-u1", "timestamp": "2026-03-02T11:00:00.000Z",
-         "message": {"role": "user", "content": "plan the cleanup command"}},
-        {**base, "parentUuid": "q-u1", "type": "user", "uuid": "q-r1", "timestamp": "2026-03-02T11:00:01.000Z",
-         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_q1",
-                                                   "content": "User has answered your questions."}]},
-         "toolUseResult": {"questions": [], "answers": {"How do we find stale branches?": first,
-                                                        "Also prune the state files?": second}}},
-        {**base, "parentUuid": None, "type": "system", "subtype": "compact_boundary", "uuid": "q-b1",
-         "timestamp": "2026-03-02T11:00:02.000Z", "content": "Conversation compacted", "logicalParentUuid": "q-r1",
-         "compactMetadata": {"trigger": "auto", "preTokens": 150000}},
-        {**base, "parentUuid": "q-b1", "type": "user", "uuid": "q-s1", "isCompactSummary": True,
-         "timestamp": "2026-03-02T11:00:03.000Z",
-         "message": {"role": "user", "content": "This session is being continued. 1. The user wants a cleanup command."}},
+        {
+            **base,
+            "parentUuid": None,
+            "type": "user",
+            "uuid": "q-u1",
+            "timestamp": "2026-03-02T11:00:00.000Z",
+            "message": {"role": "user", "content": "plan the cleanup command"},
+        },
+        {
+            **base,
+            "parentUuid": "q-u1",
+            "type": "user",
+            "uuid": "q-r1",
+            "timestamp": "2026-03-02T11:00:01.000Z",
+            "message": {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_q1", "content": "User has answered your questions."}
+                ],
+            },
+            "toolUseResult": {
+                "questions": [],
+                "answers": {"How do we find stale branches?": first, "Also prune the state files?": second},
+            },
+        },
+        {
+            **base,
+            "parentUuid": None,
+            "type": "system",
+            "subtype": "compact_boundary",
+            "uuid": "q-b1",
+            "timestamp": "2026-03-02T11:00:02.000Z",
+            "content": "Conversation compacted",
+            "logicalParentUuid": "q-r1",
+            "compactMetadata": {"trigger": "auto", "preTokens": 150000},
+        },
+        {
+            **base,
+            "parentUuid": "q-b1",
+            "type": "user",
+            "uuid": "q-s1",
+            "isCompactSummary": True,
+            "timestamp": "2026-03-02T11:00:03.000Z",
+            "message": {
+                "role": "user",
+                "content": "This session is being continued. 1. The user wants a cleanup command.",
+            },
+        },
     ]
     (tmp_path / "s.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     summary = next(e for e in library_events("claude-code", tmp_path / "s.jsonl") if e.get("node_id") == "q-s1")
     assert [(c["text"], c["form"], c["line"]) for c in summary["raw_negative_constraints"]] == [
-        ("don't rely on file timestamps for this at all, clocks drift and rebases rewrite the dates anyway", "explicit", 2),
+        (
+            "don't rely on file timestamps for this at all, clocks drift and rebases rewrite the dates anyway",
+            "explicit",
+            2,
+        ),
         ("let's leave that for a follow-up", "defer", 2),
     ]

@@ -108,9 +108,15 @@ def _private_uses(tree: ast.AST) -> Iterator[tuple[int, str]]:
     for n in ast.walk(tree):
         if isinstance(n, ast.Attribute) and _is_private(n.attr):
             yield n.lineno, n.attr
-        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("getattr", "hasattr", "setattr")
-              and len(n.args) >= 2 and isinstance(n.args[1], ast.Constant) and isinstance(n.args[1].value, str)
-              and _is_private(n.args[1].value)):
+        elif (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Name)
+            and n.func.id in ("getattr", "hasattr", "setattr")
+            and len(n.args) >= 2
+            and isinstance(n.args[1], ast.Constant)
+            and isinstance(n.args[1].value, str)
+            and _is_private(n.args[1].value)
+        ):
             yield n.lineno, n.args[1].value
         elif isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] in FRAMEWORKS:
             yield from ((n.lineno, a.name) for a in n.names if _is_private(a.name))
@@ -141,8 +147,10 @@ def _offenders(paths: Iterable[Path]) -> list[str]:
 
 def test_the_pin_scan_finds_framework_private_names_however_they_are_reached(tmp_path):
     sample = tmp_path / "sample.py"
-    sample.write_text("def f(worker, x):\n    worker.app.consumer._thread.call()\n    getattr(x, '_fetch_max_wait_ms')\n"
-                      "    return x._stopped\nfrom faust.streams import _current_event\n")
+    sample.write_text(
+        "def f(worker, x):\n    worker.app.consumer._thread.call()\n    getattr(x, '_fetch_max_wait_ms')\n"
+        "    return x._stopped\nfrom faust.streams import _current_event\n"
+    )
     found = {line.rsplit(": ", 1)[1] for line in _offenders([sample])}
     assert found == {"_thread", "_fetch_max_wait_ms", "_stopped", "_current_event"}
 

@@ -176,7 +176,14 @@ class _FailingEngine(Engine):
 def test_an_engine_bug_rolls_the_partition_back_and_dead_letters_only_that_event(tmp_path):
     events = [
         {"type": "artifact", "event_id": "a1", "context_id": "c", "artifact_id": "x", "op": "admitted"},
-        {"type": "checkpoint", "event_id": "n1", "context_id": "c", "node_id": "n", "level": "leaf", "referents": ["x"]},
+        {
+            "type": "checkpoint",
+            "event_id": "n1",
+            "context_id": "c",
+            "node_id": "n",
+            "level": "leaf",
+            "referents": ["x"],
+        },
         {"type": "artifact", "event_id": "bad", "context_id": "c", "artifact_id": "x", "op": "evicted"},
         {"type": "checkpoint", "event_id": "r", "context_id": "c", "node_id": "r", "level": "root", "children": ["n"]},
     ]

@@ -18,7 +18,9 @@ from bench import eval_real_logs
 
 pytestmark = pytest.mark.unit
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "compaction_logs" / "claude-code" / "cc-every-channel.jsonl"
+FIXTURE = (
+    Path(__file__).resolve().parents[1] / "fixtures" / "compaction_logs" / "claude-code" / "cc-every-channel.jsonl"
+)
 SESSION = "e4c90000-0000-4000-8000-0000000000c9"
 
 
@@ -59,9 +61,13 @@ def test_every_cell_of_the_confusion_table_is_counted_per_summary_and_prohibitio
     assert (s.tp, s.fp, s.fn, s.tn) == (3, 0, 1, 1)  # P1, P2, P6 caught; P4 never read; P3 carried
     assert s.precision == 1.0 and s.recall == 0.75
     assert scores["claude-code"].tp == 3
-    assert s.unscored == [f"{SESSION[:8]} C1 (line 14): P5 \"keep the old fixtures, they are shared\" (not in force: revoked)"]
-    assert s.fn_items == [f"{SESSION[:8]} C1 (line 14): P4 \"what does that lint rule want?\" [implicit, typed message] — "
-                          "never read as a prohibition"]
+    assert s.unscored == [
+        f'{SESSION[:8]} C1 (line 14): P5 "keep the old fixtures, they are shared" (not in force: revoked)'
+    ]
+    assert s.fn_items == [
+        f'{SESSION[:8]} C1 (line 14): P4 "what does that lint rule want?" [implicit, typed message] — '
+        "never read as a prohibition"
+    ]
     assert cases[0].summaries == ["e-s1"]
 
 
@@ -76,8 +82,10 @@ def test_an_alerted_prohibition_that_is_not_gold_is_a_false_alarm(tmp_path):
     s = scores["overall"]
     assert (s.tp, s.fp, s.fn, s.tn) == (3, 1, 1, 1)
     # the extractor cuts the reason off at the comma before its new subject ("..., they are shared")
-    assert s.fp_items == [f"{SESSION[:8]} C1 (line 14): \"keep the old fixtures\" [user, preserve, line 10, keep-existing] "
-                          "(not a gold prohibition)"]
+    assert s.fp_items == [
+        f'{SESSION[:8]} C1 (line 14): "keep the old fixtures" [user, preserve, line 10, keep-existing] '
+        "(not a gold prohibition)"
+    ]
     assert (s.cues[("instruction", "keep-existing", "fp")], s.cues[("drop", "not-quoted-no-trace", "fp")]) == (1, 1)
 
 
@@ -123,7 +131,9 @@ def test_judge_model_scores_the_llm_judges_alerts_through_a_stand_in(tmp_path, c
     # the stand-in knows P1 (dropped: alerted) and P3 (carried: not alerted), not the other three dropped ones
     overall = next(line for line in out.splitlines() if line.startswith("overall")).split()
     assert overall[1:] == ["1.00", "0.25", "1", "0", "3", "1"]
-    assert "judge model claude-cli:default: 1 compactions, 1 requests" in err and len(claude_calls(tmp_path / "bin")) == 1
+    assert (
+        "judge model claude-cli:default: 1 compactions, 1 requests" in err and len(claude_calls(tmp_path / "bin")) == 1
+    )
     monkeypatch.setenv("CG_JUDGE_CLAUDE_BIN", str(tmp_path / "gone"))
     monkeypatch.setenv("CG_JUDGE_CACHE_DIR", str(tmp_path / "empty-cache"))
     assert eval_real_logs.main([str(labelled_dir(tmp_path / "again")), "--judge", "model"]) == 1

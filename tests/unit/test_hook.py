@@ -184,7 +184,13 @@ def call_hook(env: dict[str, str], payload: dict | bytes, *args: str) -> subproc
 
 
 def stop(transcript: Path, session: str = "s-1", event: str = "Stop", **fields) -> dict:
-    return {"session_id": session, "transcript_path": str(transcript), "cwd": "/tmp", "hook_event_name": event, **fields}
+    return {
+        "session_id": session,
+        "transcript_path": str(transcript),
+        "cwd": "/tmp",
+        "hook_event_name": event,
+        **fields,
+    }
 
 
 @pytest.mark.parametrize("stdin", [b"", b"not json", b"[1,2]", b'{"hook_event_name": "Stop"}',
@@ -202,8 +208,9 @@ def test_a_broken_setting_or_option_still_exits_0_with_nothing_on_stdout(tmp_pat
     assert (proc.returncode, proc.stdout) == (0, b"")
     proc = call_hook(env_for(tmp_path), stop(tmp_path / "t.jsonl"), "--no-such-option")
     assert (proc.returncode, proc.stdout) == (0, b"")
-    assert "exit 0 so Claude Code goes on" in (tmp_path / "xdg" / "checkpoint-guard" / "claude-code" / "hook.log").read_text() \
-        + hook_log(tmp_path)
+    assert "exit 0 so Claude Code goes on" in (
+        tmp_path / "xdg" / "checkpoint-guard" / "claude-code" / "hook.log"
+    ).read_text() + hook_log(tmp_path)
 
 
 def test_an_unwritable_hook_dir_is_exit_0_and_nothing_on_stdout(tmp_path):
@@ -250,8 +257,10 @@ def test_a_transcript_rewritten_under_the_hook_is_read_again_and_no_seq_is_emitt
 
 
 def test_two_sessions_at_once_each_give_their_batch_events(tmp_path):
-    sources = [write_jsonl(synthetic_session(sid, turns=14, compact_every=6, seed=i), tmp_path / "src" / f"{sid}.jsonl")
-               for i, sid in enumerate(("aaaa0000-0000-4000-8000-00000000000a", "bbbb0000-0000-4000-8000-00000000000b"))]
+    sources = [
+        write_jsonl(synthetic_session(sid, turns=14, compact_every=6, seed=i), tmp_path / "src" / f"{sid}.jsonl")
+        for i, sid in enumerate(("aaaa0000-0000-4000-8000-00000000000a", "bbbb0000-0000-4000-8000-00000000000b"))
+    ]
     players = [Player(s, tmp_path / "projects" / s.name, env_for(tmp_path), stop_every=2) for s in sources]
     threads = [threading.Thread(target=p.play) for p in players]
     for t in threads:

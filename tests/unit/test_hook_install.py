@@ -63,12 +63,20 @@ def test_install_on_a_clean_home_writes_working_entries_and_uninstall_removes_th
     assert data["hooks"]["Stop"][0]["hooks"][0]["async"] is True
     # the command is runnable as written: Claude Code runs it with a shell
     handler = data["hooks"]["PreCompact"][0]["hooks"][0]
-    run = subprocess.run(handler["command"], shell=True, input=b"{}", capture_output=True, timeout=120,
-                         env={**os.environ, "CG_HOOK_DIR": str(tmp_path / "hook"), "XDG_DATA_HOME": str(tmp_path / "xdg")})
+    run = subprocess.run(
+        handler["command"],
+        shell=True,
+        input=b"{}",
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "CG_HOOK_DIR": str(tmp_path / "hook"), "XDG_DATA_HOME": str(tmp_path / "xdg")},
+    )
     assert (run.returncode, run.stdout) == (0, b"")
     assert "hook_event_name" in (tmp_path / "hook" / "hook.log").read_text()  # it ran our hook and logged the bad input
     again = cli(tmp_path, "hooks", "install")
-    assert "already installed; nothing changed" in again.stdout and path.read_text() == json.dumps(data, indent=2) + "\n"
+    assert (
+        "already installed; nothing changed" in again.stdout and path.read_text() == json.dumps(data, indent=2) + "\n"
+    )
     out = cli(tmp_path, "hooks", "uninstall")
     assert "removed (install had created it)" in out.stdout
     assert not path.exists() and not path.parent.exists()
@@ -133,7 +141,11 @@ def test_a_settings_file_we_cannot_read_is_one_line_exit_1_and_left_as_it_is(tmp
     path = project / ".claude" / "settings.json"
     path.write_bytes(content)
     proc = cli(tmp_path, "hooks", "install", "--project", str(project))
-    assert proc.returncode == 1 and proc.stderr.startswith("checkpoint-guard: error: ") and len(proc.stderr.splitlines()) == 1
+    assert (
+        proc.returncode == 1
+        and proc.stderr.startswith("checkpoint-guard: error: ")
+        and len(proc.stderr.splitlines()) == 1
+    )
     assert path.read_bytes() == content
 
 
@@ -182,7 +194,9 @@ def test_the_plugin_script_runs_the_hook_from_path_and_says_so_when_it_is_missin
     fake.write_text('#!/bin/sh\necho "args: $*"; cat\n')
     fake.chmod(0o755)
     sh = shutil.which("sh")
-    proc = subprocess.run([sh, str(script)], input=b'{"x": 1}', capture_output=True, env={"PATH": f"{bindir}:/usr/bin:/bin"})
+    proc = subprocess.run(
+        [sh, str(script)], input=b'{"x": 1}', capture_output=True, env={"PATH": f"{bindir}:/usr/bin:/bin"}
+    )
     assert proc.returncode == 0 and proc.stdout == b'args: hook claude-code\n{"x": 1}'
     proc = subprocess.run([sh, str(script)], input=b"{}", capture_output=True, env={"PATH": str(tmp_path / "empty")})
     assert proc.returncode == 1 and b"not on PATH" in proc.stderr  # never 2: that would block a compaction

@@ -121,10 +121,14 @@ def ckpt(node, raw=(), carried=(), children=(), seq=0):
 
 def test_the_dropped_set_is_required_of_the_subtree_minus_carried():
     nodes: dict = {}
-    origins = {3: [type("C", (), {"text": "Do not touch the migrations.", "at": "2026-03-02T10:00:00Z", "question": None})()]}
+    origins = {
+        3: [type("C", (), {"text": "Do not touch the migrations.", "at": "2026-03-02T10:00:00Z", "question": None})()]
+    }
     reinject.record(nodes, ckpt("s1", raw=[("p:a", "Do not touch the migrations", "typed", 3),
                                            ("p:b", "never push", "typed", 5)], carried=["p:b"]), origins)
-    reinject.record(nodes, ckpt("s2", raw=[("p:c", "keep the API", "plan", 9)], carried=["p:c"], children=["s1"]), origins)
+    reinject.record(
+        nodes, ckpt("s2", raw=[("p:c", "keep the API", "plan", 9)], carried=["p:c"], children=["s1"]), origins
+    )
     assert set(reinject.dropped(nodes, "s1")) == {"p:a"}
     assert set(reinject.dropped(nodes, "s2")) == {"p:a", "p:b"}  # survived the first summary, not the second
     assert nodes["s1"]["raw"]["p:a"]["at"] == "2026-03-02T10:00:00Z"
@@ -133,9 +137,19 @@ def test_the_dropped_set_is_required_of_the_subtree_minus_carried():
 
 def test_the_text_is_verbatim_most_recent_first_with_its_origin_and_bounded():
     missing = {
-        "p:old": {"text": "Never delete the fixtures folder", "x_channel": "typed", "line": 2, "at": "2026-03-01T09:00:00Z"},
-        "p:new": {"text": "No, keep the old module", "x_channel": "answer", "line": 40, "at": "2026-03-01T11:30:00Z",
-                  "question": "Should we rewrite the parser module?"},
+        "p:old": {
+            "text": "Never delete the fixtures folder",
+            "x_channel": "typed",
+            "line": 2,
+            "at": "2026-03-01T09:00:00Z",
+        },
+        "p:new": {
+            "text": "No, keep the old module",
+            "x_channel": "answer",
+            "line": 40,
+            "at": "2026-03-01T11:30:00Z",
+            "question": "Should we rewrite the parser module?",
+        },
         "p:plan": {"text": "(not the legacy API)", "x_channel": "plan", "line": 20, "at": "2026-03-01T10:00:00Z"},
     }
     text, shown = reinject.context_text(missing, trigger="auto", limit=4000)
@@ -148,7 +162,9 @@ def test_the_text_is_verbatim_most_recent_first_with_its_origin_and_bounded():
     assert body[2] == '- "(not the legacy API)" (the plan the user approved, 2026-03-01 10:00 UTC)'
     assert body[3] == '- "Never delete the fixtures folder" (typed by the user, 2026-03-01 09:00 UTC)'
     assert reinject.context_text({}, trigger="auto", limit=4000) == ("", [])
-    many = {f"p:{i}": {"text": f"do not touch module {i} " + "x" * 300, "x_channel": "typed", "line": i} for i in range(40)}
+    many = {
+        f"p:{i}": {"text": f"do not touch module {i} " + "x" * 300, "x_channel": "typed", "line": i} for i in range(40)
+    }
     text, shown = reinject.context_text(many, trigger=None, limit=2000)
     assert len(text) <= 2000 and 0 < len(shown) < 40
     assert text.endswith(f"(and {40 - len(shown)} more not shown; run `checkpoint-guard hooks status`)")

@@ -68,7 +68,11 @@ def two_compactions(path: Path) -> Path:
 
 
 def env_of(tmp_path: Path, **settings: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CG_") and k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("CG_") and k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+    }
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     env.update({"CG_JUDGE_CACHE_DIR": str(tmp_path / "judge-cache"), "CG_JUDGE_BACKOFF": "0", "CG_JUDGE_TIMEOUT": "10",
                 **settings})
@@ -123,7 +127,11 @@ def calls(kind: str, tmp_path: Path, server: ModelServer) -> int:
     return len(claude_calls(tmp_path / "bin")) if kind == "claude-cli" else len(server.requests)
 
 
-MODEL_OF = {"anthropic": "anthropic:claude-sonnet-4-5", "openai": "openai:qwen2.5:14b", "claude-cli": "claude-cli:sonnet"}
+MODEL_OF = {
+    "anthropic": "anthropic:claude-sonnet-4-5",
+    "openai": "openai:qwen2.5:14b",
+    "claude-cli": "claude-cli:sonnet",
+}
 
 
 @pytest.mark.parametrize("kind", ["anthropic", "openai", "claude-cli"])
@@ -178,7 +186,9 @@ def test_prices_make_the_http_cost_known(tmp_path, server):
     env = {**backend_env("anthropic", tmp_path, server), "CG_JUDGE_PRICE_INPUT": "3", "CG_JUDGE_PRICE_OUTPUT": "15"}
     out = run(env, "ingest", "claude-code", str(DROPPED), "--judge", "model")
     summary = out.stderr.decode().strip().splitlines()[-1]
-    tokens_in, tokens_out = (int(x) for x in summary.split("from cache, ")[1].split(" output tokens")[0].split(" input + "))
+    tokens_in, tokens_out = (
+        int(x) for x in summary.split("from cache, ")[1].split(" output tokens")[0].split(" input + ")
+    )
     assert f"${(tokens_in * 3 + tokens_out * 15) / 1e6:.4f}; 0 input(s) failed" in summary
 
 
@@ -223,7 +233,9 @@ def test_the_fallback_is_announced_and_gives_exactly_the_rules_judges_events(why
     assert len(lines) == 2, lines
     assert lines[0].startswith("checkpoint-guard: ingest: warning: the model judge is unavailable (")
     assert "the whole run is judged by the rules judge (--judge-fallback rules" in lines[0]
-    assert "; judge rules (precision precise) (fallback: the model judge was unavailable); 0 input(s) failed" in lines[1]
+    assert (
+        "; judge rules (precision precise) (fallback: the model judge was unavailable); 0 input(s) failed" in lines[1]
+    )
 
 
 def test_a_model_that_fails_midway_restarts_the_run_with_rules_instead_of_mixing(tmp_path, server, by_rules):
@@ -267,7 +279,9 @@ def test_the_metrics_file_counts_the_judges_work_and_promtool_accepts_it(tmp_pat
     tokens_in = samples[("checkpoint_guard_judge_tokens_total", (("direction", "input"),) + model)]
     assert tokens_in > 0 and f"{int(tokens_in)} input + " in out.stderr.decode()
     assert ("checkpoint_guard_judge_cost_usd_total", model) not in samples  # no prices: the cost is unknown
-    assert samples[("checkpoint_guard_ingest_events_total", (("format", "claude-code"), ("type", "checkpoint")))] == 4  # s-1, s-2, the root twice
+    assert (
+        samples[("checkpoint_guard_ingest_events_total", (("format", "claude-code"), ("type", "checkpoint")))] == 4
+    )  # s-1, s-2, the root twice
     assert samples[("checkpoint_guard_judge_fallback", model)] == 0
 
 

@@ -55,7 +55,9 @@ def judge_of(tmp_path: Path, sleeps: list[float] | None = None, **kw):
 
 
 def anthropic(tmp_path, server, **kw):
-    return judge_of(tmp_path, **{"judge_backend": "anthropic", "judge_url": server.url, "judge_api_key": "test-key", **kw})
+    return judge_of(
+        tmp_path, **{"judge_backend": "anthropic", "judge_url": server.url, "judge_api_key": "test-key", **kw}
+    )
 
 
 def openai(tmp_path, server, **kw):
@@ -89,7 +91,9 @@ def test_anthropic_sends_a_forced_tool_call_at_temperature_0_and_its_answer_is_t
     body = req["body"]
     assert body["model"] == "claude-sonnet-4-5" and body["temperature"] == 0 and body["max_tokens"] == 4096
     assert body["system"] == SYSTEM
-    assert body["tools"] == [{"name": TOOL, "description": body["tools"][0]["description"], "input_schema": ANSWER_SCHEMA}]
+    assert body["tools"] == [
+        {"name": TOOL, "description": body["tools"][0]["description"], "input_schema": ANSWER_SCHEMA}
+    ]
     assert body["tool_choice"] == {"type": "tool", "name": TOOL}
     doc = json.loads(body["messages"][0]["content"])
     assert doc["earlier_summary"] == "an earlier summary" and doc["new_summary"] == SUMMARY
@@ -217,7 +221,11 @@ def test_a_refused_key_fails_at_once_without_retrying(tmp_path, server, connect)
 
 
 def test_a_spend_limit_429_is_not_retried(tmp_path, server):
-    error = {"type": "rate_limit_error", "message": "spend limit", "details": {"error_code": "enforced_spend_limit_reached"}}
+    error = {
+        "type": "rate_limit_error",
+        "message": "spend limit",
+        "details": {"error_code": "enforced_spend_limit_reached"},
+    }
     server.script.append(("status", 429, error))
     with pytest.raises(JudgeUnavailable, match="spend limit"):
         anthropic(tmp_path, server).judge(CANDIDATES, SUMMARY)
@@ -276,7 +284,9 @@ def test_a_vendor_key_from_its_own_variable_is_never_sent_to_another_host(tmp_pa
     with pytest.raises(JudgeConfigError, match="CG_JUDGE_API_KEY"):
         judge_of(tmp_path, judge_backend="anthropic", judge_url=server.url)
     with ModelServer(api_key=None) as keyless:
-        judge_of(tmp_path, judge_backend="openai", judge_url=f"{keyless.url}/v1", judge_model="m").judge(CANDIDATES, SUMMARY)
+        judge_of(tmp_path, judge_backend="openai", judge_url=f"{keyless.url}/v1", judge_model="m").judge(
+            CANDIDATES, SUMMARY
+        )
         assert "authorization" not in keyless.requests[-1]["headers"]
     assert Settings().anthropic_api_key.get_secret_value() == "sk-ant-vendor-secret"  # read through Settings
     assert "vendor-secret" not in repr(Settings())

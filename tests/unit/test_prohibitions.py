@@ -57,7 +57,9 @@ def test_a_prohibition_after_a_discourse_marker_or_a_condition_is_found():
     assert found("ok. also don't rename anything.") == ["don't rename anything"]
     assert found("Fix the bug but don't change the tests") == ["don't change the tests"]
     assert found("Write it to a scratch file, don't commit.") == ["don't commit"]
-    assert found("If the build fails, don't retry more than twice.") == ["If the build fails, don't retry more than twice"]
+    assert found("If the build fails, don't retry more than twice.") == [
+        "If the build fails, don't retry more than twice"
+    ]
 
 
 def test_no_with_a_gerund_and_a_parenthesized_no_are_prohibitions():
@@ -235,7 +237,13 @@ def test_the_forms_extracted_can_be_restricted():
 
 def test_every_prohibition_carries_its_source_form_and_origin_on_the_wire():
     [p] = M.prohibitions("Never edit the lockfile.", source="plan", origin=("line", 12))
-    assert p.as_wire() == {"id": p.id, "text": "Never edit the lockfile", "source": "plan", "form": "explicit", "line": 12}
+    assert p.as_wire() == {
+        "id": p.id,
+        "text": "Never edit the lockfile",
+        "source": "plan",
+        "form": "explicit",
+        "line": 12,
+    }
     assert p.id == make_prohibition("never  EDIT the lockfile").id  # the id is a hash of the normalized text
 
 
@@ -244,7 +252,9 @@ def test_a_line_opening_with_ok_go_or_note_is_the_users_own_words_not_tool_outpu
     assert found("go ahead, but don't merge it") == ["don't merge it"]
     assert found("note the cache is cold. never flush it by hand") == ["never flush it by hand"]
     # an output prefix is followed by ":", a tab, two spaces or the end of the line
-    assert found("ok  \tpkg/store\t0.41s\nFAIL\tpkg/api\t1.2s\nnpm ERR! do not run as root\ngo: do not use go get") == []
+    assert (
+        found("ok  \tpkg/store\t0.41s\nFAIL\tpkg/api\t1.2s\nnpm ERR! do not run as root\ngo: do not use go get") == []
+    )
 
 
 def test_a_comma_before_a_new_subject_or_a_new_imperative_ends_a_clause():
@@ -274,7 +284,9 @@ def test_terse_and_non_native_negations_are_prohibitions():
     assert found("no refactors in this PR") == ["no refactors in this PR"]
     assert found("no force pushes on this branch ever") == ["no force pushes on this branch ever"]
     assert found("kindly do not open a PR yet") == ["do not open a PR yet"]
-    assert found("It'd be best not to restart the broker yourself") == ["It'd be best not to restart the broker yourself"]
+    assert found("It'd be best not to restart the broker yourself") == [
+        "It'd be best not to restart the broker yourself"
+    ]
     assert found("Try not to reformat unrelated files.") == ["Try not to reformat unrelated files"]
 
 
@@ -328,7 +340,9 @@ def test_idioms_of_refusal_and_of_keeping_a_thing_as_it_is_are_prohibitions():
     assert found("I prefer you don't rename things") == ["I prefer you don't rename things"]
     assert found("Nothing in vendor/ should be edited.") == ["Nothing in vendor/ should be edited"]
     assert forms("the public API must stay the same") == [("preserve", "the public API must stay the same")]
-    assert forms("Not in this PR: the refactor of the router.") == [("defer", "Not in this PR: the refactor of the router")]
+    assert forms("Not in this PR: the refactor of the router.") == [
+        ("defer", "Not in this PR: the refactor of the router")
+    ]
     assert found("Out of scope: the billing page") == ["Out of scope: the billing page"]
 
 
@@ -352,7 +366,9 @@ def test_pictograph_bullets_are_list_items_and_pictographs_before_a_rule_are_not
 
 def test_a_bare_no_x_followed_by_what_to_do_instead_is_a_rule():
     assert found("nit: no `print()` in the package, use logging") == ["no `print()` in the package"]
-    assert found("no exceptions across the FFI boundary, return status codes") == ["no exceptions across the FFI boundary"]
+    assert found("no exceptions across the FFI boundary, return status codes") == [
+        "no exceptions across the FFI boundary"
+    ]
     assert found("no errors in the log, looks fine") == []
 
 
@@ -379,7 +395,10 @@ def test_wont_do_lists_waiting_and_not_bothering_for_now_are_their_forms():
 
 def test_examples_in_parentheses_of_a_rule_are_not_rules_of_their_own():
     assert found("No new dependencies (no left-pad, no lodash).") == ["No new dependencies"]
-    assert found("read the notes (no TTL, no retries)") == ["no TTL", "no retries"]  # no rule outside: they are the rules
+    assert found("read the notes (no TTL, no retries)") == [
+        "no TTL",
+        "no retries",
+    ]  # no rule outside: they are the rules
 
 
 def test_a_criterion_in_a_plans_test_section_is_not_a_prohibition_but_an_imperative_there_is():
@@ -698,7 +717,9 @@ def test_a_thing_that_has_to_keep_working_is_a_preserve_rule_but_should_still_wo
 
 
 def test_rather_staying_on_a_tool_is_a_preserve_rule_but_rather_you_ask_is_not():
-    assert forms("also i'd rather stay on pandas, i know polars is faster") == [("preserve", "i'd rather stay on pandas")]
+    assert forms("also i'd rather stay on pandas, i know polars is faster") == [
+        ("preserve", "i'd rather stay on pandas")
+    ]
     assert forms("I'd rather stick with argparse") == [("preserve", "I'd rather stick with argparse")]
     assert found("I'd rather you ask") == []
     assert found("i'd rather stay out of this") == []
@@ -717,13 +738,17 @@ def test_a_rule_on_it_right_after_a_rule_on_a_thing_is_one_rule_about_that_thing
         ("preserve", "keep the -race flag in the test task, dont drop it even if it doubles the time")]
     assert found("the build is flaky, don't touch it") == ["don't touch it"]  # a description first: nothing to join
     summary = "- `-race` stays in the `test:integration` task (the user insisted)."
-    rule = M.prohibitions("keep the -race flag in the test:integration task, dont drop it even if it doubles the time")[0]
+    rule = M.prohibitions("keep the -race flag in the test:integration task, dont drop it even if it doubles the time")[
+        0
+    ]
     assert M.judge(summary, rule) == "carried"
 
 
 def test_short_forms_developers_type_match_the_words_a_summary_writes_in_full():
     assert M.judge("No new crypto dependencies.", make_prohibition("no new crypto deps")) == "carried"
-    assert M.judge("Do not touch the repository settings.", make_prohibition("dont touch the repo settings")) == "carried"
+    assert (
+        M.judge("Do not touch the repository settings.", make_prohibition("dont touch the repo settings")) == "carried"
+    )
     assert M.judge("No new tests.", make_prohibition("no new crypto deps")) == "dropped"
     assert content_words("deps repo config env docs") == content_words("dependencies repository configuration "
                                                                       "environment documentation")
@@ -736,12 +761,18 @@ def test_a_one_word_rule_is_carried_only_by_a_negation_about_that_word():
     assert M.judge("User asked to keep j/k working (vim users).", rule) == "carried"
     assert M.judge("- Not touching j/k: vim users rely on it.", rule) == "carried"
     # a negation that opens the sentence governs all of it
-    assert M.judge("Out of scope (per the plan): NEON, multithreading.", make_prohibition("Out of scope: Multithreading")) == "carried"
+    assert (
+        M.judge("Out of scope (per the plan): NEON, multithreading.", make_prohibition("Out of scope: Multithreading"))
+        == "carried"
+    )
 
 
 def test_a_contrast_is_uncertain_only_where_its_directive_verb_is_said():
     rule = make_prohibition("run only the integration_test package, not ./", form="contrastive")
-    assert M.judge("- Checked the other integration tests: only one is parallel and it does not set env.", rule) == "dropped"
+    assert (
+        M.judge("- Checked the other integration tests: only one is parallel and it does not set env.", rule)
+        == "dropped"
+    )
     assert M.judge("- Runs only the integration_test package (not ./...).", rule) == "carried"
 
 
@@ -759,7 +790,9 @@ def test_an_answer_that_names_no_thing_is_matched_by_the_action_the_question_pro
     assert (rule.form, rule.text, rule.about) == ("defer", "not in this phase", question)
     assert rule.id == make_prohibition("not in this phase").id and "about" not in rule.as_wire()
     assert M.judge("- Deferred (per user): key rotation/re-encryption on revoke", rule) == "carried"
-    assert M.judge("- No service worker caching in this phase (phase 11).", rule) == "dropped"  # "phase" alone says nothing
+    assert (
+        M.judge("- No service worker caching in this phase (phase 11).", rule) == "dropped"
+    )  # "phase" alone says nothing
     # an answer with a thing of its own, or a question that proposes no action, keeps the answer's words
     assert M.prohibitions("no, leave the docs alone", about="Should I also update the docs?")[0].about == ""
     assert M.prohibitions("not in this phase", about="What may the server learn?")[0].about == ""

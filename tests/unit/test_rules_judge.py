@@ -35,11 +35,22 @@ def test_every_cue_the_judge_names_is_a_row_of_the_table_with_a_known_decision_a
     assert all(c.decision in ("instruction", "carry", "drop", "veto") and c.strength in cues.STRENGTHS
                for c in cues.all_cues())
     texts = [
-        "don't touch the lockfile", "No new dependencies.", "keep the existing retry logic",
-        "maintain the current public API", "ask me before changing the schema", "use the queue, not a cron job",
-        "defer the caching work", "I'll merge it myself", "no, ignore this part",
-        "マイグレーションは触らないでください", "不要修改配置文件", "설정 파일은 건드리지 마세요", "no toques las migraciones",
-        "não mexa no banco de dados", "ne touche pas aux migrations", "bitte die Migrationen nicht anfassen",
+        "don't touch the lockfile",
+        "No new dependencies.",
+        "keep the existing retry logic",
+        "maintain the current public API",
+        "ask me before changing the schema",
+        "use the queue, not a cron job",
+        "defer the caching work",
+        "I'll merge it myself",
+        "no, ignore this part",
+        "マイグレーションは触らないでください",
+        "不要修改配置文件",
+        "설정 파일은 건드리지 마세요",
+        "no toques las migraciones",
+        "não mexa no banco de dados",
+        "ne touche pas aux migrations",
+        "bitte die Migrationen nicht anfassen",
         "не трогай миграции",
     ]
     for t in texts:
@@ -64,16 +75,27 @@ def test_the_precision_levels_admit_cues_by_strength():
 # --------------------------------------------------------------------------- kinds the issue lists
 
 
-@pytest.mark.parametrize("text, rule, form", [
-    ("Maintain the current public API of the client.", "Maintain the current public API of the client", "preserve"),
-    ("stick with SQLite for now", "stick with SQLite for now", "preserve"),
-    ("Leave the migration files unchanged.", "Leave the migration files unchanged", "explicit"),  # "leave X alone" frame
-    ("Keep unchanged: steps 1 to 3 of the wizard.", "Keep unchanged: steps 1 to 3 of the wizard", "preserve"),
-    ("ask me before changing the database schema", "ask me before changing the database schema", "restraint"),
-    ("check with me first before you push anything", "check with me first before you push anything", "restraint"),
-    ("i don't like it when you reformat whole files", "i don't like it when you reformat whole files", "explicit"),
-    ("we should avoid global state in the plugin loader", "we should avoid global state in the plugin loader", "explicit"),
-])
+@pytest.mark.parametrize(
+    "text, rule, form",
+    [
+        ("Maintain the current public API of the client.", "Maintain the current public API of the client", "preserve"),
+        ("stick with SQLite for now", "stick with SQLite for now", "preserve"),
+        (
+            "Leave the migration files unchanged.",
+            "Leave the migration files unchanged",
+            "explicit",
+        ),  # "leave X alone" frame
+        ("Keep unchanged: steps 1 to 3 of the wizard.", "Keep unchanged: steps 1 to 3 of the wizard", "preserve"),
+        ("ask me before changing the database schema", "ask me before changing the database schema", "restraint"),
+        ("check with me first before you push anything", "check with me first before you push anything", "restraint"),
+        ("i don't like it when you reformat whole files", "i don't like it when you reformat whole files", "explicit"),
+        (
+            "we should avoid global state in the plugin loader",
+            "we should avoid global state in the plugin loader",
+            "explicit",
+        ),
+    ],
+)
 def test_rules_without_keep_or_a_negation_word_are_read(text, rule, form):
     assert [(t, f) for t, f, _ in read(text)] == [(rule, form)]
 
@@ -155,12 +177,20 @@ def test_a_language_no_table_reads_is_counted_never_silently_empty():
     assert j.in_force == () and j.skipped_languages == ("th",) and j.unread == (("c#0", "th"),)
 
 
-@pytest.mark.parametrize("line, lang", [
-    ("please don't change the public API of the session store", "en"),
-    ("マイグレーションは触らないでください", "ja"), ("不要修改数据库迁移文件", "zh"), ("마이그레이션 파일은 건드리지 마세요", "ko"),
-    ("не трогай миграции, пожалуйста", "ru"), ("не чіпай міграції, будь ласка", "uk"),
-    ("por favor no toques las migraciones del proyecto", "es"), ("ok", "und"), ("fix `foo.py`", "und"),
-])
+@pytest.mark.parametrize(
+    "line, lang",
+    [
+        ("please don't change the public API of the session store", "en"),
+        ("マイグレーションは触らないでください", "ja"),
+        ("不要修改数据库迁移文件", "zh"),
+        ("마이그레이션 파일은 건드리지 마세요", "ko"),
+        ("не трогай миграции, пожалуйста", "ru"),
+        ("не чіпай міграції, будь ласка", "uk"),
+        ("por favor no toques las migraciones del proyecto", "es"),
+        ("ok", "und"),
+        ("fix `foo.py`", "und"),
+    ],
+)
 def test_the_language_of_a_line(line, lang):
     assert cues.language_of(line) == lang
 
@@ -173,7 +203,9 @@ SUMMARY_2 = 'This session is being continued.\n\n6. All user messages:\n   - "no
 
 
 def test_a_rule_the_summary_quotes_is_carried_and_one_an_earlier_summary_quoted_then_dropped_is_unquoted_again():
-    assert judge_one("don't touch the billing module", SUMMARY_1) == [("don't touch the billing module", True, "quoted")]
+    assert judge_one("don't touch the billing module", SUMMARY_1) == [
+        ("don't touch the billing module", True, "quoted")
+    ]
     assert judge_one("don't touch the billing module", SUMMARY_2, (SUMMARY_1,)) == [
         ("don't touch the billing module", False, "unquoted-again")]
 
@@ -200,7 +232,9 @@ def test_a_rule_missing_from_a_user_message_list_alerts_at_precise_only_when_not
     long = "Here is the whole spec of the exporter. " * 12 + "don't rename the config keys."
     assert judge_one(long, SUMMARY_2) == [("don't rename the config keys", False, "not-quoted-long-no-trace")]
     medium = "Here is the whole spec of the exporter. " * 12 + "Keep the existing config keys."
-    assert judge_one(medium, SUMMARY_2) == [("Keep the existing config keys", True, "below-precision:not-quoted-long-no-trace")]
+    assert judge_one(medium, SUMMARY_2) == [
+        ("Keep the existing config keys", True, "below-precision:not-quoted-long-no-trace")
+    ]
     assert judge_one(medium, SUMMARY_2, precision="balanced")[0][1:] == (False, "not-quoted-long-no-trace")
 
 
@@ -234,7 +268,12 @@ def test_a_summarys_sections_and_its_list_of_the_users_messages_are_found_by_str
 
     text = ("Summary:\n1. Primary Request and Intent:\n   - a CSV export\n   1. a nested item:\n"
             "## 6. All user messages\n   - \"first\"\n   - \"second\"\n7. Pending Tasks:\n   - none\n")
-    assert [h for h, _ in sections(text)] == ["", "1. Primary Request and Intent", "6. All user messages", "7. Pending Tasks"]
+    assert [h for h, _ in sections(text)] == [
+        "",
+        "1. Primary Request and Intent",
+        "6. All user messages",
+        "7. Pending Tasks",
+    ]
     assert user_message_list(text).split() == ['-', '"first"', '-', '"second"']
     german = "1. Anfrage:\n  - ein Export\n6. Alle Benutzernachrichten:\n  - \"nicht pushen\"\n7. Offene Aufgaben:\n"
     assert user_message_list(german).strip() == '- "nicht pushen"'
@@ -272,17 +311,24 @@ def test_a_plan_rule_alerts_at_precise_when_the_summary_names_none_of_its_code_n
     assert judge_one(plan, "Summary: the export button was added.", channel="plan") == [
         ("Do not modify `schema.sql`", False, "plan-no-trace")]
     said = "Summary: the export button was added; the migration in schema.sql is next."
-    assert judge_one(plan, said, channel="plan") == [("Do not modify `schema.sql`", True, "below-precision:plan-unstated")]
+    assert judge_one(plan, said, channel="plan") == [
+        ("Do not modify `schema.sql`", True, "below-precision:plan-unstated")
+    ]
     assert judge_one(plan, said, channel="plan", precision="balanced")[0][1:] == (False, "plan-unstated")
 
 
 #: A sentence in each language that describes (no rule): the plan's language is told by it.
 _DESCRIBES = {
-    "de": "Wir bauen einen Export der Berichte für die Buchhaltung.", "es": "Vamos a construir una exportación de los informes.",
-    "pt": "Vamos construir uma exportação dos relatórios para a equipe.", "fr": "Nous allons construire un export des rapports.",
-    "it": "Costruiamo una esportazione dei rapporti per la contabilità.", "ja": "レポートのエクスポート機能を作ります。",
-    "zh": "我们要为财务做一个报表导出功能。", "ko": "회계팀을 위한 보고서 내보내기 기능을 만듭니다.",
-    "ru": "Мы делаем экспорт отчётов для бухгалтерии.", "vi": "Chúng ta sẽ làm chức năng xuất báo cáo cho kế toán.",
+    "de": "Wir bauen einen Export der Berichte für die Buchhaltung.",
+    "es": "Vamos a construir una exportación de los informes.",
+    "pt": "Vamos construir uma exportação dos relatórios para a equipe.",
+    "fr": "Nous allons construire un export des rapports.",
+    "it": "Costruiamo una esportazione dei rapporti per la contabilità.",
+    "ja": "レポートのエクスポート機能を作ります。",
+    "zh": "我们要为财务做一个报表导出功能。",
+    "ko": "회계팀을 위한 보고서 내보내기 기능을 만듭니다.",
+    "ru": "Мы делаем экспорт отчётов для бухгалтерии.",
+    "vi": "Chúng ta sẽ làm chức năng xuất báo cáo cho kế toán.",
 }
 
 
@@ -314,7 +360,9 @@ def test_a_line_too_short_to_tell_its_language_is_read_in_its_messages_language(
     assert cues.language_of("Sin librerías nuevas") == "und"
     assert cues.language_in("Sin librerías nuevas", "es") == "es"
     assert cues.language_in("Add the export button", "es") == "en"  # plainly English
-    assert cues.main_language(["es", "und", "en", "es"]) == "es" and cues.main_language(["en", "und", "de", "en"]) == "en"
+    assert (
+        cues.main_language(["es", "und", "en", "es"]) == "es" and cues.main_language(["en", "und", "de", "en"]) == "en"
+    )
 
 
 @pytest.mark.parametrize("text, lang, form", [
@@ -353,8 +401,10 @@ def test_a_summary_that_names_a_kept_thing_while_saying_it_was_removed_does_not_
 
 
 def test_the_instructions_of_a_prompt_the_user_writes_for_another_model_are_not_read():
-    text = ("## Step 2: the triage agent\n\n- Model: a small one\n- Do not give it web search\n\nSystem Prompt:\n\n"
-            "  You sort tickets.\n  Rules:\n  - Never reply to the customer\n\nAfter that, do not touch the billing agent.\n")
+    text = (
+        "## Step 2: the triage agent\n\n- Model: a small one\n- Do not give it web search\n\nSystem Prompt:\n\n"
+        "  You sort tickets.\n  Rules:\n  - Never reply to the customer\n\nAfter that, do not touch the billing agent.\n"
+    )
     assert [t for t, _, _ in read(text)] == ["Do not give it web search", "After that, do not touch the billing agent"]
     assert [t for t, _, _ in read("Prompt système :\n  Ne réponds jamais au client.\n")] == []
 

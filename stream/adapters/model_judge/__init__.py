@@ -124,7 +124,9 @@ class ModelJudge:
                 self.cache.put(key, {"answer": answer.model_dump(mode="json"), "model": self.model,
                                      "prompt_version": PROMPT_VERSION})
             except OSError as exc:
-                self._warn(f"judge cache {self.cache.root}: cannot write ({exc.strerror or exc}); the next run asks again")
+                self._warn(
+                    f"judge cache {self.cache.root}: cannot write ({exc.strerror or exc}); the next run asks again"
+                )
         self.tally.compactions += 1
         return self._judgement(answer, by_id, summary, usage)
 
@@ -165,7 +167,11 @@ class ModelJudge:
                 wait = None
             if reply is not None:
                 used = self._spend(reply)
-                tokens_in, tokens_out, cost = tokens_in + reply.input_tokens, tokens_out + reply.output_tokens, cost + used
+                tokens_in, tokens_out, cost = (
+                    tokens_in + reply.input_tokens,
+                    tokens_out + reply.output_tokens,
+                    cost + used,
+                )
             if wait is None:
                 return answer, Usage(requests=requests, input_tokens=tokens_in, output_tokens=tokens_out, cost_usd=cost)
             if attempt + 1 < attempts:
@@ -198,7 +204,9 @@ class ModelJudge:
         for item in answer.instructions:
             text = self._rule_text(by_id[item.candidate_id], item.text)
             rule = make_prohibition(text)
-            reason, carry_reason = (" ".join(r.split())[:MAX_REASON_CHARS] or None for r in (item.reason, item.carry_reason))
+            reason, carry_reason = (
+                " ".join(r.split())[:MAX_REASON_CHARS] or None for r in (item.reason, item.carry_reason)
+            )
             carried = item.carried and summary is not None
             quote = _locate(item.quote, summary) if carried and item.quote and summary else None
             if rule.id in in_force:  # the same rule twice: carried if either says so
@@ -306,12 +314,16 @@ def build_model_judge(settings: Any, *, sleep: Callable[[float], None] = time.sl
         key = secret.get_secret_value() if secret is not None else None
         model = settings.judge_model or (ANTHROPIC_MODEL if backend_name == "anthropic" else None)
         if model is None:
-            raise JudgeConfigError("the openai backend needs CG_JUDGE_MODEL (e.g. gpt-4.1-mini, or qwen2.5:14b on Ollama)")
+            raise JudgeConfigError(
+                "the openai backend needs CG_JUDGE_MODEL (e.g. gpt-4.1-mini, or qwen2.5:14b on Ollama)"
+            )
         if backend_name == "anthropic" and not key:
             where = f"{vendor_var} or CG_JUDGE_API_KEY" if url == default_url else f"CG_JUDGE_API_KEY (for {url})"
             raise JudgeConfigError(f"the anthropic backend needs an API key: set {where}")
         if backend_name == "openai" and not key and url == OPENAI_URL:
-            raise JudgeConfigError(f"the openai backend at {url} needs an API key: set {vendor_var} or CG_JUDGE_API_KEY")
+            raise JudgeConfigError(
+                f"the openai backend at {url} needs an API key: set {vendor_var} or CG_JUDGE_API_KEY"
+            )
         cls = AnthropicBackend if backend_name == "anthropic" else OpenAIBackend
         backend = cls(model=model, url=url, api_key=key, max_tokens=settings.judge_max_tokens, **common)
     prices = None

@@ -117,8 +117,11 @@ class _HttpBackend:
         error = data.get("error") if isinstance(data, dict) else None
         error = error if isinstance(error, dict) else {}
         message = error.get("message") or (response.text if data is None else "") or response.reason_phrase
-        codes = {str(error.get("type")), str(error.get("code")), str((error.get("details") or {}).get("error_code")
-                                                                      if isinstance(error.get("details"), dict) else None)}
+        codes = {
+            str(error.get("type")),
+            str(error.get("code")),
+            str((error.get("details") or {}).get("error_code") if isinstance(error.get("details"), dict) else None),
+        }
         reason = f"HTTP {response.status_code}: {_one_line(message)}"
         if self._key:  # a server may echo the key it refused: never pass it on
             reason = reason.replace(self._key, "***")
@@ -155,7 +158,9 @@ class AnthropicBackend(_HttpBackend):
                   + _int(usage.get("cache_read_input_tokens")))
         reply = Reply(None, tokens, _int(usage.get("output_tokens")))
         if data.get("stop_reason") == "max_tokens":
-            raise InvalidAnswer(f"the answer was cut at max_tokens={self.max_tokens} (raise CG_JUDGE_MAX_TOKENS)", reply)
+            raise InvalidAnswer(
+                f"the answer was cut at max_tokens={self.max_tokens} (raise CG_JUDGE_MAX_TOKENS)", reply
+            )
         for block in data.get("content") or ():
             if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") == TOOL_NAME:
                 return Reply(block.get("input"), reply.input_tokens, reply.output_tokens)
@@ -190,7 +195,9 @@ class OpenAIBackend(_HttpBackend):
         choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
         message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
         if choice.get("finish_reason") == "length":
-            raise InvalidAnswer(f"the answer was cut at max_tokens={self.max_tokens} (raise CG_JUDGE_MAX_TOKENS)", reply)
+            raise InvalidAnswer(
+                f"the answer was cut at max_tokens={self.max_tokens} (raise CG_JUDGE_MAX_TOKENS)", reply
+            )
         if message.get("refusal"):
             raise InvalidAnswer(f"the model refused: {_one_line(message['refusal'])}", reply)
         if not isinstance(message.get("content"), str):
