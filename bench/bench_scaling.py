@@ -385,7 +385,8 @@ def render(argv: list[str], fan: list[dict[str, Any]], arts: list[dict[str, Any]
             "**B. Number of artifacts in the context** (µs per event of a fixed mix of new events).",
             "",
             "| artifacts in the context | state: artifacts reachable / nodes / events seen | build (s) "
-            "| admit | evict (new artifact) | evict / re-admit an old artifact (1 dependent) | checkpoint (4 referents) "
+            "| admit | evict (new artifact) | evict / re-admit an old artifact (1 dependent) | checkpoint (4 "
+            "referents) "
             "| median / mean / max over the mix (events) | same mix, GC off: mean / max |",
             "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
         ]

@@ -1060,7 +1060,8 @@ COMPONENTS = [
 GENERIC = re.compile(
     r"\((?:asyncio/|selectors\.py|functools\.py|contextlib\.py|typing\.py|abc\.py|"
     r"weakref\.py|threading\.py|<frozen|socket\.py|ssl\.py|enum\.py|"
-    r"mode/worker\.py|mode/threads\.py|faust/cli/|stream/__main__\.py|stream/cli\.py|stream/commands/worker\.py|click/)|^App\.main "
+    r"mode/worker\.py|mode/threads\.py|faust/cli/|stream/__main__\.py|stream/cli\.py|stream/commands/worker\.py|click/)"
+    r"|^App\.main "
 )
 ROOT_CHAIN = re.compile(
     r"faust/cli/|stream/__main__\.py|stream/cli\.py|stream/commands/worker\.py|mode/worker\.py|<frozen runpy>|"
@@ -1201,7 +1202,8 @@ def render(bench: Bench, argv: list[str], runtime: float) -> str:
             "= the worker's `checkpoint_guard_events_total` at `/metrics`, every outcome but `buffered`, "
             "polled every 0.1 s; excludes start-up). Not committed offsets: the worker commits once per "
             "`CG_COMMIT_INTERVAL` (1 s), too coarse for runs of a few seconds. "
-            "*start→drained*: worker process start to all input offsets committed. *raw*: one `AIOKafkaConsumer` assigned to the "
+            "*start→drained*: worker process start to all input offsets committed. *raw*: one `AIOKafkaConsumer` "
+            "assigned to the "
             "same partitions, from the beginning to the end offsets, decoding nothing. *worker CPU use*: "
             "worker process CPU time (all threads) ÷ wall time over the window (100 % = one core). "
             "*main thread* (the event loop running the agent, from `/proc/PID/task/PID/schedstat`): share "

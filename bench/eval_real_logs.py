@@ -556,7 +556,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\ntexts in a language the judge cannot read: {sum(skipped.values())}"
               + (f" ({', '.join(f'{k} {v}' for k, v in sorted(skipped.items()))})" if skipped else ""))
         print(
-            "\nprecision per cue (alerts it raised; the instruction cue read the rule, the drop cue judged it not carried):"
+            "\nprecision per cue (alerts it raised; the instruction cue read the rule, the drop cue judged it not "
+            "carried):"
         )
         print(f"  {'kind':<12} {'cue':<34} {'TP':>3} {'FP':>3} {'precision':>9}")
         for row in cue_table(s):

@@ -355,7 +355,8 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 "ask-first",
                 "restraint",
                 "medium",
-                r"\bespere\s+(?:a\s+)?minha\s+(?:aprovação|confirmação|validação)\b|\b(?:pergunte[- ]me|me\s+pergunte|me\s+consulte)\s+antes\b"
+                r"\bespere\s+(?:a\s+)?minha\s+(?:aprovação|confirmação|validação)\b|\b(?:pergunte[- ]me|me\s+pergunte|"
+                r"me\s+consulte)\s+antes\b"
                 r"|\beu\s+mesmo\s+faço\b",
             ),
         ],
@@ -412,7 +413,8 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 "ask-first",
                 "restraint",
                 "medium",
-                r"\battends?\s+(?:ma|mon|mes)\s+(?:validation|accord|feu\s+vert|confirmation|retour|go)\b|\bdemande[sz]?[- ]moi\s+avant\b"
+                r"\battends?\s+(?:ma|mon|mes)\s+(?:validation|accord|feu\s+vert|confirmation|retour|go)\b|"
+                r"\bdemande[sz]?[- ]moi\s+avant\b"
                 r"|\bavant\s+de\s+\w+.{0,40}?,\s*demande[sz]?[- ]moi\b|\bje\s+(?:le\s+)?ferai\s+moi[- ]même\b",
             ),
         ],

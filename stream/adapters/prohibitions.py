@@ -488,7 +488,8 @@ _PURPOSE_NOT = re.compile(rf"^so\s+(?:that\s+)?{_PURPOSE_SUBJECT}\s+{_PURPOSE_NE
                           r"(?:break|mess\s+up|screw\s+up)\s+(?:things|anything|stuff|everything|it|something)\b)[a-z]",
                           re.IGNORECASE)
 _CLAUSE_SPLIT = re.compile(
-    r"\s*(?:;|\s[—–]\s|\s--?\s|:\s+|,\s*but\s+|\s+but\s+(?=(?:also\s+)?(?:don'?t|do not|never|not|no|let'?s|please|we|you|i|it|just|ideally|preferably)\b)|"
+    r"\s*(?:;|\s[—–]\s|\s--?\s|:\s+|,\s*but\s+|\s+but\s+(?=(?:also\s+)?(?:don'?t|do not|never|not|no|let'?s|please|we|"
+    r"you|i|it|just|ideally|preferably)\b)|"
     r",?\s+(?=so\s+(?:that\s+)?" + _PURPOSE_SUBJECT + r"\s+" + _PURPOSE_NEG + r"\s)|"
     r",\s*(?:and|so|then|or)\s+|,\s+(?=(?:let'?s|please|pls|kindly|don'?t|dont|do\s+not|never|avoid|just|but|so|and|also|then|no|"
     r"defer|keep|leave|stop|skip)\s)|"
@@ -690,9 +691,12 @@ def units(text: str, *, source: str = "user") -> Iterator[tuple[Unit, list[tuple
 
 _MARKERS = re.compile(
     r"^(?:ok(?:ay)?|yes|yeah|yep|yup|sure|right|fine|great|cool|alright|hmm+|hm+|ah+|oh+|so|and|but|also|then|"
-    r"just|(?:pretty\s+)?please|pls|plz|kindly|actually|well|again|now|first|finally|btw|plus|lol|haha|sorry|thanks|thank you|"
-    r"intentional|intentionally|(?:it\s+|this\s+)?(?:is\s+)?(?:very\s+)?important|note|nb|again|instead|otherwise|however|and also|but also|"
-    r"like|for now|this time|from now on|going forward|in general|generally|remember|reminder|q|question|fyi|ideally|preferably|"
+    r"just|(?:pretty\s+)?please|pls|plz|kindly|actually|well|again|now|first|finally|btw|plus|lol|haha|sorry|thanks|"
+    r"thank you|"
+    r"intentional|intentionally|(?:it\s+|this\s+)?(?:is\s+)?(?:very\s+)?important|note|nb|again|instead|otherwise|"
+    r"however|and also|but also|"
+    r"like|for now|this time|from now on|going forward|in general|generally|remember|reminder|q|question|fyi|ideally|"
+    r"preferably|"
     r"nice|perfect|lgtm|awesome|excellent|good|got\s+it|looks\s+good|sounds\s+good|"
     r"that'?s\s+(?:good|fine|great|ok(?:ay)?|right|perfect|nice|correct|better)|thats\s+(?:good|fine|great|ok|right|perfect|nice)|"
     r"nit|nitpick|suggestion|oh|ah|anyway|anyways|et(?=\s+(?:pas|ne|n'|jamais|surtout)\b)|y(?=\s+no\b))\b[\s,.:!-]*",
@@ -812,7 +816,8 @@ _NOTHING_SHOULD = re.compile(
 #: "the public API must stay the same": a thing to keep as it is.
 _MUST_STAY = re.compile(
     r"^(?:the|this|that|these|those|our|its|their|all|every|`)[^,;]{0,60}?\s+(?:must|should|shall|has\s+to|have\s+to|needs?\s+to|is\s+to|are\s+to)\s+"
-    r"(?:stay|remain|be\s+kept|be\s+left|keep\s+working)(?:\s+(?:the\s+same|unchanged|as[- ]is|intact|stable|untouched|where\s+(?:it|they)\s+(?:is|are)|"
+    r"(?:stay|remain|be\s+kept|be\s+left|keep\s+working)(?:\s+(?:the\s+same|unchanged|as[- ]is|intact|stable|untouched|"
+    r"where\s+(?:it|they)\s+(?:is|are)|"
     r"backwards?[- ]compatible|compatible|in\s+place|working))?\s*(?:,\s*\S.*)?[.!]*$"
     # "the old flat keys have to keep working for reading": still working, for some use
     r"|^(?:the|this|that|these|those|our|its|their|all|every|`)[^,;]{0,60}?\s+(?:must|should|shall|has\s+to|have\s+to|needs?\s+to)\s+"
@@ -820,14 +825,16 @@ _MUST_STAY = re.compile(
     r"\s*(?:,\s*\S.*)?[.!]*$"
     # "make sure the schema stays untouched" (without "make sure", "X stays the same" is as often a description)
     r"|^(?:make\s+sure|ensure)\s+(?:that\s+)?(?:the|this|that|these|those|our|its|their|all|every|`)[^,;]{0,60}?\s+(?:stays?|remains?|keeps?\s+working)"
-    r"(?:\s+(?:the\s+same|unchanged|as[- ]is|intact|stable|untouched|backwards?[- ]compatible|compatible|in\s+place|working))?\s*(?:,\s*\S.*)?[.!]*$",
+    r"(?:\s+(?:the\s+same|unchanged|as[- ]is|intact|stable|untouched|backwards?[- ]compatible|compatible|in\s+place|"
+    r"working))?\s*(?:,\s*\S.*)?[.!]*$",
     re.IGNORECASE,
 )
 #: "Changing the save format is forbidden", "the billing module is off-limits": a rule stated about the act or thing.
 _FORBIDDEN = re.compile(
     r"^\w+ing\b[^,;]{0,60}?\s+(?:is|are)\s+(?:strictly\s+|absolutely\s+)?(?:forbidden|prohibited|banned|not\s+allowed|"
     r"not\s+permitted|not\s+ok(?:ay)?|off[- ]limits|a\s+no[- ]go)\b"
-    r"|^(?:the\s+|our\s+|this\s+|that\s+|`)?[^,;]{1,50}?\s+(?:is|are|stays?|remains?)\s+(?:strictly\s+)?(?:off[- ]limits|a\s+no[- ]go(?:\s+zone)?)\b",
+    r"|^(?:the\s+|our\s+|this\s+|that\s+|`)?[^,;]{1,50}?\s+(?:is|are|stays?|remains?)\s+(?:strictly\s+)?(?:off[- "
+    r"]limits|a\s+no[- ]go(?:\s+zone)?)\b",
     re.IGNORECASE,
 )
 #: "Version number please not change" (non-native, the thing first).
@@ -1549,7 +1556,8 @@ _SUMMARY_CUES = {
 #: remove, rename or refactor that thing (when the thing's words are next to it).
 _STAYS = re.compile(
     r"\b(?:unchanged|untouched|unmodified|intact|kept|keeps|preserved|retained|stays?|stayed|remains?|remained|"
-    r"as[- ]is|in\s+place|left\s+(?:alone|as|untouched|unchanged|in\s+place)|still\s+(?:there|present|exists?|in\s+place|used)|"
+    r"as[- ]is|in\s+place|left\s+(?:alone|as|untouched|unchanged|in\s+place)|still\s+(?:there|present|exists?|"
+    r"in\s+place|used)|"
     r"off[- ]limits|read[- ]only|frozen|hands[- ]off|no[- ]go)\b",
     re.I,
 )

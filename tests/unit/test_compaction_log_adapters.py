@@ -511,7 +511,8 @@ def test_bad_event_files_are_reported_one_line_each_and_the_rest_is_ingested(tmp
     assert proc.returncode == 1
     err = proc.stderr.decode().splitlines()
     assert err[:3] == [
-        "checkpoint-guard: ingest: conv/events/event-00003-broken.json: not valid JSON: Expecting property name enclosed in double quotes at line 1 column 26",
+        "checkpoint-guard: ingest: conv/events/event-00003-broken.json: not valid JSON: Expecting property name "
+        "enclosed in double quotes at line 1 column 26",
         "checkpoint-guard: ingest: conv/events/event-00004-list.json: an event must be a JSON object, got list",
         "checkpoint-guard: ingest: conv/events/event-00005-nokind.json: event has no 'kind'",
     ]

@@ -403,7 +403,8 @@ def test_a_summary_that_names_a_kept_thing_while_saying_it_was_removed_does_not_
 def test_the_instructions_of_a_prompt_the_user_writes_for_another_model_are_not_read():
     text = (
         "## Step 2: the triage agent\n\n- Model: a small one\n- Do not give it web search\n\nSystem Prompt:\n\n"
-        "  You sort tickets.\n  Rules:\n  - Never reply to the customer\n\nAfter that, do not touch the billing agent.\n"
+        "  You sort tickets.\n  Rules:\n  - Never reply to the customer\n\nAfter that, do not touch the billing "
+        "agent.\n"
     )
     assert [t for t, _, _ in read(text)] == ["Do not give it web search", "After that, do not touch the billing agent"]
     assert [t for t, _, _ in read("Prompt système :\n  Ne réponds jamais au client.\n")] == []
