@@ -159,7 +159,7 @@ def fan_in(d: int, reps: int, light: int | None = None) -> dict[str, Any]:
             table.pop((CTX, f"extra-{r:05d}"), None)
     settle()
     # 3. evict the hot artifact (D alerts open), re-admit it (D resolve)
-    for r in range(reps):
+    for _ in range(reps):
         for k, ev in (("evict_hot", f.art("hot", "evicted")), ("admit_hot", f.art("hot"))):
             us, n = f.timed(ev)
             t[k].append(us)
@@ -365,7 +365,8 @@ def render(argv: list[str], fan: list[dict[str, Any]], arts: list[dict[str, Any]
         for r in fan:
             lines.append(
                 f"| {r['d']:,} | {r['evict_hot']:,.1f} ({r['alerts_evict']:,.0f}) | "
-                f"{r['evict_hot'] / max(r['alerts_evict'], 1):,.1f} | {r['admit_hot']:,.1f} ({r['alerts_admit']:,.0f}) | "
+                f"{r['evict_hot'] / max(r['alerts_evict'], 1):,.1f} | "
+                f"{r['admit_hot']:,.1f} ({r['alerts_admit']:,.0f}) | "
                 f"{r['ckpt_hot']:,.1f} | {r['art_other']:,.1f} | {r['ckpt_other']:,.1f} | {r['reps']} / {r['light']} |"
             )
         first, last = fan[0], fan[-1]
@@ -394,7 +395,8 @@ def render(argv: list[str], fan: list[dict[str, Any]], arts: list[dict[str, Any]
             s = r["sizes"]
             lines.append(
                 f"| {r['a']:,} | {s['artifacts']:,} / {s['nodes']:,} / {s['seen']:,} | {r['build_s']:.1f} | "
-                f"{r['admit']:,.1f} | {r['evict_new']:,.1f} | {r['evict_old']:,.1f} | {r['ckpt']:,.1f} | {r['median']:,.1f} / {r['all']:,.1f} / {r['max']:,.0f} ({r['events']:,}) | "
+                f"{r['admit']:,.1f} | {r['evict_new']:,.1f} | {r['evict_old']:,.1f} | {r['ckpt']:,.1f} | "
+                f"{r['median']:,.1f} / {r['all']:,.1f} / {r['max']:,.0f} ({r['events']:,}) | "
                 f"{r['nogc_mean']:,.1f} / {r['nogc_max']:,.0f} |"
             )
         if len(arts) > 1:

@@ -172,7 +172,7 @@ def summary_nodes(label: dict[str, Any], root: Path) -> list[str]:
 
 
 def make_judge(name: str, matcher: ProhibitionMatcher, precision: str) -> Judge:
-    """The judge to evaluate: ``rules`` (with ``matcher`` and ``precision``) or ``model`` (its settings from CG_JUDGE_*)."""
+    """The judge to evaluate: ``rules`` (with ``matcher`` and ``precision``) or ``model`` (settings: CG_JUDGE_*)."""
     if name == "rules":
         return RulesJudge(matcher, precision)
     if name == "model":
@@ -519,7 +519,8 @@ def main(argv: list[str] | None = None) -> int:
             )
             sc = scores["overall"]
             print(
-                f"{name:<26} {_fmt(sc.precision):>9}  {_fmt(sc.recall):>6}  {sc.tp:>2}  {sc.fp:>2}  {sc.fn:>2}  {sc.tn:>2}"
+                f"{name:<26} {_fmt(sc.precision):>9}  {_fmt(sc.recall):>6}  "
+                f"{sc.tp:>2}  {sc.fp:>2}  {sc.fn:>2}  {sc.tn:>2}"
             )
         return 0
     figures: dict[str, Any] = {}
@@ -539,7 +540,8 @@ def main(argv: list[str] | None = None) -> int:
         comps = sum(len(c.label["compactions"]) for c in cases)
         name = f"{args.judge}" + (f" (precision {lvl})" if args.judge == "rules" else f" {judge.model}")  # type: ignore[attr-defined]
         print(
-            f"judge {name}: {', '.join(map(str, roots))} ({len(cases)} transcripts, {comps} compactions); match threshold "
+            f"judge {name}: {', '.join(map(str, roots))} ({len(cases)} transcripts, {comps} compactions); "
+            "match threshold "
             f"{args.match_threshold}; forms {','.join(sorted(forms))}" + (f"; fold {args.split}" if args.split else "")
         )
         print()
@@ -585,7 +587,8 @@ def main(argv: list[str] | None = None) -> int:
             texts = [(c.name, ln, found) for c in cases for ln, found in c.after_last]
             read = [(n, ln, t) for n, ln, found in texts for t in found]
             print(
-                f"\nnatural negatives (the user's words after each log's last compaction, in no label): {len(texts)} texts, "
+                "\nnatural negatives (the user's words after each log's last compaction, in no label): "
+                f"{len(texts)} texts, "
                 f"{len(read)} read as prohibitions (each should be a real one):"
             )
             for n, ln, t in read:

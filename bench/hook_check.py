@@ -1,6 +1,6 @@
 """Play real Claude Code transcripts forward through the hook and check it against the batch path.
 
-    python bench/hook_check.py                          # every DEV transcript (../shared/real-logs/entireio-cli-claude-code)
+    python bench/hook_check.py          # every DEV transcript (../shared/real-logs/entireio-cli-claude-code)
     python bench/hook_check.py DIR_OR_FILE... --stop-every 5 --out hook-check.md
     make hook-check ARGS="--stop-every 5"
 

@@ -13,7 +13,8 @@ Parts (each is a script that also runs alone, with ``--quick`` for a smoke-sized
 3. ``bench/bench_worker.py --phases latency``   event->alert latency at fixed producer rates 1k and 5k/s
 4. ``bench/bench_scaleout.py`` 1 vs 2 workers (one consumer group) on 4 partitions
 5. ``bench/bench_state.py``    state at 1M artifacts: fill rate, RSS, disk, state log, restart / restore-to-ready
-6. ``bench/bench_scaling.py``  per-event cost vs fan-in (1/100/10k dependents), vs artifact count, growing shapes at two sizes
+6. ``bench/bench_scaling.py``  per-event cost vs fan-in (1/100/10k dependents), vs artifact count,
+   growing shapes at two sizes
 7. ``bench/bench_floor.py``    what bounds the worker: raw loop vs no-op faust agents vs the worker, one run
 8. ``bench/bench_shapes.py``   adversarial shapes at two sizes (growth per event) and hostile vs friendly order
 9. ``bench/bench_client.py``   the pipeline client: produce rate vs raw aiokafka, StatusView catch-up/lookups at 1M

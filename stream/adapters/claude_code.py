@@ -410,7 +410,7 @@ class ClaudeCodeSession:
         if continued:
             # A continued session: the user's words of the earlier one reach the agent only as the summary's quotes.
             holder = f"inherited:{node_id}"
-            for n, (quoted, line) in enumerate(_quoted_user_messages(text)):
+            for n, (quoted, _line) in enumerate(_quoted_user_messages(text)):
                 self.judged.add(Candidate(f"{key}#q{n}", quoted, "typed", at, ("line", self._summary_line)), holder)
             self._inherited = [holder]
         self._rules_in_view = set()  # rule files must be re-injected after the boundary to be in view
@@ -582,7 +582,7 @@ class ClaudeCodeTranscript:
 
 
 def _answers(result: Any) -> list[tuple[str, str]]:
-    """``(question, answer)`` of an AskUserQuestion: typed, or an option picked (the user's decision in the agent's words)."""
+    """``(question, answer)`` of an AskUserQuestion: typed, or an option picked (the user's decision, agent's words)."""
     if not isinstance(result, dict) or not isinstance(result.get("answers"), dict):
         return []
     return [

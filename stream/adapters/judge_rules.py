@@ -92,7 +92,7 @@ def user_message_list(summary: str) -> str | None:
         if _USER_LIST.search(heading):
             return body
     best = None
-    for heading, body in secs:
+    for _heading, body in secs:
         items = [ln for ln in body.split("\n") if _ITEM.match(ln)]
         quoted = sum(bool(_QUOTED_ITEM.match(ln)) for ln in items)
         if quoted >= 3 and quoted * 10 >= 6 * len(items) and (best is None or quoted > best[0]):

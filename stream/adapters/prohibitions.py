@@ -482,7 +482,10 @@ _FINITE = (r"(?:is|are|was|were|isn'?t|aren'?t|wasn'?t|weren'?t|do|does|did|don'
            r"will|won'?t|would|can|can'?t|could|should|shall|must|needs?|still|already|never|always|only|also|just)")
 #: A purpose clause that says what the result must not do: "so (that) it doesn't / we don't / nothing can ...".
 _PURPOSE_SUBJECT = r"(?:it|we|you|this|that|they|nothing|no\s+one|nobody|the\s+[\w`.-]+(?:\s+[\w`.-]+)?)"
-_PURPOSE_NEG = r"(?:doesn'?t|does\s+not|don'?t|do\s+not|won'?t|will\s+not|never|can'?t|cannot|can\s+not|isn'?t|aren'?t|is\s+not|are\s+not|gets?\s+no)"
+_PURPOSE_NEG = (
+    r"(?:doesn'?t|does\s+not|don'?t|do\s+not|won'?t|will\s+not|never|can'?t|cannot|can\s+not|isn'?t|aren'?t|"
+    r"is\s+not|are\s+not|gets?\s+no)"
+)
 _PURPOSE_NOT = re.compile(rf"^so\s+(?:that\s+)?{_PURPOSE_SUBJECT}\s+{_PURPOSE_NEG}\s+(?:ever\s+)?"
                           r"(?!need\b|have\s+to\b|matter\b|work\b|fail\b|crash\b|happen\b|exist\b|know\b|see\b|notice\b|forget\b|miss\b|"
                           r"(?:break|mess\s+up|screw\s+up)\s+(?:things|anything|stuff|everything|it|something)\b)[a-z]",
@@ -757,7 +760,8 @@ _NEG_IMPERATIVE = re.compile(
     rf"|under\s+no\s+circumstances"
     rf"|(?:at\s+no\s+(?:point|time)|in\s+no\s+case)\s+(?:should|must|shall|may|can|will|are|do)\s+(?:you|we|u|claude|the\s+(?:agent|assistant))\b"
     rf"|no\s+(?:more\s+)?(?!{_ING_NOT_GERUND}\b)[a-z]+(?:-[a-z]+)*ing\b"
-    rf"|leave\s+.{{1,60}}\s+(?:alone|as[- ]is|as\s+(?:it|they)\s+(?:is|are|was|were|stands?)|untouched|unchanged|intact|in\s+place|"
+    rf"|leave\s+.{{1,60}}\s+(?:alone|as[- ]is|as\s+(?:it|they)\s+(?:is|are|was|were|stands?)|untouched|unchanged|"
+    rf"intact|in\s+place|"
     rf"the\s+way\s+(?:it|they)\s+(?:is|are)|where\s+(?:it|they)\s+(?:is|are))\b"
     rf"|(?:you|we|u)\s+(?:must|should|shall|may)\s+(?:not|never)\s+(?!need|have\s+to)[a-z]"
     rf"|(?:you|we)\s+(?:mustn'?t|shouldn'?t|shan'?t)\s+(?!need|have\s+to)[a-z]"
@@ -1073,7 +1077,7 @@ _FOREIGN_AVOID = re.compile(r"^(?:évite[sz]?\s+(?:de\s+|d['’]\s*)|evita\s+)",
 
 
 def _english(clause: str) -> str:
-    """A Spanish or French negative frame at the start of ``clause`` said in English ("no toques X" -> "don't touch X")."""
+    """A Spanish or French negative frame opening ``clause``, said in English ("no toques X" -> "don't touch X")."""
     for frame, neg in _FOREIGN_FRAMES:
         m = frame.match(clause)
         if m:
@@ -1320,13 +1324,15 @@ def _foreign_frame_language(clause: str) -> str:
     return "fr:"
 
 
-#: A hedged idea, not a rule: "maybe we could X, or we shouldn't Y at all", "perhaps don't ..." (an alternative floated).
+#: A hedged idea, not a rule: "maybe we could X, or we shouldn't Y at all", "perhaps don't ..."
+#: (an alternative floated).
 _HEDGED = re.compile(
     r"\b(?:maybe|perhaps|possibly)\b.{0,120}\bor\b|\bor\s+(?:maybe|perhaps)\s|\bor\s+(?:we|you)\s+(?:shouldn'?t|should\s+not|could|might|"
     r"may)\b|\b(?:i'?m\s+)?(?:not\s+sure|wondering)\s+(?:if|whether)\b|\bi\s+wonder\b|\b(?:what\s+if|how\s+about)\b",
     re.IGNORECASE,
 )
-#: Preserve rules with another verb than "keep": "maintain X", "stick with X", "leave X unchanged", "Keep unchanged: ...".
+#: Preserve rules with another verb than "keep": "maintain X", "stick with X", "leave X unchanged",
+#: "Keep unchanged: ...".
 _PRESERVE_VERB = re.compile(
     r"^(?:please\s+)?(?:(?:maintain|preserve|retain)\s+(?:the\s+|our\s+|all\s+|existing\s+|current\s+|backward|backwards|"
     r"compatibility|`)[\w`*-]"
@@ -1336,7 +1342,8 @@ _PRESERVE_VERB = re.compile(
     r"|(?:do\s+)?not\s+change\s*:\s*\S)",
     re.IGNORECASE,
 )
-#: Restraint without a negation word: "ask me before changing X", "check with me first", "let me review before you commit".
+#: Restraint without a negation word: "ask me before changing X", "check with me first",
+#: "let me review before you commit".
 _CONSULT = re.compile(
     r"^(?:please\s+)?(?:always\s+)?(?:ask|check\s+with|consult|confirm\s+with|ping)\s+me\s+(?:first\b|before\s+\w)"
     r"|^(?:please\s+)?(?:let|have)\s+me\s+(?:review|approve|sign\s+off\s+on)\b.{0,60}\bbefore\s+(?:you|we|it|anything)\b"
@@ -1912,7 +1919,7 @@ class _Sentence:
         joined = frozenset(a + b for a, b in zip(words, words[1:]) if a.isalpha() and b.isalpha())
         stays: list[int] = []
         if _STAYS.search(text):
-            for i, w in enumerate(words):
+            for i in range(len(words)):
                 if _STAYS.match(" ".join(words[i : i + 3])):
                     stays.append(i)
         undone: dict[str, list[int]] = {}
@@ -2059,7 +2066,8 @@ class ProhibitionMatcher:
             context = (unit.text, unit.section, unit.descriptive, unit.item, unit.decisions, unit.imperative_list,
                        unit.negated_item, unit.sentence, unit.before)
             if context in seen:
-                continue  # the same sentence in the same context: read already (a message of repeated rules stays linear)
+                # the same sentence in the same context: read already (a message of repeated rules stays linear)
+                continue
             seen.add(context)
             for clause, par in parts:
                 read = classify_cue(unit, clause, par, source=source)

@@ -168,7 +168,7 @@ def verify_alerts(verifier: Verifier, context: str | None):
         print(f"missing  {_describe(a)}", file=sys.stderr)
     for a in report.extra:
         print(f"extra    {_describe(a)}", file=sys.stderr)
-    for mine, theirs in report.different:
+    for mine, _theirs in report.different:
         print(f"differs  {_describe(mine)}", file=sys.stderr)
     print(report.summary(), file=sys.stderr)
     return report

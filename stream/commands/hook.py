@@ -126,7 +126,8 @@ def claude_code(match_threshold: float | None, alert_uncertain: bool, judge_prec
         _log_line(
             inp.session_id if inp else None,
             inp.event if inp else None,
-            "another hook call (or catch-up) held this session until the budget ran out; its records are read next time",
+            "another hook call (or catch-up) held this session until the budget ran out; "
+            "its records are read next time",
         )
     except (HookInputError, TranscriptMissing) as exc:
         _log_line(inp.session_id if inp else None, inp.event if inp else None, str(exc))

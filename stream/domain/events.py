@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 
 def constraint_key(constraint: str | dict[str, Any]) -> str:
@@ -130,7 +130,7 @@ class CheckpointEvent:
         }
 
 
-Event = Union[ArtifactEvent, CheckpointEvent]
+Event = ArtifactEvent | CheckpointEvent
 
 _TUPLE_FIELDS = (
     "children",

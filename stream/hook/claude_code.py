@@ -576,7 +576,7 @@ def _after_compaction(
 
 
 def spawn_catch_up(settings: Any, inp_raw: bytes, key: str, argv: list[str]) -> bool:
-    """Start a detached ``hook claude-code --catch-up FILE`` for a session (unless one runs). Returns True if started."""
+    """Start a detached ``hook claude-code --catch-up FILE`` for a session (unless one runs); True if started."""
     paths = Paths(settings.hook_dir)
     pid_file = paths.session(key) / "catch-up.pid"
     try:

@@ -19,6 +19,7 @@ re-processes from the last commit.
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import logging
 import os
@@ -188,7 +189,7 @@ class Runtime:
                 merge = self._merge(part)
                 fresh = await d.uncovered(part, messages, merge.fetched)
                 merge.received(fresh)
-                messages = merge.release(fresh, lambda topic: self._caught_up(part, merge, topic))
+                messages = merge.release(fresh, functools.partial(self._caught_up, part, merge))
                 if messages:
                     await self._process(part, messages, received)
         self.last_batch = time.monotonic()

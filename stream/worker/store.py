@@ -4,7 +4,8 @@
 context of one partition number. Writes stay in a per-table *dirty* map (one entry per
 key, the last value wins) until the durability object commits them
 (:mod:`stream.worker.durability`); reads look in the dirty map, then in the writes of the
-commit in flight (taken, not yet in RocksDB), then in a bounded cache of decoded values, then in RocksDB (:class:`PartitionStore`). So a hot key is decoded
+commit in flight (taken, not yet in RocksDB), then in a bounded cache of decoded values, then in
+RocksDB (:class:`PartitionStore`). So a hot key is decoded
 once, written once per commit, and 1M artifacts live on disk, not in Python dicts.
 
 RocksDB layout (rocksdict, raw bytes): ``bytes([table index + 1]) + key_json`` ->

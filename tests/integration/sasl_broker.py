@@ -10,6 +10,7 @@ two) and stopped at the end of the session, or by the kernel with pytest
 
 from __future__ import annotations
 
+import functools
 import secrets
 import tempfile
 from pathlib import Path
@@ -48,7 +49,7 @@ def sasl_broker(request: pytest.FixtureRequest) -> kafka_local.BrokerInfo:
         except kafka_local.KafkaLocalError as exc:
             problem = str(exc)
             break
-        request.config.add_cleanup(lambda: kafka_local.stop(settings, timeout=15))
+        request.config.add_cleanup(functools.partial(kafka_local.stop, settings, timeout=15))
         _broker.update(info=info, settings=settings)
         return info
     _broker["error"] = f"could not start the SASL test broker: {problem}"

@@ -127,7 +127,7 @@ def test_bad_messages_are_dead_lettered_with_reasons_and_good_ones_processed(kaf
     assert per_context(alerts) == expected
     assert len(dead) == len(bad)
     by_value = {base64.b64decode(json.loads(m.value)["value_b64"]): json.loads(m.value) for m in dead}
-    for key, value, field in bad:
+    for _key, value, field in bad:
         rec = by_value[value]
         assert field in rec["reason"], rec["reason"]
         assert rec["topic"] == env["CG_ARTIFACT_TOPIC"] and rec["offset"] >= 0

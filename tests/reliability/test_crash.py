@@ -89,7 +89,7 @@ def test_kill_9_at_random_points_loses_no_alert_and_repeats_are_identical(kafka_
     try:
         done = 0
         for i, (step, delay) in enumerate(zip(steps, delays), 1):
-            wait_progress(env, done + step, timeout=240, alive=lambda: worker.proc.poll() is None)
+            wait_progress(env, done + step, timeout=240, alive=lambda w=worker: w.proc.poll() is None)
             time.sleep(delay)
             done, _ = group_progress(env)
             worker.kill()

@@ -4,7 +4,8 @@
 producers, group-less consumers and admin clients over it; :meth:`FakeBroker.fail` makes
 the next sends to a topic fail with a given error, :meth:`FakeBroker.hold` keeps their
 acknowledgements back until :meth:`FakeBroker.release`. :class:`FakeHost` records the
-group commits; :class:`Rig` runs the real durability object over them. Kafka *behaviour* is tested against the real broker
+group commits; :class:`Rig` runs the real durability object over them. Kafka *behaviour* is
+tested against the real broker
 (tests/integration/test_durability.py); these fakes only let each step of a commit fail
 in turn (Quix Streams' ``TestCheckpoint``).
 """

@@ -675,7 +675,7 @@ def test_follow_cli_stops_cleanly_on_sigterm(tmp_path):
     assert out.read_bytes().count(b"\n") == 36
 
 
-# --------------------------------------------------------------------------- referents (the matcher: test_prohibitions.py)
+# ------------------------------------------------------------- referents (the matcher: test_prohibitions.py)
 
 
 def test_referents_are_artifacts_whose_identifier_is_a_whole_token_of_the_summary():

@@ -198,7 +198,10 @@ def test_the_language_of_a_line(line, lang):
 # --------------------------------------------------------------------------- carrying
 
 
-SUMMARY_1 = 'This session is being continued.\n\n6. All user messages:\n   - "don\'t touch the billing module"\n   - "add the CSV export"\n'
+SUMMARY_1 = (
+    "This session is being continued.\n\n6. All user messages:\n"
+    '   - "don\'t touch the billing module"\n   - "add the CSV export"\n'
+)
 SUMMARY_2 = 'This session is being continued.\n\n6. All user messages:\n   - "now the totals row"\n'
 
 
