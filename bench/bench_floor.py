@@ -45,7 +45,7 @@ from common import (  # noqa: E402
 )
 from bench_worker import real_events  # noqa: E402
 
-from stream.adapters.trajectories import DEFAULT_TRACES  # noqa: E402
+from stream.adapters.simulated.model import DEFAULT_TRACES  # noqa: E402
 
 
 async def raw_rate(settings: Any, inputs: tuple[str, str], total: int) -> dict[str, float]:

@@ -69,6 +69,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from stream.adapters.common import as_dict, as_list, json_value_problem
 from stream.adapters.compaction_logs import (
     MAX_RAW_PER_CHECKPOINT,
     ContextEvents,
@@ -80,7 +81,6 @@ from stream.adapters.compaction_logs import (
     texts_of,
 )
 from stream.adapters.judge import Candidate, Judge
-from stream.adapters.trajectories import json_value_problem
 
 if TYPE_CHECKING:
     from stream.adapters.prohibitions import ProhibitionMatcher
@@ -250,7 +250,7 @@ class ClaudeCodeSession:
                  lineno: int, at: str | None) -> None:
         holder = f"ev:{uuid}"
         self.out.hold(holder, "raw_span", key, at, live=holder, durable=file.holder, names=[uuid])
-        msg = rec.get("message") if isinstance(rec.get("message"), dict) else {}
+        msg = as_dict(rec.get("message"))
         content = msg.get("content")
         blocks = content if isinstance(content, list) else []
         if rtype == "user":
@@ -328,18 +328,18 @@ class ClaudeCodeSession:
         self.judged.add(Candidate(f"{key}#0", text, "queued", at, ("line", lineno)), holder)
 
     def _microcompact(self, rec: dict[str, Any], key: str, at: str | None) -> None:
-        meta = rec.get("microcompactMetadata") if isinstance(rec.get("microcompactMetadata"), dict) else {}
-        ids = meta.get("compactedToolIds") if isinstance(meta.get("compactedToolIds"), list) else []
+        meta = as_dict(rec.get("microcompactMetadata"))
+        ids = as_list(meta.get("compactedToolIds"))
         for tool_id in ids:
             if isinstance(tool_id, str) and tool_id:
                 self.out.evict_live(f"call:{tool_id}", key, at)
 
     def _attachment(self, rec: dict[str, Any], key: str, file: ClaudeCodeTranscript, lineno: int,
                     at: str | None) -> None:
-        att = rec.get("attachment") if isinstance(rec.get("attachment"), dict) else {}
+        att = as_dict(rec.get("attachment"))
         prompt = att.get("prompt")
         if att.get("type") == "queued_command" and isinstance(prompt, (str, list)):
-            origin = att.get("origin") if isinstance(att.get("origin"), dict) else {}
+            origin = as_dict(att.get("origin"))
             text = prompt if isinstance(prompt, str) else "\n".join(texts_of(prompt))
             if (
                 origin.get("kind", "human") == "human" and text.strip()
@@ -365,7 +365,7 @@ class ClaudeCodeSession:
             boundary = self._boundary[0]
         self._boundary = None
         self._summary_line = lineno
-        msg = rec.get("message") if isinstance(rec.get("message"), dict) else {}
+        msg = as_dict(rec.get("message"))
         text = "\n".join(texts_of(msg.get("content"))).strip() or None
         if text is not None:
             m = _TRANSCRIPT_PATH.search(text)
@@ -421,11 +421,11 @@ class ClaudeCodeSession:
         and, in newer versions, ``preservedMessages`` (``uuids`` / ``allUuids``: the records kept verbatim)."""
         meta = boundary.get("compactMetadata", {}) if isinstance(boundary.get("compactMetadata"), dict) else {}
         kept: set[str] = set()
-        listed = meta.get("preservedMessages") if isinstance(meta.get("preservedMessages"), dict) else {}
+        listed = as_dict(meta.get("preservedMessages"))
         for k in ("uuids", "allUuids"):
             ids = listed.get(k) if isinstance(listed.get(k), list) else []
             kept.update(f"ev:{u}" for u in ids if isinstance(u, str) and u)
-        seg = meta.get("preservedSegment") if isinstance(meta.get("preservedSegment"), dict) else {}
+        seg = as_dict(meta.get("preservedSegment"))
         head, tail = seg.get("headUuid"), seg.get("tailUuid")
         if not head and not tail:
             return kept

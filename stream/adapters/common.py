@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import sys
 from pathlib import Path
+from typing import Any
 
 from stream.errors import GuardError
 
@@ -27,6 +28,16 @@ class AdapterError(GuardError):
         self.path = str(path)
         self.problem = " ".join(str(problem).split())  # always one line
         super().__init__(f"{self.path}: {self.problem}")
+
+
+def as_dict(value: object) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one (a record's optional field)."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: object) -> list[Any]:
+    """``value`` if it is a JSON array, else an empty one."""
+    return value if isinstance(value, list) else []
 
 
 def short_hash(text: str, n: int = 12) -> str:

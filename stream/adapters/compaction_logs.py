@@ -41,21 +41,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from stream.adapters.common import MAX_ID, short_hash
 from stream.adapters.judge import Candidate, Carry, Instruction, Judge, Judgement, Usage
-from stream.adapters.trajectories import MAX_ID, short_hash
-
-#: Re-exported from :mod:`stream.adapters.prohibitions` for the CLI and tests, imported on first
-#: use: compiling its patterns is most of an adapter's import time, and a Claude Code hook call
-#: that judges nothing (docs/HOOK.md) must not pay it.
-_FROM_PROHIBITIONS = frozenset({"DEFAULT_MATCH_THRESHOLD", "Prohibition", "ProhibitionMatcher", "content_words"})
-
-
-def __getattr__(name: str) -> Any:
-    if name in _FROM_PROHIBITIONS:
-        from stream.adapters import prohibitions
-
-        return getattr(prohibitions, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 LIVE = "live"
 DURABLE = "durable"

@@ -55,11 +55,11 @@ import uuid as uuidlib
 from pathlib import Path
 from typing import Any
 
+from stream.adapters.common import as_dict, json_value_problem
 from stream.adapters.compaction_logs import (
     MAX_RAW_PER_CHECKPOINT,
     ContextEvents,
     JudgedContext,
-    ProhibitionMatcher,
     ReadStats,
     find_values,
     path_names,
@@ -68,7 +68,7 @@ from stream.adapters.compaction_logs import (
 )
 from stream.adapters.judge import Candidate, Judge
 from stream.adapters.judge_rules import as_judge
-from stream.adapters.trajectories import json_value_problem
+from stream.adapters.prohibitions import ProhibitionMatcher
 
 _EVENT_FILE = re.compile(r"^event-(\d+)-.*\.json$")
 #: Kinds that are raw items of the model's view (each admitted as ``ev:<id>``).
@@ -203,7 +203,7 @@ class OpenHandsContext:
         call_id = ev.get("tool_call_id") if isinstance(ev.get("tool_call_id"), str) and ev.get("tool_call_id") else None
         if kind == "MessageEvent":
             if ev.get("source") == "user":  # extended_content is context the SDK adds, not the user's words
-                msg = ev.get("llm_message") if isinstance(ev.get("llm_message"), dict) else {}
+                msg = as_dict(ev.get("llm_message"))
                 self.judged.add(Candidate(f"{key}#0", "\n".join(texts_of(msg.get("content"))), "typed", at,
                                           ("event", index)), holder)
             return

@@ -179,8 +179,8 @@ class Options:
 
     def build(self, log: Any = None) -> Any:
         """The judge, built as ``ingest`` builds it (a model judge from the ``CG_JUDGE_*`` settings)."""
-        from stream.adapters.compaction_logs import DEFAULT_MATCH_THRESHOLD, ProhibitionMatcher
         from stream.adapters.judge_rules import RulesJudge
+        from stream.adapters.prohibitions import DEFAULT_MATCH_THRESHOLD, ProhibitionMatcher
         from stream.settings import get_settings
 
         settings = get_settings()

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from stream.adapters.trajectories import DEFAULT_TRACES
+from stream.adapters.simulated.model import DEFAULT_TRACES
 from tests.integration.harness import Worker, consume, context_of, produce, run, run_cli, topic_for, worker_env
 from tests.scenarios import Ctx
 

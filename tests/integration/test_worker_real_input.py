@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from stream.adapters.trajectories import DEFAULT_TRACES
+from stream.adapters.simulated.model import DEFAULT_TRACES
 from tests.integration.harness import Worker, consume, expected_alerts, per_context, run, run_cli, worker_env
 
 SUBSET = [

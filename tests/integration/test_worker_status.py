@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
-from stream.adapters.trajectories import DEFAULT_TRACES
+from stream.adapters.simulated.model import DEFAULT_TRACES
 from stream.client.status import AsyncStatusView
 from stream.domain.outputs import encode_record
 from stream.kafka_clients import admin, started

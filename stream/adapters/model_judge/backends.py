@@ -26,6 +26,7 @@ from typing import Any
 
 import httpx
 
+from stream.adapters.common import as_dict, as_list
 from stream.adapters.model_judge.prompt import TOOL_NAME, InvalidAnswer
 
 ANTHROPIC_URL = "https://api.anthropic.com"
@@ -153,7 +154,7 @@ class AnthropicBackend(_HttpBackend):
 
     def send(self, payload: dict[str, Any]) -> Reply:
         data = self._post(payload)
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        usage = as_dict(data.get("usage"))
         tokens = (_int(usage.get("input_tokens")) + _int(usage.get("cache_creation_input_tokens"))
                   + _int(usage.get("cache_read_input_tokens")))
         reply = Reply(None, tokens, _int(usage.get("output_tokens")))
@@ -189,11 +190,11 @@ class OpenAIBackend(_HttpBackend):
 
     def send(self, payload: dict[str, Any]) -> Reply:
         data = self._post(payload)
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        usage = as_dict(data.get("usage"))
         reply = Reply(None, _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")))
         choices = data.get("choices")
         choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
-        message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+        message = as_dict(choice.get("message"))
         if choice.get("finish_reason") == "length":
             raise InvalidAnswer(
                 f"the answer was cut at max_tokens={self.max_tokens} (raise CG_JUDGE_MAX_TOKENS)", reply
@@ -248,7 +249,7 @@ class ClaudeCliBackend:
             if done.returncode != 0:
                 raise Retryable(f"exit code {done.returncode}: {_one_line(last) or 'no output'}")
             raise InvalidAnswer("the output is not a JSON result (is this Claude Code's claude?)")
-        usage = result.get("usage") if isinstance(result.get("usage"), dict) else {}
+        usage = as_dict(result.get("usage"))
         tokens = (_int(usage.get("input_tokens")) + _int(usage.get("cache_creation_input_tokens"))
                   + _int(usage.get("cache_read_input_tokens")))
         cost = result.get("total_cost_usd")
@@ -258,7 +259,7 @@ class ClaudeCliBackend:
         if subtype == "error_max_structured_output_retries":
             raise InvalidAnswer("the CLI's own retries found no answer that fits the schema", reply)
         if result.get("is_error") or subtype not in (None, "success"):
-            errors = result.get("errors") if isinstance(result.get("errors"), list) else []
+            errors = as_list(result.get("errors"))
             message = _one_line(result.get("result") or "; ".join(map(str, errors)) or subtype
                                 or f"exit code {done.returncode}")
             if any(w in message.lower() for w in ("login", "api key", "authentication", "not logged in")):
