@@ -378,7 +378,8 @@ class ClaudeCodeSession:
             return
         boundary, b_key, b_at = self._boundary
         self._boundary = None
-        node_id = boundary.get("uuid") if isinstance(boundary.get("uuid"), str) and boundary.get("uuid") else b_key
+        uuid = boundary.get("uuid")
+        node_id = uuid if isinstance(uuid, str) and uuid else b_key
         self._compact(boundary, node_id, None, reason, b_key, b_at, stats)
 
     @property
@@ -407,7 +408,7 @@ class ClaudeCodeSession:
         for h in covered:
             self.out.release_live(h, key, at)
         self._summary = node_id
-        if continued:
+        if continued and text is not None:
             # A continued session: the user's words of the earlier one reach the agent only as the summary's quotes.
             holder = f"inherited:{node_id}"
             for n, (quoted, _line) in enumerate(_quoted_user_messages(text)):
@@ -423,7 +424,7 @@ class ClaudeCodeSession:
         kept: set[str] = set()
         listed = as_dict(meta.get("preservedMessages"))
         for k in ("uuids", "allUuids"):
-            ids = listed.get(k) if isinstance(listed.get(k), list) else []
+            ids = as_list(listed.get(k))
             kept.update(f"ev:{u}" for u in ids if isinstance(u, str) and u)
         seg = as_dict(meta.get("preservedSegment"))
         head, tail = seg.get("headUuid"), seg.get("tailUuid")

@@ -484,14 +484,14 @@ class JudgedContext:
         carried: dict[str, dict[str, Any]] = {}
         not_carried = []
         for carry in j.carries:
-            i = in_force.get(carry.instruction_id)
-            if i is None:
+            inst = in_force.get(carry.instruction_id)
+            if inst is None:
                 continue
-            c = self._by_id.get(i.candidate_id)
+            c = self._by_id.get(inst.candidate_id)
             if carry.carried:
-                carried[i.id] = self.wire(i, carry)
+                carried[inst.id] = self.wire(inst, carry)
             elif c is None or c.channel not in ("rule_file", "system"):  # those are the root's (kept channel)
-                not_carried.append(_x({"id": i.id, "cue": carry.cue, "reason": carry.reason}))
+                not_carried.append(_x({"id": inst.id, "cue": carry.cue, "reason": carry.reason}))
         for k, wire in self.required.items():
             if k not in in_force:  # required by an earlier checkpoint, no longer in force (revoked)
                 carried[k] = {**wire, "x_cue": "not-in-force"}

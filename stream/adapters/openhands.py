@@ -194,7 +194,7 @@ class OpenHandsContext:
         else:
             reader.stats.unknown[kind] += 1
 
-    def _raw_item(self, ev: dict[str, Any], kind: str, key: str, durable: str, reader: OpenHandsConversation,
+    def _raw_item(self, ev: dict[str, Any], kind: str, key: str, durable: str | None, reader: OpenHandsConversation,
                   index: int, at: str | None) -> None:
         eid = ev["id"]
         holder = f"ev:{eid}"
@@ -300,9 +300,10 @@ class OpenHandsConversation:
         self.stats = ReadStats(source=str(self.path))
         conv = conversation_id(self.events_dir)
         contexts = contexts if contexts is not None else {}
-        self.context = contexts.get(conv)
-        if self.context is None:
-            self.context = contexts[conv] = OpenHandsContext(conv, self.judge)
+        context = contexts.get(conv)
+        if context is None:
+            context = contexts[conv] = OpenHandsContext(conv, self.judge)
+        self.context = context
         self.finished = False
         self.save_dirs: dict[str, Path] = {}  # durable holder -> directory
         self._read: set[str] = set()

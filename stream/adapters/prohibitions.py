@@ -634,7 +634,7 @@ _CONSEQUENCE_LEAD = re.compile(
 def starts_imperative(text: str) -> bool:
     """Does ``text`` start with a verb in the imperative (``Add ...``, ``Keep ...``)?"""
     m = re.match(r"^\W*([A-Za-z]+)", _plain(text))
-    return bool(m) and m.group(1).lower() in IMPERATIVE_VERBS
+    return m is not None and m.group(1).lower() in IMPERATIVE_VERBS
 
 
 #: Sentences of a line a unit remembers before it (to find the instruction a short "no X" stands beside; a
@@ -1641,7 +1641,7 @@ def _content(raw: str) -> str | None:
 
 def _words_of(text: str) -> list[str]:
     """The words of ``text`` in order: normalized, paths cut at "/" (``e2e/fixtures`` is two words)."""
-    out = []
+    out: list[str] = []
     for token in _WORD.findall(normalize(_plain(text)).replace("’", "'")):
         split = "/" in token.strip("/") and any(len(p) > 1 for p in token.split("/"))  # "j/k", "y/n" stay whole
         for part in token.split("/") if split else [token]:

@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from stream.hook import reinject
 from stream.hook.spool import Line, Spool, spool_line
@@ -103,8 +103,8 @@ def parse_input(raw: bytes) -> HookInput:
             raise HookInputError(f"hook input field {name!r} must be a non-empty string, got {v!r:.80}")
         return v
 
-    event = text("hook_event_name", True)
-    session = text("session_id", True)
+    event = cast(str, text("hook_event_name", True))  # required: text() raised if missing
+    session = cast(str, text("session_id", True))
     transcript = text("transcript_path")
     return HookInput(
         event=event, session_id=session,
@@ -552,6 +552,8 @@ def handle(
 def _after_compaction(
     session: Session, cursor: Cursor, inp: HookInput, settings: Any, budget: Budget
 ) -> dict[str, Any] | None:
+    if inp.transcript is None:  # the caller raised TranscriptMissing already
+        return None
     wait_until = time.monotonic() + min(settings.hook_summary_wait, max(0.0, budget.remaining() - 0.5))
     while not [n for n in cursor.summaries if n not in cursor.handed_back] and time.monotonic() < wait_until:
         time.sleep(0.05)  # the transcript is written asynchronously: the summary may still be on its way

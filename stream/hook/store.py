@@ -114,13 +114,13 @@ except ImportError:  # pragma: no cover - Windows
 
     def _try_lock(fd: int) -> bool:
         try:
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]  # Windows only
             return True
         except OSError:
             return False
 
     def _unlock(fd: int) -> None:
-        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]  # Windows only
 
 
 def fingerprint(path: Path, offset: int) -> str:
