@@ -22,7 +22,7 @@ import os
 import sqlite3
 import tempfile
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -152,12 +152,12 @@ class TopicReader:
         self.range = Range()
         self.read = 0
 
-    async def records(self) -> AsyncIterator[Record]:
+    async def records(self) -> AsyncGenerator[Record, None]:
         settings, until_ms, key = self.settings, self.until_ms, self.key
         c = consumer(settings, enable_auto_commit=False, auto_offset_reset="earliest", group_id=None)
         await start_client(settings, c)
         try:
-            tps = []
+            tps: list[TopicPartition] = []
             for t in self.topics:
                 parts = await partitions_for(settings, c, t)
                 if not parts:

@@ -87,7 +87,7 @@ class Replayer:
         self.max_bytes = max_bytes
         self.keep = keep
         #: (context, seq) -> line number of each waiting event (its dead letter, if rejected)
-        self._waiting_lines: dict[tuple[str, int], int] = {}
+        self._waiting_lines: dict[tuple[str, int | None], int] = {}
 
     def feed(self, line: bytes, lineno: int) -> list[dict[str, Any]] | None:
         """Decode and apply one line; returns its output records (alerts and statuses in

@@ -24,7 +24,8 @@ import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
 
 from stream.domain import outputs
-from stream.domain.events import ArtifactEvent, CheckpointEvent, Event, constraint_key
+from stream.domain.events import ArtifactEvent, CheckpointEvent, Event
+from stream.domain.keys import constraint_key
 from stream.domain.outputs import encode_record
 from stream.errors import InvalidEvent
 

@@ -61,13 +61,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 import snowballstemmer
+
+from stream.domain.keys import text_key
 
 #: Default share of a prohibition's key words a summary sentence (with a cue of the
 #: same polarity) must contain to count as carrying it. ``--match-threshold`` sets it.
@@ -83,9 +84,8 @@ DEFAULT_FORMS = frozenset(FORMS)
 # --------------------------------------------------------------------------- model
 
 
-def normalize(text: str) -> str:
-    """The DESIGN.md §3 key of a string: NFKC, casefold, whitespace collapsed."""
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+#: The DESIGN.md §3 key of a string (NFKC, casefold, whitespace collapsed), under its old name here.
+normalize = text_key
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,7 @@ def each(topics, handle: Callable[[Record], None], *, since: str | None = None, 
         try:
             asyncio.run(drive())
         except _Downstream as exc:
-            raise exc.__cause__ from None
+            raise (exc.__cause__ or exc) from None
         except ConfigurationError as exc:
             fail(str(exc), code=1)
         except Exception as exc:  # noqa: BLE001 - connection/auth errors: one line
@@ -133,8 +133,8 @@ def _values(what: Callable[[dict], None], context: str | None = None) -> Callabl
     """A record handler that hands each readable JSON value (of ``context``) to ``what``."""
     def handle(rec: Record) -> None:
         try:
-            value = json.loads(rec.value)
-        except (TypeError, ValueError):
+            value = json.loads(rec.value) if rec.value is not None else None
+        except ValueError:
             value = None
         if not isinstance(value, dict):
             print(f"verify: unreadable record {rec.topic}[{rec.partition}]@{rec.offset}", file=sys.stderr)

@@ -182,7 +182,7 @@ def _check_events(path: str, first: bytes | None | bool = False) -> None:
     if first is False:
         with open(path, "rb") as fh:
             first = first_line(fh, limit=settings.max_message_bytes)
-    problem = not_events(first, "FILE" if path == "-" else path)
+    problem = not_events(first if isinstance(first, bytes) else None, "FILE" if path == "-" else path)
     if problem:
         fail(f"cannot replay {'stdin' if path == '-' else path}: {problem}")
 

@@ -13,9 +13,9 @@ from stream.domain.events import (
     CheckpointEvent,
     Event,
     Source,
-    constraint_key,
     event_from_record,
 )
+from stream.domain.keys import constraint_key
 from stream.domain.outputs import Alert, NodeDetail, NodeStatus, Trigger, Verdict
 from stream.domain.state import DictState, State
 

@@ -168,7 +168,7 @@ def _remove(items: Any, keys: Any) -> Any:
     return items
 
 
-def _as_set(value: Any) -> set:
+def _as_set(value: Any) -> set[Any]:
     """A set-valued table entry as a set (tables hand back sorted lists)."""
     if value is None:
         return set()
@@ -344,9 +344,9 @@ def _listed(items: Any) -> tuple[str, ...]:
 
 def _alert(
     rule: str, status: str, event: Event, source: Source, *, node_id: str | None, level: str | None,
-    id_sets: Any, max_bytes: int, orphans: tuple | None = (), previous: tuple | None = None,
-    missing: tuple | None = (), set_size: int | None = None, truncated: bool | None = None,
-    digest: str | None = None, subtree: tuple | None = None, subtree_truncated: bool | None = None,
+    id_sets: Any, max_bytes: int, orphans: tuple[Any, ...] | None = (), previous: tuple[Any, ...] | None = None,
+    missing: tuple[Any, ...] | None = (), set_size: int | None = None, truncated: bool | None = None,
+    digest: str | None = None, subtree: tuple[Any, ...] | None = None, subtree_truncated: bool | None = None,
     gap: tuple[int, int] | None = None,
 ) -> Alert:
     """One :class:`Alert` in the wire field order, cut to ``max_bytes`` if it would exceed it."""
@@ -373,7 +373,7 @@ def _alert(
 _RECORD_OVERHEAD = 64 << 10
 _LISTS = {Alert: ("orphans", "previous_orphans", "missing_constraints", "subtree"), NodeStatus: ("degraded_by",)}
 #: list field -> the fields that say it was cut
-_CUT_MARK = {"orphans": {"truncated": True}, "missing_constraints": {"truncated": True},
+_CUT_MARK: dict[str, dict[str, Any]] = {"orphans": {"truncated": True}, "missing_constraints": {"truncated": True},
              "previous_orphans": {"truncated": True},
              "subtree": {"subtree_truncated": True, "subtree_size": None},
              "degraded_by": {"degraded_truncated": True}}
@@ -730,7 +730,7 @@ class Engine:
                     insort(kids, nid)
                     table[pkey] = kids
 
-    def _required(self, state: State, step: _Step, ev: CheckpointEvent, old: dict | None,
+    def _required(self, state: State, step: _Step, ev: CheckpointEvent, old: dict[str, Any] | None,
                   rec: dict[str, Any], new_raw: list[str], stored: list[str]) -> None:
         """``required`` and ``M`` of the node, then every ancestor that gains keys."""
         ctx, nid = ev.context_id, ev.node_id
@@ -990,7 +990,7 @@ class Engine:
             if before != summary:
                 out.node_changes.append((before, summary))
             deg = step.deg.get(nid)
-            deg_changed = bool(deg) and any(deg.values())
+            deg_changed = deg is not None and any(deg.values())
             if (before is not None and before.frozen == summary.frozen and not deg_changed
                     and (before.missing, before.unreachable > 0, before.opaque)
                     == (summary.missing, summary.unreachable > 0, summary.opaque)):
@@ -1007,7 +1007,7 @@ class Engine:
             out.status(status)
 
     # ------------------------------------------------------------------ verdicts
-    def _verdict(self, state: State, ev: CheckpointEvent, source: Source, rec: dict, verdict: str) -> Verdict:
+    def _verdict(self, state: State, ev: CheckpointEvent, source: Source, rec: dict[str, Any], verdict: str) -> Verdict:
         key = (ev.context_id, ev.node_id)
         sets = state.alert_sets.get(key)
         rules = _rules_of(rec, sets)

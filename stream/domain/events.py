@@ -9,23 +9,8 @@ that waits in the seq buffer must survive a crash inside a table value.
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass
 from typing import Any
-
-
-def constraint_key(constraint: str | dict[str, Any]) -> str:
-    """The comparison key of a constraint (DESIGN.md §3).
-
-    * string ``s`` -> ``" ".join(unicodedata.normalize("NFKC", s).casefold().split())``
-      (exactly in that order; an empty result is a valid key);
-    * object ``{"id": X, ...}`` -> ``X`` verbatim (its ``text`` is informational).
-
-    Ids and normalized texts share one key space.
-    """
-    if isinstance(constraint, str):
-        return " ".join(unicodedata.normalize("NFKC", constraint).casefold().split())
-    return constraint["id"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ def encode_record(obj: Any) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 
-def _listed(items: tuple | None) -> list | None:
+def _listed(items: tuple[Any, ...] | None) -> list[Any] | None:
     return None if items is None else list(items)
 
 

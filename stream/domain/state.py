@@ -72,17 +72,17 @@ TABLES = (
 class State(Protocol):
     """What the engine needs: one mutable mapping per table in :data:`TABLES`."""
 
-    artifacts: MutableMapping[tuple, Any]
-    nodes: MutableMapping[tuple, Any]
-    required: MutableMapping[tuple, Any]
-    reach: MutableMapping[tuple, Any]
-    dependents: MutableMapping[tuple, Any]
-    parents: MutableMapping[tuple, Any]
-    alert_sets: MutableMapping[tuple, Any]
-    seen: MutableMapping[tuple, Any]
-    seq: MutableMapping[tuple, Any]
-    waiting: MutableMapping[tuple, Any]
-    stored_children: MutableMapping[tuple, Any]
+    artifacts: MutableMapping[tuple[Any, ...], Any]
+    nodes: MutableMapping[tuple[Any, ...], Any]
+    required: MutableMapping[tuple[Any, ...], Any]
+    reach: MutableMapping[tuple[Any, ...], Any]
+    dependents: MutableMapping[tuple[Any, ...], Any]
+    parents: MutableMapping[tuple[Any, ...], Any]
+    alert_sets: MutableMapping[tuple[Any, ...], Any]
+    seen: MutableMapping[tuple[Any, ...], Any]
+    seq: MutableMapping[tuple[Any, ...], Any]
+    waiting: MutableMapping[tuple[Any, ...], Any]
+    stored_children: MutableMapping[tuple[Any, ...], Any]
 
 
 def jsonable(value: Any) -> Any:
@@ -108,6 +108,17 @@ class DictState:
     """In-memory state: one dict per table (offline replay, tests, benchmarks)."""
 
     __slots__ = TABLES
+    artifacts: MutableMapping[tuple[Any, ...], Any]
+    nodes: MutableMapping[tuple[Any, ...], Any]
+    required: MutableMapping[tuple[Any, ...], Any]
+    reach: MutableMapping[tuple[Any, ...], Any]
+    dependents: MutableMapping[tuple[Any, ...], Any]
+    parents: MutableMapping[tuple[Any, ...], Any]
+    alert_sets: MutableMapping[tuple[Any, ...], Any]
+    seen: MutableMapping[tuple[Any, ...], Any]
+    seq: MutableMapping[tuple[Any, ...], Any]
+    waiting: MutableMapping[tuple[Any, ...], Any]
+    stored_children: MutableMapping[tuple[Any, ...], Any]
 
     def __init__(self) -> None:
         for name in TABLES:
