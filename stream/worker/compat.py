@@ -130,7 +130,7 @@ class Transport(faust_aiokafka.Transport):
     Consumer = InlineConsumer
 
 
-class BatchStream(faust.Stream):
+class BatchStream(faust.Stream[Any]):
     """A Stream whose ``take_events`` yields lists of input records (``topic``,
     ``partition``, ``offset``, ``key``, ``value``) read from the agent's queue: the
     fetches :class:`InlineConsumer` put there, and any faust Event (its message)."""
@@ -246,7 +246,7 @@ class FaustHost(Host):
         self.starts: list[Callable[[], Awaitable[None]]] = []
         # faust's default canonical_url is http://<web_host>:<web_port>; other workers
         # forward node-status requests there (stream.worker.web), so it can be overridden.
-        advertised = {"canonical_url": s.web_canonical_url} if s.web_canonical_url else {}
+        advertised: dict[str, Any] = {"canonical_url": s.web_canonical_url} if s.web_canonical_url else {}
         self.app = app = GuardApp(
             s.app_id,
             # faust would also read its own environment variables (PROCESSING_GUARANTEE,
@@ -301,7 +301,7 @@ class FaustHost(Host):
 
     async def commit_offsets(self, offsets: Mapping[tuple[str, int], int]) -> None:
         # through the group member (faust's consumer thread's aiokafka consumer)
-        thread = self.app.consumer._thread
+        thread = self.app.consumer._thread  # type: ignore[attr-defined]  # faust's ConsumerT declares no _thread
         consumer = thread._ensure_consumer()
         from aiokafka.structs import OffsetAndMetadata, TopicPartition
 
@@ -318,14 +318,14 @@ class FaustHost(Host):
         inputs = app.topic(*s.input_topics, key_serializer="raw", value_serializer="raw", partitions=s.partitions)
 
         @app.agent(inputs, name="validate")
-        async def validate(stream: faust.StreamT) -> None:
+        async def validate(stream: faust.StreamT[Any]) -> None:
             """Validate every checkpoint on arrival and whenever the store changes under it.
 
             The loop ends only when the app stops; ended otherwise (faust cancelled the
             actor, the stream failed) ``on_end`` is told (the worker exits 70 rather than
             live on consuming nothing; a restart re-processes from the last commit)."""
             try:
-                async for events in stream.take_events(s.batch_max, within=s.batch_within):
+                async for events in stream.take_events(s.batch_max, within=s.batch_within):  # type: ignore[attr-defined]  # a BatchStream (faust's StreamT does not know it)
                     await handle(events)
             except asyncio.CancelledError:
                 raise
@@ -336,17 +336,17 @@ class FaustHost(Host):
                 on_end(RuntimeError("the agent stopped while the worker was running"))
 
     def on_assigned(self, callback: Callable[[Iterable[Any]], Awaitable[None]]) -> None:
-        @self.app.on_partitions_assigned.connect
+        @self.app.on_partitions_assigned.connect  # type: ignore[arg-type]  # faust's signal stubs want a sync receiver
         async def assigned(sender: Any, assigned: Any = None, **kwargs: Any) -> None:
             await callback(assigned or ())
 
     def on_revoked(self, callback: Callable[[Iterable[Any]], Awaitable[None]]) -> None:
-        @self.app.on_partitions_revoked.connect
+        @self.app.on_partitions_revoked.connect  # type: ignore[arg-type]  # faust's signal stubs want a sync receiver
         async def revoked(sender: Any, revoked: Any = None, **kwargs: Any) -> None:
             await callback(revoked or ())
 
     def every(self, seconds: float, callback: Callable[[], Awaitable[None]]) -> None:
-        @self.app.timer(interval=seconds)
+        @self.app.timer(interval=seconds)  # type: ignore[untyped-decorator]  # faust's timer is untyped
         async def tick() -> None:
             await callback()
 
@@ -358,7 +358,7 @@ class FaustHost(Host):
         self.starts.append(callback)
 
     def on_stop(self, callback: Callable[[], Awaitable[None]]) -> None:
-        @self.app.on_before_shutdown.connect
+        @self.app.on_before_shutdown.connect  # type: ignore[arg-type]  # faust's signal stubs want a sync receiver
         async def stop(sender: Any, **kwargs: Any) -> None:
             await callback()
 
@@ -370,7 +370,7 @@ class FaustHost(Host):
     def route(self, path: str, handler: Handler) -> None:
         class View(faust_web.View):
             async def get(self, request: faust_web.Request, **params: Any) -> faust_web.Response:
-                resp = await handler(Request(params, request.headers, request.raw_path))
+                resp = await handler(Request(params, request.headers, request.raw_path))  # type: ignore[attr-defined]  # aiohttp's Request, typed by faust as its own
                 return self.bytes(resp.body, status=resp.status, headers={"Content-Type": resp.content_type})
 
         self.app.page(path)(View)

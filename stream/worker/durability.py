@@ -66,7 +66,7 @@ class Partition:
         self._snapshot_entries = 0  # entries the last snapshot held (the state's size then)
         self._applied: list[tuple[Event, Source]] = []  # since the last commit taken (a rollback replays them)
         self._ready = asyncio.Event()
-        self._restore_task: asyncio.Task | None = None
+        self._restore_task: asyncio.Task[Any] | None = None
         self._failed: BaseException | None = None
 
     @property
@@ -122,7 +122,7 @@ class Partition:
 
 
 #: A taken commit's part for one partition: (partition, entries, state-log records, offsets covered).
-_Taken = tuple[Partition, list[list], list[bytes], dict[str, int]]
+_Taken = tuple[Partition, list[list[Any]], list[bytes], dict[str, int]]
 
 
 class _StoreSink:
@@ -134,7 +134,7 @@ class _StoreSink:
         self.offsets: dict[str, int] | None = None
         self.n = 0
 
-    def apply(self, entries: Sequence[list]) -> None:
+    def apply(self, entries: Sequence[list[Any]]) -> None:
         self.store.write(entries, {})
         self.entries += len(entries)
 
@@ -173,7 +173,7 @@ class Durability:
         self._partitions: dict[int, Partition] = {}
         self._lock = asyncio.Lock()  # one batch / commit take / rebalance step at a time
         self._last_commit = time.monotonic()
-        self._committing: asyncio.Future | None = None  # the commit in flight (steps 1-4)
+        self._committing: asyncio.Future[Any] | None = None  # the commit in flight (steps 1-4)
         self.commits = 0
         self.restored_entries = 0
 
@@ -350,7 +350,7 @@ class Durability:
 
     async def _send_fence(self, p: int, generation: int) -> int:
         async def fence() -> int:
-            return (await (await self._producer.send(self.topic, statelog.fence(generation), partition=p))).offset
+            return int((await (await self._producer.send(self.topic, statelog.fence(generation), partition=p))).offset)
 
         return await self._retrying(p, "writing the fence", fence)
 
@@ -450,11 +450,11 @@ class Durability:
         task.add_done_callback(self._finished)
         return True
 
-    def _finished(self, task: asyncio.Future) -> None:
+    def _finished(self, task: asyncio.Future[Any]) -> None:
         if not task.cancelled() and task.exception() is not None:
             self._on_failure(task.exception())  # type: ignore[arg-type]
 
-    def _take(self, parts: Sequence[Partition]) -> tuple[list, list[_Taken]]:
+    def _take(self, parts: Sequence[Partition]) -> tuple[list[Any], list[_Taken]]:
         """Step 0, synchronous: the outputs sent so far and, per partition with news, its
         dirty writes, the input offsets they cover and the state-log records of them."""
         outputs = self._outputs.take()
@@ -473,7 +473,7 @@ class Durability:
         self._last_commit = time.monotonic()
         return outputs, taken
 
-    async def _finish(self, outputs: list, taken: Sequence[_Taken]) -> None:
+    async def _finish(self, outputs: list[Any], taken: Sequence[_Taken]) -> None:
         """Steps 1-4 of a taken commit (module docstring), then the snapshots due."""
         await self._outputs.settle(outputs)
         if taken:

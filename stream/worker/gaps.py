@@ -84,11 +84,11 @@ class Gaps:
             meta = found.get(tp)
             return meta.offset if meta is not None and meta.offset >= 0 else None
 
-        offset = await self._retrying(committed)
+        offset: int | None = await self._retrying(committed)
         if offset is not None:
             return offset
         c = await self._retrying(self._consumer)
-        return (await self._retrying(lambda: c.beginning_offsets([tp])))[tp]
+        return int((await self._retrying(lambda: c.beginning_offsets([tp])))[tp])
 
     async def read(self, topic: str, partition: int, start: int, end: int) -> list[FetchedMessage]:
         """The records at offsets ``[start, end)`` (transaction markers leave holes)."""

@@ -79,7 +79,7 @@ def plan(engine: Engine, part: Partition, messages: Sequence[Any], outputs: Outp
                           extra={"topic": message.topic, "partition": message.partition, "offset": message.offset,
                                  "context_id": event.context_id})
             part.roll_back(lambda e, s: engine.process(state, e, s))
-            reason = f"internal error: {sys.exc_info()[0].__name__}"
+            reason = f"internal error: {type(sys.exc_info()[1]).__name__}"
             result.dead.append((message, reason))
             result.outputs.append(outputs.dead_letter(message, reason))
             continue

@@ -33,7 +33,7 @@ class TopicMerge:
 
     def __init__(self, topics: tuple[str, str]) -> None:
         self.topics = topics  # (compaction-events, artifact-events)
-        self.held: dict[str, deque] = {}
+        self.held: dict[str, deque[Any]] = {}
         self.held_since = 0.0
         self.fetched: dict[str, int] = {}
 

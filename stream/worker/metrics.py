@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -65,7 +65,7 @@ from stream.domain.events import Event
 
 log = logging.getLogger("checkpoint_guard.metrics")
 
-disable_created_metrics()  # ``*_created`` series double the output and nobody graphs them
+disable_created_metrics()  # type: ignore[no-untyped-call]  # ``*_created`` series double the output and nobody graphs them
 
 PREFIX = "checkpoint_guard_"
 LEVELS = ("leaf", "section", "root")
@@ -165,7 +165,7 @@ class StateGauges:
         return n
 
 
-def _inc(d: dict, key: Any, by: int) -> None:
+def _inc(d: dict[Any, Any], key: Any, by: int) -> None:
     if by:
         d[key] = d.get(key, 0) + by
 
@@ -211,7 +211,7 @@ class _StateCollector:
         return list(fams.values())
 
 
-_STATE_GAUGES = (
+_STATE_GAUGES: tuple[tuple[str, str, list[str]], ...] = (
     (PREFIX + "open_alerts", "Open alerts by rule and node level (owned partitions).", ["rule", "level"]),
     (PREFIX + "referents_declared", "Sum of |referents| over the kept versions of the level's nodes.", ["level"]),
     (PREFIX + "referents_unreachable", "Sum of |O(n)| (unreachable referents) over the level's nodes.", ["level"]),
@@ -260,7 +260,7 @@ class _CounterCollector:
         for (name, doc, labels), values in zip(_COUNTERS, (m.events, m.dead_letters, m.alerts, m.checkpoints,
                                                            m.rejected)):
             fam = CounterMetricFamily(name, doc, labels=labels)
-            for key, n in list(values.items()):
+            for key, n in list(cast(Mapping[Any, float], values).items()):
                 fam.add_metric(list(key) if isinstance(key, tuple) else [key], n)
             out.append(fam)
         return out
@@ -350,7 +350,7 @@ class Metrics:
                 key = (a.rule, a.status)
                 alerts[key] = alerts.get(key, 0) + 1
                 if a.rule == ORPHANED_REFERENT and a.status == OPEN:
-                    self.orphan_set_size.observe(len(a.orphans))
+                    self.orphan_set_size.observe(len(a.orphans or ()))
                 elif a.rule == SEQUENCE_GAP:
                     self.state.gap_contexts.add(a.context_id)
             if received is not None and sent is not None:

@@ -20,7 +20,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from aiokafka.errors import MessageSizeTooLargeError, OutOfOrderSequenceNumber, TopicAuthorizationFailedError
 from aiokafka.partitioner import DefaultPartitioner
@@ -64,7 +64,7 @@ class OutputRecord:
     status: NodeStatus | None = None  # a status record's value (its fail-safe re-send is built from it)
 
 
-class Refused(MessageSizeTooLargeError):
+class Refused(MessageSizeTooLargeError):  # type: ignore[misc]  # aiokafka ships no types
     """A record refused before it was sent: over its topic's limit or the request size."""
 
 
@@ -73,7 +73,7 @@ def is_error(exc: BaseException, kinds: tuple[type[BaseException], ...]) -> bool
     return isinstance(exc, kinds) or isinstance(exc.__cause__, kinds)
 
 
-def _failed(exc: BaseException) -> asyncio.Future:
+def _failed(exc: BaseException) -> asyncio.Future[Any]:
     fut = asyncio.get_running_loop().create_future()
     fut.set_exception(exc)
     return fut
@@ -200,7 +200,7 @@ class Outputs:
                           into: list[tuple[list[OutputRecord], Any]]) -> None:
         """One topic partition's records as record batches (a new one when one is full)."""
         producer = self.producer
-        batch, members = producer.create_batch(), []
+        batch, members = producer.create_batch(), cast(list[OutputRecord], [])
         for r in group:
             if batch.append(key=r.key, value=r.value, timestamp=None) is None:  # full
                 into.append((members, await self._submit(batch, topic, partition)))

@@ -19,9 +19,9 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from rocksdict import BlockBasedOptions, Options, Rdict, WriteBatch
@@ -32,15 +32,17 @@ _MISSING = object()
 _DELETED = object()
 #: JSON string escapes are needed only for these (ensure_ascii=False).
 _NEEDS_ESCAPE = re.compile(r'[\x00-\x1f"\\]').search
-_encode_list = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_encode_list: Callable[[Any], str] = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
-def key_json(key: tuple) -> str:
+def key_json(key: tuple[Any, ...]) -> str:
     """The JSON text of an engine key (a tuple of ids / ints): ``["ctx","n1"]``.
 
     The common two-string key takes a fast path with the exact text ``json.dumps`` gives.
     """
     if len(key) == 2:
+        a: str
+        b: str
         a, b = key
         if type(b) is str and not _NEEDS_ESCAPE(a) and not _NEEDS_ESCAPE(b):
             return '["' + a + '","' + b + '"]'
@@ -96,7 +98,7 @@ class PartitionStore:
             out[name] = loads(raw) if raw is not None else None
         return out
 
-    def write(self, entries: Sequence[list], meta: dict[str, Any]) -> None:
+    def write(self, entries: Sequence[list[Any]], meta: dict[str, Any]) -> None:
         """Apply ``[table_index, key_json, value_json|None]`` entries and metadata atomically."""
         wb = WriteBatch(raw_mode=True)
         for t, k, v in entries:
@@ -115,17 +117,17 @@ class PartitionStore:
         Rdict.destroy(str(self.path), self._opts)
         self.db = Rdict(str(self.path), self._opts)
 
-    def entries(self) -> Iterator[list]:
+    def entries(self) -> Iterator[list[Any]]:
         """Every table entry as ``[table_index, key_json, value_json]`` (a snapshot's body)."""
-        for raw_key, raw_value in self.db.items():
+        for raw_key, raw_value in cast(Iterator[tuple[bytes, bytes]], self.db.items()):
             if raw_key[:1] == META:
                 continue
             yield [raw_key[0] - 1, raw_key[1:].decode("utf-8"), raw_value.decode("utf-8")]
 
-    def rows(self, table: str) -> Iterator[tuple[tuple, Any]]:
+    def rows(self, table: str) -> Iterator[tuple[tuple[Any, ...], Any]]:
         """``(key tuple, decoded value)`` of one table (metrics rebuild, views)."""
         prefix = _PREFIX[TABLES.index(table)]
-        for raw_key, raw_value in self.db.items(from_key=prefix):
+        for raw_key, raw_value in cast(Iterator[tuple[bytes, bytes]], self.db.items(from_key=prefix)):
             if raw_key[:1] != prefix:
                 break
             yield tuple(loads(raw_key[1:])), loads(raw_value)
@@ -159,14 +161,14 @@ class _View:
         self.index = index
         self.prefix = _PREFIX[index]
         self.store = store
-        self.dirty: dict[tuple, Any] = {}
-        self.taken: dict[tuple, Any] = {}  # writes of the commit in flight, until the store holds them
-        self.taken_json: dict[tuple, str | None] = {}  # ... as taken (the engine changes values in place)
-        self.young: dict[tuple, Any] = {}
-        self.old: dict[tuple, Any] = {}
+        self.dirty: dict[tuple[Any, ...], Any] = {}
+        self.taken: dict[tuple[Any, ...], Any] = {}  # writes of the commit in flight, until the store holds them
+        self.taken_json: dict[tuple[Any, ...], str | None] = {}  # ... as taken (the engine changes values in place)
+        self.young: dict[tuple[Any, ...], Any] = {}
+        self.old: dict[tuple[Any, ...], Any] = {}
         self.cap = cap
 
-    def _load(self, key: tuple) -> Any:
+    def _load(self, key: tuple[Any, ...]) -> Any:
         value = self.young.get(key, _MISSING)
         if value is not _MISSING:
             return value
@@ -179,7 +181,7 @@ class _View:
         self.young[key] = value
         return value
 
-    def get(self, key: tuple, default: Any = None) -> Any:
+    def get(self, key: tuple[Any, ...], default: Any = None) -> Any:
         value = self.dirty.get(key, _MISSING)
         if value is _MISSING and self.taken:
             value = self.taken.get(key, _MISSING)
@@ -189,7 +191,7 @@ class _View:
             return default
         return default if value is None else value
 
-    def __getitem__(self, key: tuple) -> Any:
+    def __getitem__(self, key: tuple[Any, ...]) -> Any:
         value = self.get(key, _MISSING)
         if value is _MISSING:
             raise KeyError(key)
@@ -198,15 +200,15 @@ class _View:
     def __contains__(self, key: object) -> bool:
         return self.get(key, _MISSING) is not _MISSING  # type: ignore[arg-type]
 
-    def __setitem__(self, key: tuple, value: Any) -> None:
+    def __setitem__(self, key: tuple[Any, ...], value: Any) -> None:
         self.dirty[key] = value
 
-    def __delitem__(self, key: tuple) -> None:
+    def __delitem__(self, key: tuple[Any, ...]) -> None:
         if key not in self:
             raise KeyError(key)
         self.dirty[key] = _DELETED
 
-    def pop(self, key: tuple, *default: Any) -> Any:
+    def pop(self, key: tuple[Any, ...], *default: Any) -> Any:
         value = self.get(key, _MISSING)
         if value is _MISSING:
             if default:
@@ -215,7 +217,7 @@ class _View:
         self.dirty[key] = _DELETED
         return value
 
-    def take_dirty(self) -> list[list]:
+    def take_dirty(self) -> list[list[Any]]:
         """The dirty writes as entries (values encoded); they stay readable (``taken``)
         until :meth:`stored` says the store holds them."""
         out = []
@@ -253,6 +255,19 @@ class PartitionState:
     ``cache_entries``: decoded values kept per table (the read cache's bound).
     """
 
+    # the tables (stream.domain.state.TABLES), each a _View: the mapping methods the engine uses
+    artifacts: MutableMapping[tuple[Any, ...], Any]
+    nodes: MutableMapping[tuple[Any, ...], Any]
+    required: MutableMapping[tuple[Any, ...], Any]
+    reach: MutableMapping[tuple[Any, ...], Any]
+    dependents: MutableMapping[tuple[Any, ...], Any]
+    parents: MutableMapping[tuple[Any, ...], Any]
+    alert_sets: MutableMapping[tuple[Any, ...], Any]
+    seen: MutableMapping[tuple[Any, ...], Any]
+    seq: MutableMapping[tuple[Any, ...], Any]
+    waiting: MutableMapping[tuple[Any, ...], Any]
+    stored_children: MutableMapping[tuple[Any, ...], Any]
+
     def __init__(self, store: PartitionStore, cache_entries: int = 50_000) -> None:
         self.store = store
         self._views = [_View(i, store, cache_entries) for i in range(len(TABLES))]
@@ -264,7 +279,7 @@ class PartitionState:
         """How many keys wait for the next commit."""
         return sum(len(v.dirty) for v in self._views)
 
-    def take_dirty(self) -> list[list]:
+    def take_dirty(self) -> list[list[Any]]:
         """Every dirty write as an entry ``[table, key json, value json | None]`` for a commit."""
         return [e for v in self._views for e in v.take_dirty()]
 

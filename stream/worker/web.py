@@ -41,7 +41,7 @@ FORWARDED_HEADER = "X-Checkpoint-Guard-Forwarded-By"
 def partition_of(context_id: str, partitions: int) -> int:
     """The partition Kafka's default partitioner picks for the UTF-8 ``context_id`` key
     (murmur2, as aiokafka's ``DefaultPartitioner`` and the Java client do)."""
-    return (murmur2(context_id.encode("utf-8")) & 0x7FFFFFFF) % partitions
+    return int(murmur2(context_id.encode("utf-8")) & 0x7FFFFFFF) % partitions
 
 
 def node_status(runtime: Any, context_id: str, node_id: str, partition: int) -> dict[str, Any] | None:
