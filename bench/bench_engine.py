@@ -8,19 +8,7 @@ same events parsed beforehand, both in this process, median of ``--runs`` runs; 
 for context, the engine through ``stream.replay.replay_lines`` (JSON decoding and
 validation included). The goal checked: engine >= 20x naive at 10k artifacts per context.
 
-The naive validator's cost grows with the square of the context size (every eviction
-rescans every node), so a naive run stops after ``--naive-budget`` seconds and its rate
-is taken over the prefix it finished. It only gets slower as state grows, so that rate
-flatters it and the ratio printed is then a lower bound (marked ``>=``).
-
-The trace, per context with N artifacts, generated deterministically (seed 0): artifacts
-admitted to the live tier one after another (a fifth also to the durable tier); a live
-window of N/10 with the oldest live artifact evicted as each new one arrives; a leaf
-checkpoint every 8 artifacts referencing 3-5 recent ones (and one time in ten an older,
-maybe evicted one); a section over every 8 leaves and a root over every 8 sections;
-prohibitions in the raw context that survive into leaves 71% of the time, sections 34%,
-roots 9% (the seed's figures); occasional re-fetches of evicted artifacts and
-re-summarizations of leaves (same referents, or a widened set).
+More (the module notes): bench/METHODS.md, section ``bench/bench_engine.py``.
 """
 
 from __future__ import annotations

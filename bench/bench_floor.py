@@ -6,21 +6,7 @@ The real-input stream (``--copies`` times, each copy under its own context ids, 
 nothing is a duplicate) is produced once into fresh topics; then, one after the other,
 each of these reads all of it and the rate from its first to its last event is taken:
 
-1. **raw**: an ``AIOKafkaConsumer`` loop (``getmany``), decoding nothing;
-2. **faust, no-op, per event**: a faust agent over ``stream.events()`` doing nothing
-   (``bench/floor_app.py``);
-3. **faust, no-op, batches**: the same over ``stream.take_events(500, within=0.005)``,
-   the worker's own iteration;
-4. **faust, no-op, checkpoint-guard's delivery**: the same no-op over the worker's
-   transport and stream class (``stream.worker.compat``: inline delivery, batches read
-   from the agent's queue) — faust's floor once fixed;
-5. **checkpoint-guard worker**: ``python -m stream worker`` (progress = its
-   ``events_total`` counter at ``/metrics``, polled every 0.1 s).
-
-The ratios 2/1 and 3/1 are the ceiling a stock faust agent has against the raw loop on
-this machine, 4/1 the ceiling with the worker's delivery; 5/4 is what our processing
-(decode, engine, state, outputs, commits) costs on top.
-CPU µs/event is the consumer process's CPU time over the same window.
+More (the module notes): bench/METHODS.md, section ``bench/bench_floor.py``.
 """
 
 from __future__ import annotations

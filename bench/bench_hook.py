@@ -5,16 +5,7 @@
     python bench/bench_hook.py --sizes 200000 --dev 0 --out part11.md
     python bench/bench_hook.py --sizes 0 --dev 3          # the real DEV transcripts only
 
-A synthetic session (``stream.devtools.claude_code_player.synthetic_session``) of about N
-tokens (message text / 4), and the biggest real DEV transcripts (``--dev``), are played
-forward through ``checkpoint-guard hook claude-code`` run as a subprocess, the way Claude
-Code runs it: ``Stop`` after every turn, ``PreCompact`` before each boundary,
-``SessionStart`` (compact) after each summary, ``SessionEnd`` at the end; the rules judge;
-the spool only (``CG_HOOK_KAFKA=false``). Per call: wall time (the subprocess, Python's
-start included) and CPU time (user + sys of the child), p50 / p99 / max per event. Each
-``SessionStart`` is also run once more from the same state with the language-model cache
-unusable (py3langid's own LZMA load, as before the cache): the A/B of one run. Timed alone
-on the finished transcript: the first call with no state, and a call with nothing new.
+More (the module notes): bench/METHODS.md, section ``bench/bench_hook.py``.
 """
 
 from __future__ import annotations

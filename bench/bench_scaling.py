@@ -11,37 +11,7 @@ repetitions. Before timing, the state is built, then ``gc.collect(); gc.freeze()
 ``python -m stream replay`` does (otherwise the cyclic GC rescanning a big heap is most
 of what is measured at 100k artifacts).
 
-**A. Fan-in** — for each D in ``--dependents``: one context, one *hot* artifact admitted,
-D leaf checkpoints each referencing it (and one private artifact each, admitted). Then,
-repeated: evict the hot artifact (D ``orphaned_referent`` alerts open), re-admit it (D
-resolve), a new leaf checkpoint referencing the hot artifact (one more dependent), and,
-for comparison, an unrelated artifact admit + evict and a new unrelated leaf checkpoint.
-Expected: the hot eviction/admission cost is proportional to D (each of the D nodes gets
-an alert: output size, unavoidable — so it is also given per alert); a checkpoint that
-adds a dependent to the hot artifact, and events that do not touch it, stay flat (the
-dependents set grows in place; the worker's state re-encodes it once per commit, not per
-event).
-
-**B. Number of artifacts** — for each A in ``--artifacts``: one context with A artifacts
-admitted (one in five also durable), a live window of A/10 (the rest evicted from the live
-tier), a leaf checkpoint per 8 artifacts referencing 4 recent ones and a section per 8
-leaves. Then a fixed mix of new events is timed: admit a new artifact, evict a live one,
-a new leaf checkpoint referencing recent artifacts, and an eviction (or re-admission) of
-an artifact of the built live window, which a leaf references. Expected: flat in A (no scan of all
-artifacts or all nodes; dict lookups only).
-
-**C. Shapes at two sizes** — the per-event cost of the events that make a shape grow,
-timed alone, at N small and N large (``--shapes-scale`` multiplies both): the versions
-of one node, each with one new child (5,000 vs 20,000; the ledger bound raised to 20,000
-so every version enters it, and the default 10,000 where the later ones are rejected:
-"ledger full"); a leaf whose referent was never admitted arriving under sections of 1,000
-under a root that arrived first (12,500 vs 50,000: two status records listing 1,000
-degrading nodes each); a child with its own prohibition arriving under a root that does
-not carry it (1,000 vs 10,000: an alert listing the first 1,000 missing keys and the
-nearest 1,000 nodes); a chain announced top-down whose bottom prohibition nobody carries
-(2,000 vs 20,000). Median and mean of the last ``window`` events of each size, and the
-whole shape's CPU µs per event in its hostile order (both sizes) and friendly order (N
-large). Expected: flat (goal ≤ 1.5x for the versions, issue 28.3), hostile ≤ 10x friendly.
+More (the module notes): bench/METHODS.md, section ``bench/bench_scaling.py``.
 """
 
 from __future__ import annotations

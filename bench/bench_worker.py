@@ -6,64 +6,7 @@
 One run, in this order (every figure is printed as one Markdown section at the end,
 and written to ``--out FILE`` too):
 
-1. **broker**: starts its own fresh single-node Kafka (``stream.devtools.kafka_local``) on free
-   ports in a temporary ``kafka_home``; it is always stopped at the end (``finally``,
-   plus PR_SET_PDEATHSIG so even a ``kill -9`` of this script takes it down).
-2. **throughput**, on two pre-filled input-topic pairs (4 partitions each):
-   (a) the *real* stream — the shipped trajectories (``stream/samples/traces``) through the
-   compaction simulator, exactly what ``make demo`` produces (~18k events, mostly
-   artifact events); (b) a *synthetic checkpoint-heavy* stream of ``--events`` events
-   from :func:`synthetic_events` (about 70 % checkpoints with referents, children and
-   constraints). For each stream:
-
-   * the **worker**: ``python -m stream worker -l warn`` as a subprocess (RocksDB store,
-     a fresh app id = consumer group and data dir per run, so every run reprocesses
-     from offset 0, and its own output topics). Its rate is the number of events it
-     *applied* per second, from the first applied event to the last: progress is its
-     ``checkpoint_guard_events_total`` counter at ``/metrics`` (every outcome but
-     ``buffered``: incremented once the event's outputs are handed to the producer),
-     polled every 0.1 s (see :class:`DrainResult` for why not committed offsets, and the
-     fallback). Worker start-up (faust boot, rebalance, table recovery) is excluded;
-     the start-to-drained wall time is reported beside it. The worker's CPU time over the
-     same window (``/proc/PID/stat``) gives CPU µs per event and its CPU utilisation;
-     the main thread's schedstat splits the window into on a CPU / runnable but waiting
-     for a CPU (contention) / blocked (waiting for the broker); machine-wide CPU use,
-     records written per event and the share of events buffered by ``seq`` are reported
-     too. After each run the alerts topic must hold at least as many alerts as the
-     offline replay of the same events produces (a check that the worker did the work).
-   * the **raw** baseline: an ``AIOKafkaConsumer`` assigned to the same topics and
-     partitions, reading from the beginning to the end offsets, decoding nothing
-     (counting records and bytes): the ceiling set by the client and the broker.
-   * for context, the in-process CPU cost per event of ``wire.decode_event`` and of
-     ``Engine.process`` on a ``DictState`` over the same records (no Kafka).
-
-   Median of ``--runs`` runs for the worker and the raw consumer.
-3. **latency**, per rate in ``--rates``: a fresh topic set and worker; 64 contexts are
-   seeded (artifact admitted + a leaf checkpoint referencing it, no alert) and the
-   worker is let catch up. Then a producer sends artifact events at the fixed rate for
-   ``--latency-seconds``, alternately evicting and re-admitting each context's artifact,
-   so every event opens or resolves exactly one ``orphaned_referent`` alert. A consumer
-   thread on the alerts topic matches each alert to its trigger ``event_id`` and
-   records its arrival time (``time.monotonic``, the same clock as the send stamp).
-   Reported: achieved send rate, alert rate, p50/p99/max event->alert latency, and the
-   p50 over the first and the last 2 s of sending (growth = the worker falls behind).
-   After sending, alerts are awaited for ``--latency-drain`` seconds; an alert still
-   missing then gets the latency "send -> end of waiting", a lower bound shown ``≥``,
-   so a worker that cannot keep up is reported as such, not hidden.
-4. optional **profile** (``--profile SECONDS``): one extra worker run on the real
-   stream (``--profile-stream``; not counted in the medians) with ``py-spy record --nonblocking`` attached
-   for SECONDS from its first progress (``--profile-stream latency``: an extra latency run at
-   the highest ``--rates`` rate, from its first paced send); prints where the worker's CPU time goes by
-   component and the top functions (self and inclusive).
-
-Settings: ``CG_*`` variables in the environment are passed to the workers (e.g.
-``CG_PRODUCER_LINGER_MS=5 python bench/bench_worker.py``) and listed in the report;
-the bench overrides only broker, app id, topics, data dir, web port and store.
-
-``--quick``: 1 run, 3 of the trajectories for the real stream, 600 synthetic events,
-4 s per latency rate + 4 s drain (about a minute per phase on a quiet machine).
-``--bootstrap HOST:PORT`` (alias ``--broker``): use a running broker instead of starting one.
-``bench/run_all.py`` runs this script twice (throughput, then latency) as parts 2 and 3.
+More (the module notes): bench/METHODS.md, section ``bench/bench_worker.py``.
 """
 
 from __future__ import annotations
@@ -1040,19 +983,19 @@ class Bench:
 #: (component, regex on a frame "function (path:line)"). A sample belongs to the component of
 #: its innermost frame that is not generic plumbing (asyncio, selectors, functools, ...): a
 #: socket write issued by aiokafka's connection counts as aiokafka, json.dumps called by
-#: faust's table serializer as JSON. Any logging frame makes the sample "logging".
+#: the state store as JSON. Any logging frame makes the sample "logging".
 COMPONENTS = [
     ("logging (log records built and filtered)", r"\(logging/"),
     ("JSON encode/decode (json, pydantic_core)", r"\(json/|pydantic_core|orjson"),
-    ("RocksDB (rocksdict + faust rocksdb store)", r"rocksdict|faust/stores/rocksdb"),
+    ("RocksDB (rocksdict)", r"rocksdict"),
     ("pydantic validation (stream.wire)", r"pydantic/|stream/wire\.py"),
     ("engine (stream.domain)", r"stream/domain/"),
-    ("our table adapters (stream.tables)", r"stream/tables\.py"),
-    ("our agent (stream.agents)", r"stream/agents\.py"),
+    ("the worker's state (stream.worker: store, durability, statelog)",
+     r"stream/worker/(?:store|durability|statelog)\.py"),
+    ("the worker's runtime (stream.worker: runtime, handler, merge, outputs)", r"stream/worker/"),
     ("aiokafka producer (sender, accumulator)", r"aiokafka/producer/"),
     ("aiokafka consumer (fetcher)", r"aiokafka/consumer/"),
     ("aiokafka connection / protocol / socket I/O", r"aiokafka/"),
-    ("faust tables / changelog", r"faust/tables/|faust/stores/"),
     ("faust topics / producer buffer", r"faust/topics\.py|faust/transport/producer|faust/transport/drivers/aiokafka"),
     ("faust stream / agent / consumer machinery", r"faust/"),
     ("mode (faust's service framework)", r"\(mode/"),

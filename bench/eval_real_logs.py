@@ -10,27 +10,7 @@ labelled log of each DIR (default ``../shared/real-logs`` beside the repository;
 README.md describes the labels; each DIR is one split, scored alone and pooled), and
 scores the ``negative_constraint_dropped`` alerts against the hand-made labels:
 
-* one item per (summary, prohibition) pair: a summary node's missing set, plus the
-  root's while that summary was in view (a root's duplicate alert counts once);
-* an alerted prohibition matches a gold one when it was read on the gold line (or says
-  the same words on another line: a queued message and its typed copy) and one text
-  contains most of the other's words (:func:`same_prohibition`);
-* true positive = alerted and labelled ``dropped``; false positive = alerted but
-  labelled ``carried``, or not a gold prohibition at all; false negative = labelled
-  ``dropped`` and not alerted; true negative = labelled ``carried``, not alerted. Pairs
-  labelled ``not_in_force`` (revoked) are not scored (they are listed).
-
-Prints P / R / TP / FP / FN per judge, per split and pooled (and per language when the
-labels say it), the precision of every cue that raised an alert (the instruction cue that
-read the rule, the drop cue that judged it not carried: ``x_cue`` / ``x_not_carried`` of
-the events), and, unless ``--quiet``, every false alarm and miss with its text, what the
-extractor read, and the *natural negatives* (the user's words after each log's last
-compaction are in no label, so every prohibition read there is listed to be checked by
-eye). ``--judge model`` scores the LLM judge of ``ingest --judge model`` (``CG_JUDGE_*``
-settings; answers cached; its usage line on stderr; no natural negatives, as it is asked
-only at compactions). Exit 0 (also when DIR does not exist: a clear message, nothing
-measured); 2 on bad options or a judge that cannot be built; 1 when the model cannot be
-reached.
+More (the module notes): bench/METHODS.md, section ``bench/eval_real_logs.py``.
 """
 
 from __future__ import annotations

@@ -10,21 +10,7 @@ Code would run it (``stream.devtools.claude_code_player``: PreCompact before a b
 SessionStart ``compact`` after the summary, Stop at each turn end, SessionEnd), rules
 judge, spool only. Checked, per transcript:
 
-1. live = batch: the spooled events equal ``ingest claude-code`` of the finished file, byte
-   for byte (same event ids, same seq);
-2. after each compaction the hook handed back exactly the engine's
-   ``negative_constraint_dropped`` set of that summary (``replay`` of the batch events; the
-   hook's journal gives the ids), each dropped rule verbatim in the text, and nothing at all
-   where the set is empty;
-3. every call exited 0 and printed nothing but the SessionStart JSON.
-
-The hook runs with ``--budget`` (``CG_HOOK_BUDGET``, 60 s here: a check of what the hook
-does, not of its time, which ``bench/bench_hook.py`` measures; on a starved machine a 5 s
-budget cuts calls and the compactions they would have answered). The report counts the
-calls whose wall time passed the default budget, and the calls that ran out of ``--budget``.
-
-Exit 1 when any check fails. The real logs are other people's sessions: this script reads
-them where they are and writes only its report (no excerpt of a log).
+More (the module notes): bench/METHODS.md, section ``bench/hook_check.py``.
 """
 
 from __future__ import annotations

@@ -8,25 +8,7 @@
 
 Parts (each is a script that also runs alone, with ``--quick`` for a smoke-sized run):
 
-1. ``bench/bench_engine.py``   engine vs the seed-style naive validator, 1k/10k/100k artifacts per context
-2. ``bench/bench_worker.py``   worker end to end vs a raw aiokafka consume-only loop (real + synthetic streams)
-3. ``bench/bench_worker.py --phases latency``   event->alert latency at fixed producer rates 1k and 5k/s
-4. ``bench/bench_scaleout.py`` 1 vs 2 workers (one consumer group) on 4 partitions
-5. ``bench/bench_state.py``    state at 1M artifacts: fill rate, RSS, disk, state log, restart / restore-to-ready
-6. ``bench/bench_scaling.py``  per-event cost vs fan-in (1/100/10k dependents), vs artifact count,
-   growing shapes at two sizes
-7. ``bench/bench_floor.py``    what bounds the worker: raw loop vs no-op faust agents vs the worker, one run
-8. ``bench/bench_shapes.py``   adversarial shapes at two sizes (growth per event) and hostile vs friendly order
-9. ``bench/bench_client.py``   the pipeline client: produce rate vs raw aiokafka, StatusView catch-up/lookups at 1M
-10. ``bench/bench_quix.py``    the peer a user would pick instead: a Quix Streams app hosting the same engine
-11. ``bench/bench_hook.py``    the Claude Code hook: wall and CPU per call on 50k- and 200k-token sessions
-12. ``bench/bench_replay.py``  replay: peak RSS on ~1M status records, a 100 MB line, ``replay --from-kafka --verify``
-
-One local Kafka broker is started (``stream.devtools.kafka_local``, fresh, free ports, temporary
-home) for parts 2-5, 7, 9, 10 and 12 and always stopped; each part runs as a subprocess with
-``--bootstrap`` pointing at it and writes its Markdown section, which this script puts
-together with the machine, software versions, date, git revision and the exact command
-of every part. A part that fails is reported as failed; the others still run (exit 1).
+More (the module notes): bench/METHODS.md, section ``bench/run_all.py``.
 """
 
 from __future__ import annotations

@@ -12,9 +12,7 @@
   result; it logs each call to ``<dir>/calls.jsonl`` and takes its script from
   ``<dir>/script.json``.
 
-Both answer from :data:`RECORDED`: per rule sentence, the form and the summary phrase
-that carries it; a candidate containing a recorded sentence gets one item, carried when
-the new summary contains that phrase.
+More (the module notes): docs/DEVELOPMENT.md, section ``tests/model_judge_standins.py``.
 """
 
 from __future__ import annotations

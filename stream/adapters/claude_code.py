@@ -4,60 +4,7 @@ Input: transcripts ``~/.claude/projects/<project>/<sessionId>.jsonl`` (one JSON 
 per line, append-only), or directories holding them. Output: the events of DESIGN.md
 §3 under the format notes' conventions (``docs/COMPACTION_LOGS.md``, "Claude Code"):
 
-* ``context_id`` = ``cc:<sessionId>``, the session id the records carry (the first
-  one in the file) — never the file name, so copies saved as ``<session>/full.jsonl``
-  stay apart. Every transcript of one session read in one run continues the same
-  context: a record already read (same ``uuid``; a record without one: same content)
-  is skipped, so a growing copy adds only what is new;
-* every ``user`` / ``assistant`` record -> ``ev:<uuid>`` admitted ``live`` and
-  ``durable`` (the transcript file is the durable copy; a second copy of a record
-  holds it too); each ``tool_result`` -> ``call:<tool_use_id>``; each path in a
-  ``tool_use`` input (``file_path``, ``path``, ``notebook_path``) or in
-  ``toolUseResult`` (``filePath``) -> ``file:<path>``, held by the record that names it;
-* the user's words, wherever they reach the agent, are read for prohibitions (source
-  ``user``): typed messages, queued messages (``queue-operation`` ``enqueue``, read when
-  the queue hands them over with ``remove`` — which newer versions write with the content
-  and a ``queued_command`` attachment; a ``dequeue``/``popAll`` turns them into a typed
-  message, read then), tool-rejection feedback ("... the user said: <words>"),
-  AskUserQuestion answers (``toolUseResult.answers``, typed or picked) and slash-command arguments
-  (``<command-args>``); an approved plan (a user record with ``planContent``, or
-  "Implement the following plan:") is source ``plan``; ``isMeta`` records (skill
-  files, caveats), sidechain records and ``<teammate-message>`` blocks (agent teams) are not
-  the user's words. Each text is a :class:`~stream.adapters.judge.Candidate`; the judge decides
-  once per compaction (:class:`~stream.adapters.compaction_logs.JudgedContext`);
-* a ``system`` record with ``subtype: "compact_boundary"`` followed by the
-  ``isCompactSummary`` user record -> one checkpoint named by the summary's ``uuid``:
-  ``leaf`` for the first compaction, ``section`` with the previous summary as its child
-  after that. Covered = every record still in view except the boundary's
-  ``preservedSegment`` (``headUuid`` .. ``tailUuid`` in file order) and
-  ``preservedMessages`` (``uuids``/``allUuids``); they are evicted from ``live`` right after
-  the checkpoint. A file that *starts* with a compaction (a continued session): the messages
-  its summary quotes are the user's words, covered by the next compaction. **Parent links are not trusted**: dangling
-  ``parentUuid`` / ``logicalParentUuid`` and a ``tailUuid`` that is not a message are
-  known defects, so coverage follows file order and broken links are only counted;
-* the transcript a summary names ("read the full transcript at: <path>.jsonl" — the
-  recovery path itself) -> referent ``file:<path>``, admitted ``durable`` (held by the
-  transcript being read) before the summary; when ``--follow`` sees the transcript
-  deleted it is evicted, and the summaries that named it open ``orphaned_referent``;
-* a boundary followed by another record instead of its summary, or a summary with no
-  text -> an opaque node (``text: null``, ``opaque: true``); a transcript that *ends*
-  on a boundary emits nothing for it yet (a warning): its summary may still be written,
-  and the events of a transcript never depend on where a copy of it stops;
-* ``microcompact_boundary`` (``microcompactMetadata.compactedToolIds``) -> each
-  ``call:<id>`` still live is evicted from ``live``; no checkpoint (nothing summarizes);
-* ``raw_negative_constraints`` = prohibitions of the covered records;
-  ``negative_constraints`` = those of the subtree its text states;
-* rule files injected as ``attachment`` records (``nested_memory``, source
-  ``rule_file``) are the always-kept channel: the synthetic root ``root:cc:<sessionId>``
-  lists the summary in view, has every rule-file prohibition seen as raw, and carries
-  those re-injected since the last boundary (plus what the summary in view carries).
-  Rule files are re-injected *after* the summary record, so the root is (re-)emitted
-  when the next ``user`` / ``assistant`` record arrives.
-
-Errors are per line: a line that is not UTF-8 JSON or not an object is reported
-(``ReadStats.errors``) and skipped; two JSON objects glued on one line (a record
-written without its newline) are both read, with a warning; an unknown record
-``type`` is skipped and counted (``ReadStats.unknown``). Never fatal.
+More (the module notes): docs/COMPACTION_LOGS.md, section ``stream/adapters/claude_code.py``.
 """
 
 from __future__ import annotations

@@ -5,30 +5,7 @@ input streams of DESIGN.md §3 following the conventions of the format notes
 (``docs/COMPACTION_LOGS.md``, "Conventions for every adapter"). What the two systems
 share lives here:
 
-* :class:`ContextEvents` — one context's output in source order, and the *holder*
-  bookkeeping that decides when an artifact really enters or leaves a tier. An
-  artifact is ``admitted`` to ``live`` when its first holder (a raw item of the log
-  that shows it) appears and ``evicted`` from ``live`` when the last one is forgotten
-  by a compaction; likewise for ``durable`` with durable holders (a transcript file,
-  an event file, a saved-output directory). So ``file:<path>`` stays live while any
-  raw item still in view shows that path.
-* **``seq`` and ``event_id``, designed so that independent runs can share a context.**
-  ``seq`` counts a context's events from 0 in source order, and every event depends
-  only on the records before it (nothing is emitted because an input *ends*), so the
-  events of a growing prefix of a log are a prefix of the events of the whole log.
-  ``event_id`` is a hash of the context, the *native identity* of the record that
-  caused the event (its uuid or event id, never a file name or line number), the
-  operation and its subject: two ingest runs over copies of one session (a transcript
-  and its longer copy) give the very same (seq, event_id) pairs for what they share,
-  and replaying both equals replaying the longest. Records a run has already read
-  (the same uuid in a second copy) are skipped, so a second file of a session
-  continues it.
-* :func:`mentioned_artifacts` — the referents of a summary: artifacts whose identifier
-  (path, tool-call id, saved-output path, event id) appears in its text.
-* :class:`ReadStats` — what was read from one input, for the one-line stderr summary.
-
-The prohibition extractor and matcher are :mod:`stream.adapters.prohibitions`.
-Plain Python, no faust/aiokafka (the CLI :mod:`stream.commands.ingest` is the shell).
+More (the module notes): docs/COMPACTION_LOGS.md, section ``stream/adapters/compaction_logs.py``.
 """
 
 from __future__ import annotations

@@ -7,44 +7,7 @@ Input: a conversation directory holding ``events/event-<index:05d>-<event id>.js
 Output: the events of DESIGN.md §3 under the format notes' conventions
 (``docs/COMPACTION_LOGS.md``, "OpenHands"):
 
-* ``context_id`` = ``oh:<conversation id>``: the ``id`` of ``base_state.json`` (beside
-  ``events/`` or one level up), else the name of the directory holding ``events/`` (its
-  parent's for the agent-server's ``event_service``); a UUID is written as 32 hex
-  digits, the form the SDK names directories with. Two directories of one conversation
-  read in one run continue the same context (an event id already read is skipped);
-* every ``ActionEvent`` / ``MessageEvent`` / observation (``ObservationEvent``,
-  ``UserRejectObservation``, ``AgentErrorEvent``) -> ``ev:<event id>`` admitted
-  ``live`` and ``durable`` (the event file is a durable log); an observation also
-  admits ``call:<tool_call_id>`` and ``file:<path>`` for each path its action or
-  observation names. Their durable copy is the event file — unless the observation
-  names a ``full_output_save_dir``: then the event holds a clipped output and the
-  durable copy is that directory (relative paths resolved against the conversation
-  directory), admitted ``durable`` only if it exists;
-* ``Condensation`` -> one checkpoint ``<condensation id>-summary`` (``leaf``, or
-  ``section`` with the summaries it forgets as ``children``), emitted before the live
-  evictions of the forgotten raw events (so an alert's trigger is the eviction that
-  caused it). ``summary: null`` with ``summary_offset: null`` is a pure eviction (no
-  node); a summary that is not a non-empty string, or ``null`` with an offset, is
-  emitted as an opaque node (``text: null``, ``opaque: true``);
-* logs written before early 2026 gave each summary a random id instead of
-  ``<condensation id>-summary``, so a later condensation forgets an id that is no event
-  of the log: that id is the summary in view, which becomes the child, and from then on
-  only the latest summary is in view at the root (as in that SDK's ``View``);
-* ``raw_negative_constraints`` = prohibitions of the forgotten user messages (and of a
-  rejection's reason: source ``user``); ``negative_constraints`` = those of the node's
-  subtree its summary still states (:mod:`stream.adapters.prohibitions`);
-* a synthetic root ``root:oh:<id>`` lists the summaries in view and carries the system
-  prompt's prohibitions (``SystemPromptEvent``, source ``system``); it is re-emitted
-  when that changes;
-* timestamps without a zone (the SDK writes local ``datetime.now()`` without one) are
-  read as UTC (``occurred_at`` gets a ``Z``; counted in the summary line);
-* in ``--follow``, a ``full_output_save_dir`` that disappears -> ``evicted durable`` of
-  what it alone held; the conversation directory disappearing -> ``evicted durable``
-  of what its event files alone held.
-
-Errors are per record: an event file that is not JSON, not an object, or lacks
-``kind``/``id`` is reported (``ReadStats.errors``) and skipped; an unknown ``kind`` is
-skipped and counted (``ReadStats.unknown``). Never fatal.
+More (the module notes): docs/COMPACTION_LOGS.md, section ``stream/adapters/openhands.py``.
 """
 
 from __future__ import annotations

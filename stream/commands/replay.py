@@ -8,13 +8,7 @@ Two sources:
   read with a group-less consumer: no offset commits, the live worker is untouched.
   ``--verify`` compares the result with the alerts topic over the same range.
 
-Both write alerts (one JSON object per line; with ``--status`` also node-status records,
-each after the alerts of its event) to stdout or ``--out`` (with ``--verify`` only to
-``--out``: stdout then carries nothing), and a one-line summary on stderr. Exit code 0
-even when there were dead letters or alerts (they are output, not failure) unless
-``--strict`` (1 on any dead letter); 1 when ``--verify`` found a difference; 2 on a
-usage error or an input that is missing or not JSONL events (empty, binary, a JSON
-document, a transcript: refused from its first line, before any output).
+More (the module notes): docs/OPERATIONS.md, section ``stream/commands/replay.py``.
 """
 
 from __future__ import annotations

@@ -5,20 +5,7 @@ output and by the nodes whose state really changes — never by the size of a co
 subtree, set, ledger or list of children. So nothing here scans all nodes, walks a whole
 subtree or re-reads a whole set:
 
-* the **ledger** only grows, so ``required(n)`` and ``reach(n)`` (the *bad* nodes — open
-  ``orphaned_referent`` or ``unverifiable_checkpoint`` — reachable from ``n``, itself
-  included) only grow along new links: a change is pushed up the child -> parents index as
-  a delta and stops where it is known (cycles too); a node that stops being bad is removed
-  from exactly the ancestors that hold it; an artifact event touches only its dependents;
-* every listed set (orphans, missing keys, ``reach``, the ledger) is a sorted container
-  changed per key, with its ``set_digest`` updated per key; records list its first 1,000;
-* ``subtree`` is a breadth-first walk over ``stored_children`` (each node's *stored*
-  ledger children) that stops at the 1,001st node.
-
-Order within one applied event (§4): ``non_idempotent`` first, then by node id
-``orphaned_referent``, ``negative_constraint_dropped``, ``unverifiable_checkpoint``;
-then the status records of the nodes whose status changed, by node id. The tables and
-their values: :mod:`stream.domain.state`.
+More (the module notes): docs/ENGINE.md, section ``stream/domain/engine.py``.
 """
 
 from __future__ import annotations

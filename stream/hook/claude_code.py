@@ -5,17 +5,7 @@ Input fields (Claude Code's hooks reference): ``session_id``, ``transcript_path`
 ``custom_instructions``; ``SessionStart``: ``source`` (``startup``/``resume``/``clear``/
 ``compact``/``fork``), ``model``; ``SessionEnd``: ``reason``. Unknown fields are ignored.
 
-A call, under the session's lock: read the transcript past the cursor with the adapter
-of ``ingest claude-code`` (unpickled from the last call; re-derived from the start when
-there is no usable state or the file was rewritten, never emitting a seq twice), append
-the new events to the session's spool, save the cursor. ``PreCompact`` records its
-trigger; ``SessionStart`` with source ``compact`` waits (``CG_HOOK_SUMMARY_WAIT``) for
-the summary record and prints the prohibitions the new summary dropped
-(:mod:`stream.hook.reinject`) as ``hookSpecificOutput.additionalContext``; ``Stop`` and
-``SessionEnd`` send the spools to Kafka. Hard budget ``CG_HOOK_BUDGET``: past it the
-call commits nothing (a detached ``--catch-up`` process finishes the reading). Every
-failure is one line in ``hook.log``; the exit code is always 0 (2 would block a
-compaction); stdout carries nothing but the one JSON object.
+More (the module notes): docs/HOOK.md, section ``stream/hook/claude_code.py``.
 """
 
 from __future__ import annotations

@@ -10,10 +10,7 @@ Layout under ``CG_HOOK_DIR`` (a session's files are named by :func:`session_key`
     hook.log                          one line per failure or notable action (rotated at 1 MiB)
     broker-down                       until when an unreachable broker is not tried again
 
-Every state file is replaced atomically (temp file, fsync, rename), so a call killed at
-any point leaves the previous state. Locks are ``fcntl.flock`` (``msvcrt`` on Windows)
-on a lock file, polled until a deadline: a hook must not wait forever, and the standard
-library's lock costs no import time (filelock pulls asyncio in: ~50 ms per call).
+More (the module notes): docs/HOOK.md, section ``stream/hook/store.py``.
 """
 
 from __future__ import annotations

@@ -8,13 +8,7 @@ everything else is in :class:`~stream.worker.runtime.Runtime`.
 
 Topics (all keyed by the UTF-8 ``context_id``; names from the settings):
 
-* inputs — ``compaction-events`` (checkpoints), ``artifact-events`` (artifact lifecycle);
-* outputs — ``checkpoint-alerts``, ``checkpoint-verdicts``, ``guard-deadletter`` (default
-  partitioner on the key) and ``checkpoint-status`` (compacted, key
-  ``["<context_id>","<node_id>"]``, written to the input's partition number): sent by
-  the runtime's own producer (:mod:`stream.worker.outputs`);
-* the state log ``<app_id>-state`` (:mod:`stream.worker.durability`), one partition per
-  input partition number, written only by its owner.
+More (the module notes): docs/DURABILITY.md, section ``stream/worker/app.py``.
 """
 
 from __future__ import annotations

@@ -6,24 +6,7 @@ here reads the state behind the engine's back. The registry (:data:`REGISTRY`) i
 served at ``/metrics``; every name starts with ``checkpoint_guard_``. Definitions (also
 in the README, *Monitoring*):
 
-* counters: ``events_total{type,outcome}`` (applied / duplicate / dropped / buffered /
-  dead_letter), ``dead_letters_total{reason}`` (a bounded label, every value present from
-  the start), ``alerts_total{rule,status}``, ``checkpoints_total{level,verdict}``,
-  ``output_rejected_total{topic}``;
-* histograms: ``orphan_set_size`` (open orphaned_referent alerts),
-  ``alert_latency_seconds`` (a message's receipt by the agent -> its outputs sent);
-* gauges over the state of the partitions this worker owns — exact: rebuilt from the
-  stores when a rebalance's restores complete, then kept as ``after - before`` of the
-  engine's node summaries: ``open_alerts{rule,level}``, ``referents_declared{level}``,
-  ``referents_unreachable{level}``, ``orphan_ratio{level}``, ``constraints_raw`` /
-  ``constraints_carried`` / ``survival_ratio{kind,level}`` (the kept version of each node),
-  ``nodes`` / ``authoritative_nodes`` / ``degraded_nodes{level}``, ``waiting_events``;
-  ``sum()`` over the workers is the group's figure;
-* ``consumer_lag{topic,partition}``: high watermark minus the next offset the state
-  covers, per owned input partition;
-* the process: ``build_info{version}`` (1), ``ready`` (1 while ``/readyz`` answers 200),
-  ``seq_gap_limit`` (``CG_SEQ_GAP_LIMIT``, for alerting on ``waiting_events``), and
-  prometheus_client's standard ``process_*`` and ``python_*`` collectors.
+More (the module notes): docs/DURABILITY.md, section ``stream/worker/metrics.py``.
 """
 
 from __future__ import annotations

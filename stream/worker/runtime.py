@@ -11,9 +11,7 @@ The host (:mod:`stream.worker.host`) hands every batch of input records to
 3. :func:`stream.worker.handler.plan` (decode -> engine -> outputs), then sends the
    outputs (without waiting: the next commit waits for their acknowledgements).
 
-An exception out of the handler is infrastructure, not input (bad input is a dead
-letter): the process exits at once (status 70) without committing, and a restart
-re-processes from the last commit.
+More (the module notes): docs/DURABILITY.md, section ``stream/worker/runtime.py``.
 """
 
 from __future__ import annotations

@@ -3,25 +3,7 @@
 Each input partition number ``p`` has one partition of the state log
 (``<app_id>-state``), written only by the worker that owns ``p``. Records (JSON objects):
 
-=====================  ===================================================================
-``{"k":"f","g"}``      fence: a new owner of generation ``g`` starts here
-``{"k":"d","g","n",``  a commit in one record: ``w`` = entries written since the last
-``"o","w"}``           commit, ``o`` = the input offsets the state now covers
-``{"k":"c","g","n",``  chunk ``i`` of commit ``n`` (a commit over the chunk size) ...
-``"i","w"}``
-``{"k":"m","g","n",``  ... closed by its marker: the chunks count only with it (``c`` of them)
-``"c","o"}``
-``{"k":"sc"...}``,     the same pair for a **snapshot**: the whole partition state, which
-``{"k":"sm"...}``      replaces everything before it
-=====================  ===================================================================
-
-An entry is ``[table, key_json, value_json]`` (``value_json`` null: deleted), or a
-fragment ``[table, key_json, piece, i, parts]`` of a value too large for one record.
-Replay rules (:class:`Replay`): records of a generation older than the newest seen so
-far are a zombie's (a worker that lost the partition but kept writing) and are ignored;
-chunks without their marker (a crash mid-commit) are ignored; a commit sent again after
-a failed attempt (chunk 0 again) replaces the attempt's chunks; a repeated record changes
-nothing.
+More (the module notes): docs/DURABILITY.md, section ``stream/worker/statelog.py``.
 """
 
 from __future__ import annotations

@@ -1,25 +1,6 @@
 """The worker's web views (faust web; bound to ``CG_WEB_HOST``, loopback by default).
 
-==============================  ===============================================================
-``GET /healthz``                the process is up: 200 ``{"status": "ok"}``
-``GET /readyz``                 200 ``{"status": "ready", "partitions": [...]}`` once input
-                                partitions are assigned and their state restored (no rebalance
-                                in progress); else 503 ``{"status": "not ready", "reasons": [...]}``
-``GET /metrics``                Prometheus text exposition of the worker's registry
-``GET /nodes/{ctx}/{node}``     a node's status (DESIGN.md §4: authoritative, frozen, open rules,
-                                degraded_by: the first 1,000, degraded_count) plus level,
-                                versions, its whole orphan and missing sets (alerts list 1,000);
-                                404 for an unknown node. Ids are path segments: percent-encode
-                                them (``a/b`` -> ``a%2Fb``)
-==============================  ===============================================================
-
-Why node status is forwarded: a context's state lives only on the worker that owns its
-partition (DESIGN.md §2). The view computes the context's partition as the producers do
-(Kafka's default partitioner: murmur2 of the UTF-8 ``context_id``), finds the worker that
-owns that input partition in faust's assignor metadata (the ``canonical_url`` every worker
-advertises in the group protocol) and forwards the request there. A forwarded request
-carries ``X-Checkpoint-Guard-Forwarded-By``; a worker that receives one for a partition it
-does not own answers 503 instead of forwarding again. Ask any worker: the answer is the owner's.
+More (the module notes): docs/DURABILITY.md, section ``stream/worker/web.py``.
 """
 
 from __future__ import annotations

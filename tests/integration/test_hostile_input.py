@@ -10,10 +10,7 @@ an object, a Kafka key that is not the payload's ``context_id`` (another context
 not UTF-8), tombstones, and every ``CG_MAX_*`` limit exceeded. The worker runs with small
 limits (below) so limit-breaking messages stay small; the real events stay within them.
 
-Each generated message is classified *before* it is produced with
-:func:`stream.wire.decode_message` at the worker's limits; one that happens to be valid
-is thrown away, so "bad" means exactly "the contract says dead letter". Dead letters are
-matched to what was produced by source topic/partition/offset.
+More (the module notes): docs/DEVELOPMENT.md, section ``tests/integration/test_hostile_input.py``.
 """
 
 from __future__ import annotations

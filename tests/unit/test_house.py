@@ -22,30 +22,11 @@ SKIP_DIRS = {".git", ".venv", ".venv-langgraph", "var", "build", "dist", ".ruff_
 MAX_DOCSTRING_LINES = 15
 
 # TODO(issue 26 phase 2): empty these lists.
-KNOWN_LONG_DOCSTRINGS = {
-    # worker2
-    "bench/bench_floor.py", "bench/bench_worker.py", "stream/worker/__init__.py", "stream/worker/app.py",
-    "stream/worker/metrics.py", "stream/worker/runtime.py", "stream/worker/statelog.py", "stream/worker/web.py",
-    # engine22
-    "bench/bench_engine.py", "bench/bench_scaling.py", "bench/bench_shapes.py", "bench/run_all.py",
-    "stream/domain/engine.py", "stream/domain/state.py", "tests/reference.py",
-    # replay4
-    "stream/commands/replay.py",
-    # hook2
-    "bench/bench_hook.py", "bench/hook_check.py", "stream/hook/claude_code.py", "stream/hook/store.py",
-    # judge3 and the compaction-log family
-    "bench/eval_real_logs.py", "stream/adapters/claude_code.py", "stream/adapters/compaction_logs.py",
-    "stream/adapters/model_judge/backends.py", "stream/adapters/openhands.py", "stream/adapters/prohibitions.py",
-    "tests/model_judge_standins.py",
-    # tests other branches are changing
-    "tests/integration/test_hostile_input.py",
-}
+KNOWN_LONG_DOCSTRINGS: set[str] = set()
 #: Import cycles (each as the sorted module names of one strongly connected component).
 KNOWN_CYCLES: list[list[str]] = []
 #: (file, stale phrase) pairs.
 KNOWN_STALE_WORDS = {
-    # the profiler's frame categories (worker2)
-    ("bench/bench_worker.py", "stream.agents"), ("bench/bench_worker.py", "faust tables"),
     # the copy of the shared design contract (../shared/DESIGN.md): the lead updates the contract, then the copy
     ("docs/DESIGN.md", "faust tables"),
 }

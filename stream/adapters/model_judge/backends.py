@@ -11,9 +11,7 @@
   --output-format json --json-schema ...``, prompt on stdin, no tools, no session saved);
   the answer is the result's ``structured_output``. The CLI has no temperature option.
 
-:meth:`payload` is the request exactly as sent minus secrets (it is hashed into the cache
-key); :meth:`send` makes one attempt and raises :class:`Retryable` (timeouts, connection
-errors, 408/409/429/5xx/529) or :class:`Fatal` (authentication, bad request, spend limit).
+More (the module notes): docs/COMPACTION_LOGS.md, section ``stream/adapters/model_judge/backends.py``.
 """
 
 from __future__ import annotations
