@@ -19,11 +19,12 @@ import logging
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from stream.domain.engine import Engine, Output
 from stream.domain.events import Event, Source
 from stream.domain.outputs import Rejection
+from stream.domain.state import State
 from stream.errors import InvalidEvent
 from stream.wire import Limits, decode_message, encode
 from stream.worker.durability import Partition
@@ -63,7 +64,7 @@ class RejectedMessage:
 def plan(engine: Engine, part: Partition, messages: Sequence[Any], outputs: Outputs, limits: Limits) -> Plan:
     """Apply one partition's messages (in offset order, none already covered by its state)."""
     result = Plan()
-    state = part.state
+    state = cast(State, part.state)  # a PartitionState: a _View per table, the mapping methods the engine uses
     for message in messages:
         part.advance(message)
         try:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -254,19 +254,6 @@ class PartitionState:
 
     ``cache_entries``: decoded values kept per table (the read cache's bound).
     """
-
-    # the tables (stream.domain.state.TABLES), each a _View: the mapping methods the engine uses
-    artifacts: MutableMapping[tuple[Any, ...], Any]
-    nodes: MutableMapping[tuple[Any, ...], Any]
-    required: MutableMapping[tuple[Any, ...], Any]
-    reach: MutableMapping[tuple[Any, ...], Any]
-    dependents: MutableMapping[tuple[Any, ...], Any]
-    parents: MutableMapping[tuple[Any, ...], Any]
-    alert_sets: MutableMapping[tuple[Any, ...], Any]
-    seen: MutableMapping[tuple[Any, ...], Any]
-    seq: MutableMapping[tuple[Any, ...], Any]
-    waiting: MutableMapping[tuple[Any, ...], Any]
-    stored_children: MutableMapping[tuple[Any, ...], Any]
 
     def __init__(self, store: PartitionStore, cache_entries: int = 50_000) -> None:
         self.store = store
