@@ -173,8 +173,8 @@ def model_load() -> tuple[float, float]:
     """CPU seconds (best of 3, in this process) of py3langid's own model load and of the cached copy's."""
     from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
-    from stream.adapters import cues
-    from stream.adapters.langid_model import load_identifier
+    from stream.adapters.compaction import cues
+    from stream.adapters.compaction.langid_model import load_identifier
 
     def cpu() -> float:
         r = resource.getrusage(resource.RUSAGE_SELF)

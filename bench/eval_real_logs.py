@@ -29,12 +29,12 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from stream.adapters import encode_event  # noqa: E402
-from stream.adapters.claude_code import ClaudeCodeTranscript  # noqa: E402
-from stream.adapters.cues import DEFAULT_PRECISION, PRECISION_LEVELS  # noqa: E402
-from stream.adapters.judge import Judge  # noqa: E402
-from stream.adapters.judge_rules import RulesJudge  # noqa: E402
-from stream.adapters.openhands import OpenHandsConversation  # noqa: E402
-from stream.adapters.prohibitions import (  # noqa: E402
+from stream.adapters.compaction.claude_code import ClaudeCodeTranscript  # noqa: E402
+from stream.adapters.compaction.cues import DEFAULT_PRECISION, PRECISION_LEVELS  # noqa: E402
+from stream.adapters.compaction.judge import Judge  # noqa: E402
+from stream.adapters.compaction.judge_rules import RulesJudge  # noqa: E402
+from stream.adapters.compaction.openhands import OpenHandsConversation  # noqa: E402
+from stream.adapters.compaction.prohibitions import (  # noqa: E402
     DEFAULT_MATCH_THRESHOLD,
     FORMS,
     ProhibitionMatcher,
@@ -156,7 +156,7 @@ def make_judge(name: str, matcher: ProhibitionMatcher, precision: str) -> Judge:
     if name == "rules":
         return RulesJudge(matcher, precision)
     if name == "model":
-        from stream.adapters.model_judge import JudgeConfigError, build_model_judge
+        from stream.adapters.compaction.model_judge import JudgeConfigError, build_model_judge
         from stream.settings import Settings
 
         try:
@@ -506,7 +506,7 @@ def main(argv: list[str] | None = None) -> int:
     figures: dict[str, Any] = {}
     for lvl, judge in judges:
         if args.judge == "model":
-            from stream.adapters.model_judge import JudgeUnavailable
+            from stream.adapters.compaction.model_judge import JudgeUnavailable
 
             try:
                 cases, scores, per_root = pooled(judge)

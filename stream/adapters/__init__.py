@@ -1,7 +1,7 @@
 """Trace ingestion: agent runs and compaction logs -> the two input event streams (DESIGN.md §3).
 
-Two families: ``simulated/`` (real trajectories through a simulated compaction) and the
-compaction-log adapters (logs of a real compaction: ``claude_code``, ``openhands``,
+Two families: ``simulated/`` (real trajectories through a simulated compaction) and
+``compaction/`` (logs of a real compaction: ``claude_code``, ``openhands``,
 ``compaction_logs``, ``prohibitions``, the judges). The names below are the simulated
 family's (docs/ADAPTERS.md). Plain Python: no faust, no aiokafka.
 """

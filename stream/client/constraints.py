@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from stream.adapters.compaction_logs import mentioned_artifacts
-from stream.adapters.prohibitions import Prohibition, ProhibitionMatcher
+from stream.adapters.compaction.compaction_logs import mentioned_artifacts
+from stream.adapters.compaction.prohibitions import Prohibition, ProhibitionMatcher
 
 
 @dataclass(frozen=True)

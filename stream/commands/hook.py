@@ -262,7 +262,7 @@ def install_cmd(user: bool, project: str | None, local: str | None, settings_fil
 def _warm_language_model() -> None:
     """Build the rules judge's cached language model now, so that no hook call after a compaction has to."""
     try:
-        from stream.adapters.cues import _identifier
+        from stream.adapters.compaction.cues import _identifier
 
         _identifier()
     except Exception:  # noqa: BLE001 - only a warm-up: the first call that needs the model builds it

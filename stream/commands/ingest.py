@@ -30,10 +30,10 @@ from stream.adapters import (
     parse_rates,
     simulate,
 )
-from stream.adapters.compaction_logs import ReadStats
-from stream.adapters.judge import Judge
-from stream.adapters.judge_rules import RulesJudge
-from stream.adapters.model_judge import (
+from stream.adapters.compaction.compaction_logs import ReadStats
+from stream.adapters.compaction.judge import Judge
+from stream.adapters.compaction.judge_rules import RulesJudge
+from stream.adapters.compaction.model_judge import (
     FallbackJudge,
     JudgeConfigError,
     JudgeUnavailable,
@@ -41,7 +41,7 @@ from stream.adapters.model_judge import (
     RestartWithFallback,
     build_model_judge,
 )
-from stream.adapters.prohibitions import DEFAULT_MATCH_THRESHOLD, ProhibitionMatcher
+from stream.adapters.compaction.prohibitions import DEFAULT_MATCH_THRESHOLD, ProhibitionMatcher
 
 #: The traces shipped with the project (read-only input data).
 from stream.adapters.simulated.model import DEFAULT_TRACES  # noqa: E402
@@ -352,9 +352,9 @@ LOG_FORMATS = ("openhands", "claude-code")
 
 def _log_adapter(fmt: str) -> tuple[Any, Any]:
     if fmt == "openhands":
-        from stream.adapters.openhands import OpenHandsConversation, discover
+        from stream.adapters.compaction.openhands import OpenHandsConversation, discover
         return discover, OpenHandsConversation
-    from stream.adapters.claude_code import ClaudeCodeTranscript, discover
+    from stream.adapters.compaction.claude_code import ClaudeCodeTranscript, discover
     return discover, ClaudeCodeTranscript
 
 

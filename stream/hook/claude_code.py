@@ -169,8 +169,8 @@ class Options:
 
     def build(self, log: Any = None) -> Any:
         """The judge, built as ``ingest`` builds it (a model judge from the ``CG_JUDGE_*`` settings)."""
-        from stream.adapters.judge_rules import RulesJudge
-        from stream.adapters.prohibitions import DEFAULT_MATCH_THRESHOLD, ProhibitionMatcher
+        from stream.adapters.compaction.judge_rules import RulesJudge
+        from stream.adapters.compaction.prohibitions import DEFAULT_MATCH_THRESHOLD, ProhibitionMatcher
         from stream.settings import get_settings
 
         settings = get_settings()
@@ -179,7 +179,7 @@ class Options:
                            self.judge_precision or settings.judge_precision)
         if self.judge != "model":
             return rules
-        from stream.adapters.model_judge import FallbackJudge, build_model_judge
+        from stream.adapters.compaction.model_judge import FallbackJudge, build_model_judge
 
         model = build_model_judge(settings)
         if self.judge_fallback != "rules":
@@ -273,7 +273,7 @@ class Session:
         reader = None if rewritten else self._load_reader(cursor)
         rederived = reader is None
         if reader is None:
-            from stream.adapters.claude_code import ClaudeCodeTranscript
+            from stream.adapters.compaction.claude_code import ClaudeCodeTranscript
 
             reader = ClaudeCodeTranscript(transcript, self.judge)
         elif moved:

@@ -149,7 +149,7 @@ def _when(at: Any) -> str | None:
 
 
 def candidate_origins(candidates: Iterable[Any]) -> dict[int, list[Any]]:
-    """Transcript line -> the :class:`~stream.adapters.judge.Candidate` values read from it
+    """Transcript line -> the :class:`~stream.adapters.compaction.judge.Candidate` values read from it
     (``origin == ("line", N)``), in order."""
     out: dict[int, list[Any]] = {}
     for c in candidates:

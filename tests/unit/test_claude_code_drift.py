@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from stream.adapters import encode_event
-from stream.adapters.claude_code import ClaudeCodeTranscript
+from stream.adapters.compaction.claude_code import ClaudeCodeTranscript
 from stream.replay import replay_lines
 
 pytestmark = pytest.mark.unit

@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 
 from stream.adapters import encode_event
-from stream.adapters.claude_code import ClaudeCodeTranscript
-from stream.adapters.compaction_logs import mentioned_artifacts, path_names
-from stream.adapters.openhands import OpenHandsConversation
-from stream.adapters.openhands import discover as discover_oh
-from stream.adapters.prohibitions import ProhibitionMatcher
+from stream.adapters.compaction.claude_code import ClaudeCodeTranscript
+from stream.adapters.compaction.compaction_logs import mentioned_artifacts, path_names
+from stream.adapters.compaction.openhands import OpenHandsConversation
+from stream.adapters.compaction.openhands import discover as discover_oh
+from stream.adapters.compaction.prohibitions import ProhibitionMatcher
 from stream.replay import replay_lines
 
 pytestmark = pytest.mark.unit

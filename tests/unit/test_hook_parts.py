@@ -176,8 +176,8 @@ def test_the_text_is_verbatim_most_recent_first_with_its_origin_and_bounded():
 def test_the_claude_code_adapter_state_survives_pickling_with_the_judge_swapped_out(tmp_path):
     """The hook keeps ClaudeCodeTranscript between calls by pickle (the judge by reference):
     continuing an unpickled reader gives exactly the events of one uninterrupted read."""
-    from stream.adapters.claude_code import ClaudeCodeTranscript
-    from stream.adapters.judge_rules import as_judge
+    from stream.adapters.compaction.claude_code import ClaudeCodeTranscript
+    from stream.adapters.compaction.judge_rules import as_judge
 
     source = FIXTURES / "cc-every-channel.jsonl"
     data = source.read_bytes().splitlines(keepends=True)

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from stream.adapters.claude_code import ClaudeCodeTranscript
-from stream.adapters.compaction_logs import MAX_RAW_PER_CHECKPOINT
-from stream.adapters.prohibitions import units
+from stream.adapters.compaction.claude_code import ClaudeCodeTranscript
+from stream.adapters.compaction.compaction_logs import MAX_RAW_PER_CHECKPOINT
+from stream.adapters.compaction.prohibitions import units
 
 pytestmark = pytest.mark.unit
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
-from stream.adapters import cues, langid_model
+from stream.adapters.compaction import cues, langid_model
 
 pytestmark = pytest.mark.unit
 

@@ -16,16 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from stream.adapters.judge import Candidate
-from stream.adapters.judge_rules import RulesJudge
-from stream.adapters.model_judge import (
+from stream.adapters.compaction.judge import Candidate
+from stream.adapters.compaction.judge_rules import RulesJudge
+from stream.adapters.compaction.model_judge import (
     FallbackJudge,
     JudgeConfigError,
     JudgeUnavailable,
     RestartWithFallback,
     build_model_judge,
 )
-from stream.adapters.model_judge.prompt import ANSWER_SCHEMA, PROMPT_VERSION, SYSTEM
+from stream.adapters.compaction.model_judge.prompt import ANSWER_SCHEMA, PROMPT_VERSION, SYSTEM
 from stream.settings import Settings
 from tests.model_judge_standins import TOOL, ModelServer, claude_calls, write_claude
 
@@ -327,7 +327,7 @@ def test_the_fallback_restarts_before_anything_went_out_and_switches_in_place_af
 
 
 def test_a_long_sessions_request_stays_bounded_and_long_texts_keep_their_head():
-    from stream.adapters.model_judge.prompt import MAX_CANDIDATE_CHARS, MAX_CANDIDATES_CHARS, user_message
+    from stream.adapters.compaction.model_judge.prompt import MAX_CANDIDATE_CHARS, MAX_CANDIDATES_CHARS, user_message
 
     one = json.loads(user_message([Candidate("a", "x" * 20_000, "plan")], "s", []))["candidates"][0]["text"]
     assert one == "x" * MAX_CANDIDATE_CHARS + " [...]"

@@ -1,4 +1,4 @@
-"""The prohibition extractor and matcher (stream.adapters.prohibitions).
+"""The prohibition extractor and matcher (stream.adapters.compaction.prohibitions).
 
 Every sentence here is written for these tests. Each false-alarm class the real logs
 showed (descriptions, possibility, opinions, questions, clauses cut at "but", sentences
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stream.adapters.prohibitions import (
+from stream.adapters.compaction.prohibitions import (
     FORMS,
     ProhibitionMatcher,
     content_words,

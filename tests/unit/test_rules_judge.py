@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from stream.adapters import cues
-from stream.adapters.judge import Candidate
-from stream.adapters.judge_rules import RulesJudge, _summary, quoted_share
-from stream.adapters.prohibitions import ProhibitionMatcher
+from stream.adapters.compaction import cues
+from stream.adapters.compaction.judge import Candidate
+from stream.adapters.compaction.judge_rules import RulesJudge, _summary, quoted_share
+from stream.adapters.compaction.prohibitions import ProhibitionMatcher
 
 pytestmark = pytest.mark.unit
 
@@ -267,7 +267,7 @@ def test_the_structural_signal_needs_no_language_a_japanese_rule_quoted_once_the
 
 
 def test_a_summarys_sections_and_its_list_of_the_users_messages_are_found_by_structure():
-    from stream.adapters.judge_rules import sections, user_message_list
+    from stream.adapters.compaction.judge_rules import sections, user_message_list
 
     text = ("Summary:\n1. Primary Request and Intent:\n   - a CSV export\n   1. a nested item:\n"
             "## 6. All user messages\n   - \"first\"\n   - \"second\"\n7. Pending Tasks:\n   - none\n")
@@ -289,7 +289,7 @@ def test_a_summarys_sections_and_its_list_of_the_users_messages_are_found_by_str
 
 
 def test_code_names_are_what_survives_translation_and_are_found_as_whole_tokens():
-    from stream.adapters.judge_rules import code_names, traced
+    from stream.adapters.compaction.judge_rules import code_names, traced
 
     assert code_names("don't touch `billing/ledger.py` or the retry_policy, keep PORT 8080") >= {
         "billing/ledger.py", "retry_policy", "port", "8080"}

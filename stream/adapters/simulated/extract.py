@@ -2,7 +2,7 @@
 
 A small cue-based reader of the instruction texts the simulated family sees (a
 mini-swe-agent ``<instructions>`` block, a tau-bench policy). It is not the compaction
-family's extractor (:mod:`stream.adapters.prohibitions`): that one reads user speech and
+family's extractor (:mod:`stream.adapters.compaction.prohibitions`): that one reads user speech and
 finds prohibitions only, while the simulator also needs the positive instructions
 (``instructions`` / ``raw_instructions``) — see docs/ADAPTERS.md.
 """

@@ -11,7 +11,7 @@
   --output-format json --json-schema ...``, prompt on stdin, no tools, no session saved);
   the answer is the result's ``structured_output``. The CLI has no temperature option.
 
-More (the module notes): docs/COMPACTION_LOGS.md, section ``stream/adapters/model_judge/backends.py``.
+More (the module notes): docs/COMPACTION_LOGS.md, section ``stream/adapters/compaction/model_judge/backends.py``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 
 from stream.adapters.common import as_dict, as_list
-from stream.adapters.model_judge.prompt import TOOL_NAME, InvalidAnswer
+from stream.adapters.compaction.model_judge.prompt import TOOL_NAME, InvalidAnswer
 
 ANTHROPIC_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"

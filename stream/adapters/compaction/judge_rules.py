@@ -1,9 +1,9 @@
-"""The ``rules`` judge: the offline default of the judge port (:mod:`stream.adapters.judge`).
+"""The ``rules`` judge: the offline default of the judge port (:mod:`stream.adapters.compaction.judge`).
 
-Both decisions name a row of :mod:`stream.adapters.cues`:
+Both decisions name a row of :mod:`stream.adapters.compaction.cues`:
 
 * **In force.** Each candidate is read line by line in its language (:func:`cues.language_of`):
-  English by the extractor of :mod:`stream.adapters.prohibitions` (each rule named by its
+  English by the extractor of :mod:`stream.adapters.compaction.prohibitions` (each rule named by its
   cue), other languages by their own cue tables; a line in a language no table reads is
   counted (``Judgement.skipped_languages``), never taken as "no prohibition". The
   precision level (:data:`cues.PRECISION_LEVELS`) admits instruction cues by strength.
@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from stream.adapters import cues
-from stream.adapters.judge import Candidate, Carry, Instruction, Judge, Judgement
-from stream.adapters.prohibitions import (
+from stream.adapters.compaction import cues
+from stream.adapters.compaction.judge import Candidate, Carry, Instruction, Judge, Judgement
+from stream.adapters.compaction.prohibitions import (
     Prohibition,
     ProhibitionMatcher,
     SummaryIndex,

@@ -10,7 +10,7 @@ instructions in force first seen in the records the checkpoint covers,
 ``negative_constraints`` = those carried; the decisions go into ``x_`` fields so
 ``replay`` stays deterministic and ``explain`` can say why an alert exists.
 
-Implementations: ``rules`` (:mod:`stream.adapters.judge_rules`, the offline default) and
+Implementations: ``rules`` (:mod:`stream.adapters.compaction.judge_rules`, the offline default) and
 ``model`` (an LLM, owned by the model-backends module). Field names may grow (with
 defaults), never change meaning. Pure Python: no network, no faust.
 """

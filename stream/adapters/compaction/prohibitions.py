@@ -8,7 +8,7 @@ implements are written down in ``docs/REAL_LOGS.md`` ("What counts").
 
 Extraction, in three steps:
 
-More (the module notes): docs/COMPACTION_LOGS.md, section ``stream/adapters/prohibitions.py``.
+More (the module notes): docs/COMPACTION_LOGS.md, section ``stream/adapters/compaction/prohibitions.py``.
 """
 
 from __future__ import annotations

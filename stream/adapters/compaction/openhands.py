@@ -7,7 +7,7 @@ Input: a conversation directory holding ``events/event-<index:05d>-<event id>.js
 Output: the events of DESIGN.md §3 under the format notes' conventions
 (``docs/COMPACTION_LOGS.md``, "OpenHands"):
 
-More (the module notes): docs/COMPACTION_LOGS.md, section ``stream/adapters/openhands.py``.
+More (the module notes): docs/COMPACTION_LOGS.md, section ``stream/adapters/compaction/openhands.py``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from stream.adapters.common import as_dict, json_value_problem
-from stream.adapters.compaction_logs import (
+from stream.adapters.compaction.compaction_logs import (
     MAX_RAW_PER_CHECKPOINT,
     ContextEvents,
     JudgedContext,
@@ -29,9 +29,9 @@ from stream.adapters.compaction_logs import (
     rfc3339_or_none,
     texts_of,
 )
-from stream.adapters.judge import Candidate, Judge
-from stream.adapters.judge_rules import as_judge
-from stream.adapters.prohibitions import ProhibitionMatcher
+from stream.adapters.compaction.judge import Candidate, Judge
+from stream.adapters.compaction.judge_rules import as_judge
+from stream.adapters.compaction.prohibitions import ProhibitionMatcher
 
 _EVENT_FILE = re.compile(r"^event-(\d+)-.*\.json$")
 #: Kinds that are raw items of the model's view (each admitted as ``ev:<id>``).

@@ -4,7 +4,7 @@ Input: transcripts ``~/.claude/projects/<project>/<sessionId>.jsonl`` (one JSON 
 per line, append-only), or directories holding them. Output: the events of DESIGN.md
 §3 under the format notes' conventions (``docs/COMPACTION_LOGS.md``, "Claude Code"):
 
-More (the module notes): docs/COMPACTION_LOGS.md, section ``stream/adapters/claude_code.py``.
+More (the module notes): docs/COMPACTION_LOGS.md, section ``stream/adapters/compaction/claude_code.py``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from stream.adapters.common import as_dict, as_list, json_value_problem
-from stream.adapters.compaction_logs import (
+from stream.adapters.compaction.compaction_logs import (
     MAX_RAW_PER_CHECKPOINT,
     ContextEvents,
     JudgedContext,
@@ -27,15 +27,15 @@ from stream.adapters.compaction_logs import (
     rfc3339_or_none,
     texts_of,
 )
-from stream.adapters.judge import Candidate, Judge
+from stream.adapters.compaction.judge import Candidate, Judge
 
 if TYPE_CHECKING:
-    from stream.adapters.prohibitions import ProhibitionMatcher
+    from stream.adapters.compaction.prohibitions import ProhibitionMatcher
 
 
 def as_judge(judge: Judge | ProhibitionMatcher | None) -> Judge:
-    """:func:`stream.adapters.judge_rules.as_judge`, imported when first needed (see compaction_logs)."""
-    from stream.adapters.judge_rules import as_judge as resolve
+    """:func:`stream.adapters.compaction.judge_rules.as_judge`, imported when first needed (see compaction_logs)."""
+    from stream.adapters.compaction.judge_rules import as_judge as resolve
 
     return resolve(judge)
 

@@ -7,7 +7,7 @@ pattern or lexical form, and a *strength* (``high`` / ``medium`` / ``low``) that
 precision setting (:data:`PRECISION_LEVELS`) admits or not. ``bench/eval_real_logs.py``
 reports precision per cue, so a bad one can be seen and removed.
 
-English instruction cues are the extractor of :mod:`stream.adapters.prohibitions` (its
+English instruction cues are the extractor of :mod:`stream.adapters.compaction.prohibitions` (its
 regexes, named); other languages have tables of their own here (:data:`FOREIGN`), read
 sentence by sentence; a text in a language no table reads is counted and reported
 (:func:`language_of`). Structural carry / drop cues (``quoted``, ``unquoted-again``) need no
@@ -41,7 +41,7 @@ def _en(name: str, form: str, strength: str, pattern: str, note: str) -> Cue:
 
 
 def _english_rows() -> tuple[Cue, ...]:
-    from stream.adapters import prohibitions as p
+    from stream.adapters.compaction import prohibitions as p
 
     return (
         _en(
@@ -830,7 +830,7 @@ _LATIN = (
 
 @lru_cache(maxsize=1)
 def _identifier():
-    from stream.adapters.langid_model import load_identifier  # py3langid's, from a decompressed cached copy
+    from stream.adapters.compaction.langid_model import load_identifier  # py3langid's, from a decompressed cached copy
 
     return load_identifier(_LATIN)
 

@@ -5,7 +5,7 @@ input streams of DESIGN.md §3 following the conventions of the format notes
 (``docs/COMPACTION_LOGS.md``, "Conventions for every adapter"). What the two systems
 share lives here:
 
-More (the module notes): docs/COMPACTION_LOGS.md, section ``stream/adapters/compaction_logs.py``.
+More (the module notes): docs/COMPACTION_LOGS.md, section ``stream/adapters/compaction/compaction_logs.py``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from stream.adapters.common import MAX_ID, short_hash
-from stream.adapters.judge import Candidate, Carry, Instruction, Judge, Judgement, Usage
+from stream.adapters.compaction.judge import Candidate, Carry, Instruction, Judge, Judgement, Usage
 
 LIVE = "live"
 DURABLE = "durable"
@@ -400,7 +400,7 @@ _QUOTE_CHARS = 200
 
 
 class JudgedContext:
-    """The user-side texts of one context (:class:`~stream.adapters.judge.Candidate`) and its judgements.
+    """The user-side texts of one context (:class:`~stream.adapters.compaction.judge.Candidate`) and its judgements.
 
     The adapter adds each candidate (:meth:`add`) with the holder (the raw item) that
     shows it, and calls :meth:`judge` once per compaction with the holders the

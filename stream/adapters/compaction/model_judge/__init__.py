@@ -1,6 +1,6 @@
 """The ``model`` judge: an LLM decides what is a standing prohibition and what a summary carries.
 
-It implements the judge port (:mod:`stream.adapters.judge`) with one request per
+It implements the judge port (:mod:`stream.adapters.compaction.judge`) with one request per
 compaction (:mod:`.prompt`) to one of three backends (:mod:`.backends`: the Anthropic
 Messages API, an OpenAI-compatible Chat Completions endpoint, the ``claude`` CLI). Each
 answer is schema-constrained, validated, and kept in a disk cache keyed by the request's
@@ -21,8 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from stream.adapters.judge import Candidate, Carry, Instruction, Judgement, Usage
-from stream.adapters.model_judge.backends import (
+from stream.adapters.compaction.judge import Candidate, Carry, Instruction, Judgement, Usage
+from stream.adapters.compaction.model_judge.backends import (
     ANTHROPIC_MODEL,
     ANTHROPIC_URL,
     BACKENDS,
@@ -33,8 +33,8 @@ from stream.adapters.model_judge.backends import (
     OpenAIBackend,
     Retryable,
 )
-from stream.adapters.model_judge.cache import DiskCache, request_key
-from stream.adapters.model_judge.prompt import (
+from stream.adapters.compaction.model_judge.cache import DiskCache, request_key
+from stream.adapters.compaction.model_judge.prompt import (
     ANSWER_SCHEMA,
     MAX_REASON_CHARS,
     PROMPT_VERSION,
@@ -44,7 +44,7 @@ from stream.adapters.model_judge.prompt import (
     parse_answer,
     user_message,
 )
-from stream.adapters.prohibitions import make_prohibition
+from stream.adapters.compaction.prohibitions import make_prohibition
 
 #: Longest rule text kept when the model's span is not found verbatim (the candidate's head is used).
 MAX_RULE_CHARS = 1_000
