@@ -53,7 +53,7 @@ def test_adversarial_shapes_end_alike_in_both_orders_and_write_the_table(tmp_pat
     text = out.read_text()
     for shape in ("chain", "wide root", "hot artifact", "prohibition under a deep chain"):
         assert f"| {shape} |" in text
-    assert "| orphaned leaves under a root | 125 / 250 / 500 |" in text
+    assert "| orphaned leaves under a root (least of 3) | 125 / 250 / 500 |" in text
     # the versions of one node pass the ledger bound (scaled with the sizes) and are dead-lettered
     assert '"ledger full" | 100 of 200 versions (expected 100) | yes |' in text
     assert "worst hostile/friendly" in Path(f"{out}.summary").read_text()
