@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -32,7 +33,13 @@ def guarded(run: Callable[[], Any], argv: list[str]) -> None:
         code = f"{type(exc).__name__}: {exc}"
     if code not in (0, None):
         _log_line(None, None, f"`{PROG} {' '.join(argv)}` failed ({code}); exit 0 so Claude Code goes on")
-    sys.stdout.flush()
+    try:
+        sys.stdout.flush()
+    except Exception:  # noqa: BLE001 - stdout closed or gone (None, EPIPE, ENOSPC): nobody to tell
+        try:  # and the interpreter's own last flush would fail too and exit 120
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        except OSError:
+            pass
     raise SystemExit(0)
 
 

@@ -3,7 +3,7 @@
 py3langid ships its model LZMA-compressed; loading it costs ~0.5 s of CPU per process, which
 a hook call (a new process each time) cannot afford. The first load writes the arrays, with the
 columns of our languages only, to ``<user cache>/langid/`` (raw bytes, no pickle); later loads
-read them back (~0.05 s), after checking the file's SHA-256 and that it was made from this very
+read them back (~0.1 s), after checking the file's SHA-256 and that it was made from this very
 model file (its SHA-256 is in the name). The identifier is the one py3langid builds from the same
 arrays, so every guess is identical. Any problem with the cache: py3langid's own load.
 """
