@@ -202,15 +202,20 @@ def test_input_claude_code_never_sends_is_one_log_line_exit_0_and_nothing_on_std
     assert len(hook_log(tmp_path).splitlines()) == 1, hook_log(tmp_path)
 
 
-@pytest.mark.parametrize("redirect", ["{cmd} >&-", "{cmd} >/dev/full", "{cmd} | (exec 0<&-; sleep 0.01); exit ${{PIPESTATUS[0]}}"],
-                         ids=["stdout closed", "stdout full", "stdout a broken pipe"])
+@pytest.mark.parametrize(
+    "redirect",
+    ["{cmd} >&-", "{cmd} >/dev/full", "{cmd} | (exec 0<&-; sleep 0.01); exit ${{PIPESTATUS[0]}}"],
+    ids=["stdout closed", "stdout full", "stdout a broken pipe"],
+)
 def test_an_answer_that_cannot_be_written_to_stdout_is_still_exit_0_and_one_log_line(tmp_path, redirect):
     source = FIXTURES / "cc-dropped-prohibition.jsonl"
     cmd = " ".join([sys.executable, "-m", "stream", "hook", "claude-code"])
     player = Player(source, tmp_path / "projects" / source.name, env_for(tmp_path),
                     command=["bash", "-c", redirect.format(cmd=cmd)])
     player.play()
-    assert [c.returncode for c in player.calls] == [0] * len(player.calls) and "SessionStart" in [c.event for c in player.calls]
+    assert [c.returncode for c in player.calls] == [0] * len(player.calls) and "SessionStart" in [
+        c.event for c in player.calls
+    ]
     assert "handed back 1" in hook_log(tmp_path) and "event=SessionStart" in hook_log(tmp_path)
 
 

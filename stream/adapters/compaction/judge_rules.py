@@ -1,17 +1,17 @@
 """The ``rules`` judge: the offline default of the judge port (:mod:`stream.adapters.compaction.judge`).
 
-Both decisions name a row of :mod:`stream.adapters.compaction.cues`:
+Both decisions name a row of :mod:`stream.adapters.compaction.cues`, structure first:
 
-* **In force.** Each candidate is read line by line in its language (:func:`cues.language_of`):
-  English by the extractor of :mod:`stream.adapters.compaction.prohibitions` (each rule named by its
-  cue), other languages by their own cue tables; a line in a language no table reads is
-  counted (``Judgement.skipped_languages``), never taken as "no prohibition". The
-  precision level (:data:`cues.PRECISION_LEVELS`) admits instruction cues by strength.
-* **Carried.** Structure first: a rule whose words a summary quotes ("All user messages") is
-  carried (``quoted``); then the matcher's restatement cues (``negated-mention``, ``stays``, ...).
-  Not carried, the reason is a drop cue (``unquoted-again``: an earlier summary quoted it, this
-  one does not; ``removed``, ``not-quoted``, ``plan-unstated``, ``unmatched``), which alerts only
-  if the level admits it (else it is carried with the cue ``below-precision:<cue>``).
+* **In force.** Each candidate is read line by line in its language (:func:`cues.language_in`: a line too
+  short to tell takes its message's): English by the extractor of :mod:`stream.adapters.compaction.prohibitions`,
+  other languages by their tables (item cues only on short list items and plan lines); a line in a
+  language no table reads is counted (``Judgement.skipped_languages``), never taken as "no prohibition".
+* **Carried.** The summary's sections (:func:`sections`) and its list of the user's messages
+  (:func:`user_message_list`): a rule the summary quotes is carried (``quoted``), then the matcher's
+  restatement cues or a code name beside a negation (``code-name``). Not carried, the drop cue says
+  what is left (:func:`code_names`, :func:`trace_share`): ``unquoted-again`` (an earlier summary quoted
+  it, nothing of it is left), ``plan-no-trace``, ``not-quoted(-long)(-no-trace)``, ``removed``, ...;
+  it alerts only if the precision level admits it (else carried, cue ``below-precision:<cue>``).
 """
 
 from __future__ import annotations
