@@ -5,7 +5,7 @@
 What is measured: events/s of ``Engine.process`` on a ``DictState`` (the engine alone,
 events decoded beforehand) against ``bench.naive_validator.NaiveValidator`` on the
 same events parsed beforehand, both in this process, median of ``--runs`` runs; plus,
-for context, the engine through ``stream.replay.replay_lines`` (JSON decoding and
+for context, the engine through ``stream.offline.replay.replay_lines`` (JSON decoding and
 validation included). The goal checked: engine >= 20x naive at 10k artifacts per context.
 
 More (the module notes): bench/METHODS.md, section ``bench/bench_engine.py``.
@@ -32,7 +32,7 @@ from bench.naive_validator import NaiveValidator  # noqa: E402
 from stream.domain.engine import Engine  # noqa: E402
 from stream.domain.events import OFFLINE  # noqa: E402
 from stream.domain.state import DictState  # noqa: E402
-from stream.replay import replay_lines  # noqa: E402
+from stream.offline.replay import replay_lines  # noqa: E402
 from stream.wire import decode_event  # noqa: E402
 
 PROHIBITIONS = [f"Do not touch system {i}" for i in range(12)]
@@ -196,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "(`Engine.process` on a `DictState`, events decoded beforehand) and the naive validator "
         "(`bench/naive_validator.py`: full reachable set, `referents - reachable` per checkpoint, every node "
         "rescanned on each eviction) on the same synthetic trace (module docstring of `bench/bench_engine.py`); "
-        "*engine+decode*: `stream.replay.replay_lines` (JSON decoding and validation included).",
+        "*engine+decode*: `stream.offline.replay.replay_lines` (JSON decoding and validation included).",
         "",
         "| artifacts/context | events | engine ev/s | engine+decode ev/s (replay_lines) "
         "| naive ev/s | engine/naive | alerts engine / naive |",

@@ -29,7 +29,7 @@ from bench.common import (  # noqa: E402
     machine_line, pdeathsig, produce_events, read_topic, report_end, say, software_line, topic_set, write_out,
 )
 from stream.adapters import encode_event  # noqa: E402
-from stream.replay import replay_lines  # noqa: E402
+from stream.offline.replay import replay_lines  # noqa: E402
 
 QUIX = "Quix Streams app (same engine)"
 WORKER = "checkpoint-guard worker"
@@ -258,7 +258,7 @@ def render(argv: list[str], args: argparse.Namespace, kafka: str, results: list[
         "Quix, aiokafka's in the worker), over that window ÷ events. *first → durable*: first processed → "
         "offsets committed (the worker commits every `CG_COMMIT_INTERVAL` = 1 s; Quix, stopped after its last "
         "message, commits at once; its default interval is 5 s). *alert_ids = offline replay*: per context, "
-        "the sequence of `alert_id`s on the consumer's alerts topic equals `stream.replay`'s; *whole alerts*: "
+        "the sequence of `alert_id`s on the consumer's alerts topic equals `stream.offline.replay`'s; *whole alerts*: "
         "every alert record equal (`emitted_at` aside; against the replay without the triggers' "
         "topic/partition/offset, which are null offline; worker vs Quix with them). *same "
         "final node status*: the last status record per key (the compacted topic's view) identical. "

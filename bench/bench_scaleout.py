@@ -26,7 +26,7 @@ from bench.common import (  # noqa: E402
     loadavg, machine_line, partition_counts, produce_events, report_end, say, software_line, topic_set, write_out,
 )
 from stream.adapters import encode_event  # noqa: E402
-from stream.replay import replay_lines  # noqa: E402
+from stream.offline.replay import replay_lines  # noqa: E402
 
 
 def machine_jiffies() -> tuple[int, int]:

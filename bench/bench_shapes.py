@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import command_line, loadavg, machine_line, part_footer, say, software_line, write_out  # noqa: E402
 from stream.domain.engine import LEDGER_FULL, MAX_LEDGER  # noqa: E402
-from stream.replay import Replayer  # noqa: E402
+from stream.offline.replay import Replayer  # noqa: E402
 from stream.wire import encode  # noqa: E402
 
 CTX = "ctx-shapes"
@@ -271,7 +271,8 @@ def done_when(results: list[dict[str, Any]]) -> list[tuple[str, str, bool]]:
 def report(results: list[dict[str, Any]], title: str, argv: list[str], t_start: float, load_start: str) -> str:
     lines = [f"## {title}", "",
              f"`{command_line('bench/bench_shapes.py', argv)}` — {machine_line()}; {software_line()}.", "",
-             "Each shape's events replayed as `python -m stream replay --status` does (`stream.replay.Replayer` "
+             "Each shape's events replayed as `python -m stream replay --status` does "
+             "(`stream.offline.replay.Replayer` "
              "line by line: decode + engine + every output record encoded and written; one process, GC frozen as "
              "the CLI does) at two sizes or more, in a hostile and a friendly order; both orders end with the same "
              "node statuses (checked). Times are the replay's CPU seconds (`time.process_time`: on a shared machine "

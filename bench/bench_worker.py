@@ -49,7 +49,7 @@ from bench.common import (  # noqa: E402
 from stream.devtools import kafka_local  # noqa: E402
 from stream.adapters import SimulationParams, encode_event, load_trajectories, simulate  # noqa: E402
 from stream.kafka_clients import admin, consumer, producer  # noqa: E402
-from stream.replay import replay_lines  # noqa: E402
+from stream.offline.replay import replay_lines  # noqa: E402
 from stream.settings import Settings, get_settings  # noqa: E402
 
 PARTITIONS = 4

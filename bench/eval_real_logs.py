@@ -41,7 +41,7 @@ from stream.adapters.compaction.prohibitions import (  # noqa: E402
     content_words,
     normalize,
 )
-from stream.replay import Replayer  # noqa: E402
+from stream.offline.replay import Replayer  # noqa: E402
 
 DEFAULT_DIR = REPO.parent / "shared" / "real-logs"
 NCD = "negative_constraint_dropped"

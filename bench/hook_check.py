@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import command_line, loadavg, machine_line, report_end, say, write_out  # noqa: E402
 from stream.devtools.claude_code_player import Player, hook_env  # noqa: E402
 from stream.settings import Settings  # noqa: E402
-from stream.replay import replay_lines  # noqa: E402
+from stream.offline.replay import replay_lines  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT = REPO.parent / "shared" / "real-logs" / "entireio-cli-claude-code"

@@ -3,7 +3,7 @@
 The records of one partition number are applied in the order of (record timestamp,
 topic — ``compaction-events`` before ``artifact-events`` —, offset). This module is the
 one definition: the worker's merge (:mod:`stream.worker.merge`) and ``replay
---from-kafka`` (:mod:`stream.forensics`) both use it, so live = forensic replay also for
+--from-kafka`` (:mod:`stream.offline.forensics`) both use it, so live = forensic replay also for
 events without ``seq`` (``seq`` stays the exact order, applied by the engine).
 A record is anything with ``timestamp`` (ms; None or 0 when it has none), ``topic``,
 ``partition`` and ``offset``.

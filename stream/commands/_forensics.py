@@ -1,8 +1,8 @@
 """Shared shell of the forensics commands (replay --from-kafka, export, explain).
 
-Every read streams (:class:`stream.forensics.TopicReader`): records are handed on one
+Every read streams (:class:`stream.offline.forensics.TopicReader`): records are handed on one
 by one in the DESIGN.md §4 order, and ``--verify`` compares in a temporary sqlite file
-(:class:`stream.forensics.Verifier`), so memory does not grow with the topics.
+(:class:`stream.offline.forensics.Verifier`), so memory does not grow with the topics.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 from stream.commands._base import fail
 from stream.domain.outputs import Alert
 from stream.errors import ConfigurationError
-from stream.forensics import KafkaReplayer, Record, TopicReader, Verifier, parse_time
 from stream.kafka_clients import kafka_error
+from stream.offline.forensics import KafkaReplayer, Record, TopicReader, Verifier, parse_time
 from stream.settings import get_settings
 from stream.wire import encode
 

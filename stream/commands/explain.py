@@ -7,7 +7,7 @@ import sys
 
 from stream.commands._base import argument, command, fail, option
 from stream.commands._forensics import each
-from stream.forensics import Explainer
+from stream.offline.forensics import Explainer
 from stream.settings import get_settings
 
 settings = get_settings()

@@ -4,7 +4,7 @@ Two sources:
 
 * ``replay PATH...`` — JSONL files (offline, no broker). Bad lines go to stderr as
   ``path:line: reason`` and are skipped.
-* ``replay --from-kafka`` — the input topics themselves (forensics, :mod:`stream.forensics`),
+* ``replay --from-kafka`` — the input topics themselves (forensics, :mod:`stream.offline.forensics`),
   read with a group-less consumer: no offset commits, the live worker is untouched.
   ``--verify`` compares the result with the alerts topic over the same range.
 
@@ -18,7 +18,7 @@ import os
 import sys
 
 from stream.commands._base import argument, check_input_file, check_output_file, command, fail, option
-from stream.replay import Replayer, first_line, iter_lines, not_events
+from stream.offline.replay import Replayer, first_line, iter_lines, not_events
 from stream.settings import get_settings
 from stream.wire import encode
 
@@ -172,7 +172,7 @@ def _run(rp: Replayer, paths: tuple[str, ...], sink, status: bool, *, strict: bo
 def _check_events(path: str, first: bytes | None | bool = False) -> None:
     """Fail (exit 2) at once, with what the input is and the fix, when ``path`` is not JSONL
     input events (empty, binary, one JSON document, a transcript): its first non-blank
-    line ``first`` (read from the file when not given) decides (:func:`stream.replay.not_events`)."""
+    line ``first`` (read from the file when not given) decides (:func:`stream.offline.replay.not_events`)."""
     if first is False:
         with open(path, "rb") as fh:
             first = first_line(fh, limit=settings.max_message_bytes)

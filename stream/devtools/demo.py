@@ -23,7 +23,7 @@ from stream.devtools import ctrl_c_deferred, kafka_local
 from stream.devtools.report import StreamReport
 from stream.errors import ConfigurationError
 from stream.kafka_clients import admin, consumer, create_project_topics, producer
-from stream.replay import replay_lines
+from stream.offline.replay import replay_lines
 from stream.settings import USER_DATA_DIR, Settings
 from stream.wire import decode_event, encode
 

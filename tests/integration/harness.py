@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from stream.devtools import kafka_local
-from stream.replay import replay_lines
+from stream.offline.replay import replay_lines
 from stream.wire import encode
 
 REPO = Path(__file__).resolve().parents[2]

@@ -157,7 +157,7 @@ def test_recover_from_names_the_orphans_of_the_degrading_leaf_and_the_dropped_pr
 
 def test_the_view_answers_from_the_engines_own_status_records_of_a_client_pipeline(settings):
     from stream.client import MemoryTransport
-    from stream.replay import replay_lines
+    from stream.offline.replay import replay_lines
 
     transport = MemoryTransport()
     with Guard(settings, clock=None, transport=transport) as g:

@@ -38,7 +38,7 @@ async def _group_offsets(bootstrap: str, group: str) -> dict:
 
 def _end_offsets(bootstrap: str, topics: list[str]) -> dict:
     """(topic, partition) -> end offset, read with the forensics reader itself."""
-    from stream.forensics import read_topics
+    from stream.offline.forensics import read_topics
     from stream.settings import Settings
 
     _, rng = run(read_topics(Settings(broker=f"kafka://{bootstrap}"), topics))

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from stream.replay import replay_lines
+from stream.offline.replay import replay_lines
 from tests.integration.harness import Worker, context_of, run, run_cli, worker_env
 from tests.reliability.faults import fault_env, group_progress, wait_drained, wait_progress
 

@@ -12,7 +12,7 @@ import pytest
 
 from stream.devtools import kafka_local
 from stream.devtools.claude_code_player import Player, synthetic_session, write_jsonl
-from stream.replay import replay_lines
+from stream.offline.replay import replay_lines
 from tests.integration.harness import REPO, consume, normalize_trigger, run, run_cli, worker_env
 
 pytestmark = pytest.mark.integration

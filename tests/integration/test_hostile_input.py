@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from stream.errors import InvalidEvent
-from stream.replay import replay_lines
+from stream.offline.replay import replay_lines
 from stream.wire import MAX_JSON_DEPTH, Limits, decode_message
 from tests.integration.harness import (
     REPO,

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
+from stream.offline.replay import replay_lines
 from stream.remediation import HandlerContext, plan
-from stream.replay import replay_lines
 from stream.wire import RemediationRequest, encode
 from tests.integration.harness import REPO, consume, produce, run
 from tests.scenarios import design_scenarios

@@ -14,7 +14,7 @@ from stream.adapters.simulated.model import DEFAULT_TRACES
 from stream.client.status import AsyncStatusView
 from stream.domain.outputs import encode_record
 from stream.kafka_clients import admin, started
-from stream.replay import replay_lines
+from stream.offline.replay import replay_lines
 from stream.settings import Settings
 from tests.integration.harness import (
     Worker,

@@ -19,7 +19,7 @@ from langgraph.store.memory import InMemoryStore
 
 from stream.client import AsyncGuard, Guard, MemoryTransport
 from stream.client.langgraph import GuardedSummarization
-from stream.replay import replay_lines
+from stream.offline.replay import replay_lines
 from stream.settings import Settings
 
 pytestmark = pytest.mark.unit

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from stream.devtools import kafka_local
-from stream.replay import replay_lines
+from stream.offline.replay import replay_lines
 from stream.settings import Settings
 from tests.integration.harness import Worker, expected_alerts, run, run_cli, worker_env
 from tests.reliability.faults import (

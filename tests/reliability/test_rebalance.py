@@ -20,7 +20,7 @@ import time
 import pytest
 
 from stream.devtools import kafka_local
-from stream.replay import replay_lines
+from stream.offline.replay import replay_lines
 from tests.integration.harness import Worker, expected_alerts, run, run_cli, worker_env
 from tests.reliability.faults import (
     SLICE,

@@ -2,7 +2,7 @@
 
 Tests describe events with ``make_checkpoint(**overrides)`` / ``make_artifact(**overrides)``
 (plus the ``admit`` / ``evict`` shorthands), turn them into JSON lines with
-``as_lines`` and drive the engine through :func:`stream.replay.replay_lines` (the same
+``as_lines`` and drive the engine through :func:`stream.offline.replay.replay_lines` (the same
 path as ``python -m stream replay``) with :func:`run`.
 
 Alerts are compared through :func:`project`: the fields a behaviour is about (rule,
@@ -22,7 +22,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from stream.replay import ReplayResult, replay_lines
+from stream.offline.replay import ReplayResult, replay_lines
 
 CTX = "ctx-1"
 

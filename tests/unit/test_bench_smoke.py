@@ -147,7 +147,7 @@ def test_engine_on_the_quix_app_state_emits_the_replay_alerts() -> None:
     from bench.quix_app import ALERT, STATUS, make_processor
     from stream.adapters import encode_event
     from stream.domain.engine import Engine
-    from stream.replay import replay_lines
+    from stream.offline.replay import replay_lines
     from stream.wire import configured_limits
 
     events = synthetic_events(400)

@@ -14,7 +14,7 @@ import pytest
 
 from stream.adapters import encode_event
 from stream.adapters.compaction.claude_code import ClaudeCodeTranscript
-from stream.replay import replay_lines
+from stream.offline.replay import replay_lines
 
 pytestmark = pytest.mark.unit
 

@@ -1,7 +1,7 @@
 """stream.client without a broker: validation = the decoder's, seq and event ids, retried flushes.
 
 The client's records go to a :class:`~stream.client.MemoryTransport` and from there through
-the real engine (:func:`stream.replay.replay_lines`, the path of ``python -m stream replay``).
+the real engine (:func:`stream.offline.replay.replay_lines`, the path of ``python -m stream replay``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from stream.client import (
     collect_referents,
     parse_status,
 )
-from stream.replay import replay_lines
+from stream.offline.replay import replay_lines
 from stream.settings import Settings
 from stream.wire import Limits, decode_event, encode
 

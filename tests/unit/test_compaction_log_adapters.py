@@ -25,7 +25,7 @@ from stream.adapters.compaction.compaction_logs import mentioned_artifacts, path
 from stream.adapters.compaction.openhands import OpenHandsConversation
 from stream.adapters.compaction.openhands import discover as discover_oh
 from stream.adapters.compaction.prohibitions import ProhibitionMatcher
-from stream.replay import replay_lines
+from stream.offline.replay import replay_lines
 
 pytestmark = pytest.mark.unit
 

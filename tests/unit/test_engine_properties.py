@@ -11,7 +11,7 @@ Two kinds of tests live here:
   so the random traces hit the interesting cases often: self-children, cycles,
   children not yet seen, re-summarizations, duplicate event ids, seq buffering and gaps.
 
-The engine is driven through ``stream.replay.replay_lines`` on JSONL bytes, i.e. the
+The engine is driven through ``stream.offline.replay.replay_lines`` on JSONL bytes, i.e. the
 same path as ``python -m stream replay``.
 """
 
@@ -31,7 +31,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stream.replay import replay_lines
+from stream.offline.replay import replay_lines
 from stream.wire import encode
 from tests.reference import NaiveResult, naive_run, project
 from tests.unit import builders
@@ -644,7 +644,7 @@ def test_engine_agrees_with_the_naive_reference_on_wider_seeded_traces(seed: int
 
 _REPLAY_TO_STDOUT = (
     "import sys\n"
-    "from stream.replay import replay_lines\n"
+    "from stream.offline.replay import replay_lines\n"
     "from stream.wire import encode\n"
     "result = replay_lines(open(sys.argv[1], 'rb').read().split(b'\\n'))\n"
     "sys.stdout.buffer.write(b''.join(encode(a) + b'\\n' for a in result.alerts))\n"

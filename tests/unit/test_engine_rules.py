@@ -1,6 +1,6 @@
 """The rules and edges of DESIGN.md §4, one behaviour per test.
 
-Every test replays JSON lines through :func:`stream.replay.replay_lines` (the path of
+Every test replays JSON lines through :func:`stream.offline.replay.replay_lines` (the path of
 ``python -m stream replay``) — or, where provenance matters, calls
 :meth:`stream.domain.engine.Engine.process` directly — and asserts the exact alerts
 that come out, in order (see ``tests/unit/builders.py`` for the projection).

@@ -15,7 +15,7 @@ import random
 import pytest
 
 from stream.domain.engine import SUBTREE_LIMIT, encode_record
-from stream.replay import replay_lines
+from stream.offline.replay import replay_lines
 from stream.wire import decode_event
 from tests.unit.builders import admit, as_lines, dropped, evict, make_checkpoint, orphaned, project, run
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from stream.devtools.claude_code_player import Player, hook_env, synthetic_session, write_jsonl
-from stream.replay import replay_lines
+from stream.offline.replay import replay_lines
 
 pytestmark = pytest.mark.unit
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from stream.adapters.compaction.prohibitions import make_prohibition
-from stream.replay import Replayer
+from stream.offline.replay import Replayer
 from tests.model_judge_standins import ModelServer, claude_calls, write_claude
 
 REPO = Path(__file__).resolve().parents[2]

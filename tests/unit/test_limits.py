@@ -21,7 +21,7 @@ from stream.domain.engine import Engine
 from stream.domain.events import ArtifactEvent, Source
 from stream.domain.state import DictState
 from stream.errors import InvalidEvent
-from stream.replay import Replayer
+from stream.offline.replay import Replayer
 from stream.settings import Settings
 from stream.wire import (
     DEFAULT_LIMITS,

@@ -7,7 +7,7 @@ from collections import Counter
 from stream.adapters import encode_event, load_file, load_trajectories, simulate, survival_table
 from stream.adapters.simulated.model import DEFAULT_TRACES
 from stream.devtools.report import StreamReport
-from stream.replay import replay_lines
+from stream.offline.replay import replay_lines
 from stream.wire import decode_event
 
 DJANGO_11099 = (DEFAULT_TRACES / "mini-swe-agent-deepseek-swebench" / "deepseek_chat_test_1-100"

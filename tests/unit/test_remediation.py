@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from stream.domain.engine import RULES, alert_id
 from stream.errors import ConfigurationError
+from stream.offline.replay import replay_lines
 from stream.remediation import (
     EMPTY,
     ContextState,
@@ -28,7 +29,6 @@ from stream.remediation import (
     plan,
     request_id,
 )
-from stream.replay import replay_lines
 from stream.wire import RemediationRequest, encode_remediation_request, json_schemas
 from tests.scenarios import design_scenarios
 

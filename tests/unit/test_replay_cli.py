@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from stream.replay import replay_lines
+from stream.offline.replay import replay_lines
 from stream.wire import encode
 from tests.unit.builders import admit, as_jsonl, as_line, evict, make_checkpoint
 

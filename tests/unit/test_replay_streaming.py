@@ -9,9 +9,9 @@ import tracemalloc
 
 import pytest
 
-from stream.forensics import Merger, Range, Record, merge, verify, verify_statuses
+from stream.offline.forensics import Merger, Range, Record, merge, verify, verify_statuses
+from stream.offline.replay import Oversize, Replayer, iter_lines, replay_lines
 from stream.order import ARTIFACTS, CHECKPOINTS, comes_first, order_key
-from stream.replay import Oversize, Replayer, iter_lines, replay_lines
 from stream.settings import Settings
 from stream.worker.merge import TopicMerge
 from tests.unit.builders import admit, as_line, evict, make_checkpoint
