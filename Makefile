@@ -79,12 +79,12 @@ $(VENV)/.bench-stamp: $(STAMP) pyproject.toml
 	@touch $@
 
 bench: install $(VENV)/.bench-stamp
-	$(BIN)/python bench/run_all.py $(ARGS)
+	$(BIN)/python -m bench.run_all $(ARGS)
 
 # make hook-check: every DEV Claude Code transcript (../shared/real-logs) played forward through the hook,
 # checked against the batch path (live = batch, the text handed back = the engine's dropped set); docs/HOOK.md.
 hook-check: install
-	$(BIN)/python bench/hook_check.py $(ARGS)
+	$(BIN)/python -m bench.hook_check $(ARGS)
 
 # The clone's own files; helm stays in the user cache for the next clone
 # (`checkpoint-guard clean --cache` deletes that, and everything else in your home).

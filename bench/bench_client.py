@@ -1,6 +1,6 @@
 """The pipeline client (stream.client): produce rate, StatusView lookups and catch-up.
 
-    python bench/bench_client.py [--events N] [--status-records N] [--phases produce,status,rwy]
+    python -m bench.bench_client [--events N] [--status-records N] [--phases produce,status,rwy]
                                  [--runs R] [--quick] [--bootstrap HOST:PORT] [--out FILE]
 
 Part 9 of ``make bench``.
@@ -21,16 +21,25 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import (  # noqa: E402
-    PARTITIONS, WorkerProc, add_broker_args, broker, command_line, create_topics_ready, loadavg, machine_line,
-    part_footer, proc_status, say, software_line, write_out,
+from bench.common import (
+    PARTITIONS,
+    WorkerProc,
+    add_broker_args,
+    broker,
+    command_line,
+    create_topics_ready,
+    loadavg,
+    machine_line,
+    part_footer,
+    proc_status,
+    say,
+    software_line,
+    write_out,
 )
-from stream import kafka_clients  # noqa: E402
-from stream.client import AsyncGuard, EventBuilder, Guard, MemoryTransport, StatusView  # noqa: E402
-from stream.settings import Settings  # noqa: E402
-from stream.wire import encode, status_key  # noqa: E402
+from stream import kafka_clients
+from stream.client import AsyncGuard, EventBuilder, Guard, MemoryTransport, StatusView
+from stream.settings import Settings
+from stream.wire import encode, status_key
 
 TEXT = ("Fixed the failing API test; the traceback pointed at api/views.py line 40. "
         "Ran the suite with pytest -q; two unrelated tests are flaky and were left alone. ") * 2

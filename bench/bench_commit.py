@@ -1,6 +1,6 @@
 """What one state commit costs: a delta record + offset commit vs a Kafka transaction.
 
-    python bench/bench_commit.py [--quick] [--bootstrap HOST:PORT] [--out FILE]
+    python -m bench.bench_commit [--quick] [--bootstrap HOST:PORT] [--out FILE]
 
 The measurement behind the worker's durability design (issue 18).
 How it measures, and why: bench/METHODS.md "bench_commit.py".
@@ -15,12 +15,17 @@ import statistics
 import sys
 import time
 import uuid
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import (  # noqa: E402
-    add_broker_args, broker, command_line, loadavg, machine_line, part_footer, say, software_line, write_out,
+from bench.common import (
+    add_broker_args,
+    broker,
+    command_line,
+    loadavg,
+    machine_line,
+    part_footer,
+    say,
+    software_line,
+    write_out,
 )
 
 

@@ -1,6 +1,6 @@
 """Engine vs the seed-style naive validator, on the same synthetic compaction trace.
 
-    python bench/bench_engine.py [--sizes 1000,10000,100000] [--runs 3] [--naive-budget 60] [--quick] [--out FILE]
+    python -m bench.bench_engine [--sizes 1000,10000,100000] [--runs 3] [--naive-budget 60] [--quick] [--out FILE]
 
 What is measured: events/s of ``Engine.process`` on a ``DictState`` (the engine alone,
 events decoded beforehand) against ``bench.naive_validator.NaiveValidator`` on the
@@ -21,19 +21,15 @@ import sys
 import time
 from collections import Counter, deque
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-# Run as a script from a checkout: the repository root is not on sys.path by itself.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import command_line, loadavg, machine_line, part_footer, say, software_line, write_out  # noqa: E402
-from bench.naive_validator import NaiveValidator  # noqa: E402
-from stream.domain.engine import Engine  # noqa: E402
-from stream.domain.events import OFFLINE  # noqa: E402
-from stream.domain.state import DictState  # noqa: E402
-from stream.offline.replay import replay_lines  # noqa: E402
-from stream.wire import decode_event  # noqa: E402
+from bench.common import command_line, loadavg, machine_line, part_footer, say, software_line, write_out
+from bench.naive_validator import NaiveValidator
+from stream.domain.engine import Engine
+from stream.domain.events import OFFLINE
+from stream.domain.state import DictState
+from stream.offline.replay import replay_lines
+from stream.wire import decode_event
 
 PROHIBITIONS = [f"Do not touch system {i}" for i in range(12)]
 SURVIVAL = {"leaf": 0.71, "section": 0.34, "root": 0.09}

@@ -1,6 +1,6 @@
 """What bounds the worker: the same topics through four consumers, side by side in one run.
 
-``python bench/bench_floor.py [--bootstrap HOST:PORT] [--copies N] [--out FILE]``
+``python -m bench.bench_floor [--bootstrap HOST:PORT] [--copies N] [--out FILE]``
 
 The real-input stream (``--copies`` times, each copy under its own context ids, so
 nothing is a duplicate) is produced once into fresh topics; then, one after the other,
@@ -23,15 +23,29 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (  # noqa: E402
-    PARTITIONS, WorkerProc, copies_of, add_broker_args, broker, command_line, cpu_seconds,
-    create_topics_ready, machine_line, part_footer, pdeathsig, produce_events, say,
-    software_line, topic_set, utc_now, write_out, loadavg,
+from bench.bench_worker import real_events
+from bench.common import (
+    PARTITIONS,
+    REPO,
+    WorkerProc,
+    add_broker_args,
+    broker,
+    command_line,
+    copies_of,
+    cpu_seconds,
+    create_topics_ready,
+    loadavg,
+    machine_line,
+    part_footer,
+    pdeathsig,
+    produce_events,
+    say,
+    software_line,
+    topic_set,
+    utc_now,
+    write_out,
 )
-from bench_worker import real_events  # noqa: E402
-
-from stream.adapters.simulated.model import DEFAULT_TRACES  # noqa: E402
+from stream.adapters.simulated.model import DEFAULT_TRACES
 
 
 async def raw_rate(settings: Any, inputs: tuple[str, str], total: int) -> dict[str, float]:
@@ -60,9 +74,9 @@ def faust_rate(settings: Any, inputs: tuple[str, str], total: int, mode: str, lo
     data = tempfile.mkdtemp(prefix="cg-floor-")
     with open(log, "wb") as err:
         p = subprocess.run(
-            [sys.executable, "-m", "faust", "-A", "floor_app", "--datadir", data, "worker", "-l", "warn",
+            [sys.executable, "-m", "faust", "-A", "bench.floor_app", "--datadir", data, "worker", "-l", "warn",
              "--without-web"],
-            env=env, cwd=Path(__file__).resolve().parent, stdout=err, stderr=err,
+            env=env, cwd=REPO, stdout=err, stderr=err,
             timeout=900, preexec_fn=pdeathsig,
         )
     marks = {}

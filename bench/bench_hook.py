@@ -1,9 +1,9 @@
 """Part 11: the Claude Code hook's time per call, per hook event, on ~200k-token sessions.
 
-    python bench/bench_hook.py                 # 50k and 200k tokens + the 3 biggest DEV transcripts (~9 min, 2 cores)
-    python bench/bench_hook.py --quick         # 20k and 50k tokens (~1 min)
-    python bench/bench_hook.py --sizes 200000 --dev 0 --out part11.md
-    python bench/bench_hook.py --sizes 0 --dev 3          # the real DEV transcripts only
+    python -m bench.bench_hook                 # 50k and 200k tokens + the 3 biggest DEV transcripts (~9 min, 2 cores)
+    python -m bench.bench_hook --quick         # 20k and 50k tokens (~1 min)
+    python -m bench.bench_hook --sizes 200000 --dev 0 --out part11.md
+    python -m bench.bench_hook --sizes 0 --dev 3          # the real DEV transcripts only
 
 More (the module notes): bench/METHODS.md, section ``bench/bench_hook.py``.
 """
@@ -21,10 +21,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import command_line, loadavg, machine_line, report_end, say, software_line, write_out  # noqa: E402
-from stream.devtools.claude_code_player import Player, hook_env, synthetic_session, write_jsonl  # noqa: E402
+from bench.common import command_line, loadavg, machine_line, report_end, say, software_line, write_out
+from stream.devtools.claude_code_player import Player, hook_env, synthetic_session, write_jsonl
 
 DEV = Path(__file__).resolve().parent.parent.parent / "shared" / "real-logs" / "entireio-cli-claude-code"
 

@@ -1,6 +1,6 @@
 """Ingest of a long user message: is reading prohibitions linear in the message's size? (issue 28, item 6)
 
-    python bench/bench_ingest.py [--sizes 1,5] [--form same|distinct] [--runs 1]
+    python -m bench.bench_ingest [--sizes 1,5] [--form same|distinct] [--runs 1]
 
 Writes a Claude Code transcript whose one user message is a run of short prohibitions
 ("don't touch the config. never push to main. ..." — ``same``; or "don't touch module_N.py." with

@@ -1,6 +1,6 @@
 """The peer a user would pick instead: the worker vs a Quix Streams app hosting the same engine.
 
-    python bench/bench_quix.py [--streams real,synthetic] [--runs 2] [--copies 3] [--quick] [--out FILE]
+    python -m bench.bench_quix [--streams real,synthetic] [--runs 2] [--copies 3] [--quick] [--out FILE]
 
 Part 10 of ``make bench``.
 How it measures, and why: bench/METHODS.md "bench_quix.py".
@@ -22,14 +22,29 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import (  # noqa: E402
-    REPO, Poller, WorkerProc, add_broker_args, broker, command_line, copies_of, cpu_seconds, create_topic_set, loadavg,
-    machine_line, pdeathsig, produce_events, read_topic, report_end, say, software_line, topic_set, write_out,
+from bench.common import (
+    REPO,
+    Poller,
+    WorkerProc,
+    add_broker_args,
+    broker,
+    command_line,
+    copies_of,
+    cpu_seconds,
+    create_topic_set,
+    loadavg,
+    machine_line,
+    pdeathsig,
+    produce_events,
+    read_topic,
+    report_end,
+    say,
+    software_line,
+    topic_set,
+    write_out,
 )
-from stream.adapters import encode_event  # noqa: E402
-from stream.offline.replay import replay_lines  # noqa: E402
+from stream.adapters import encode_event
+from stream.offline.replay import replay_lines
 
 QUIX = "Quix Streams app (same engine)"
 WORKER = "checkpoint-guard worker"
@@ -116,7 +131,7 @@ def quix_run(args: argparse.Namespace, settings: Any, tmp: Path, inputs: tuple[s
     t0 = time.monotonic()
     with open(log, "wb") as err:
         p = subprocess.run(
-            [sys.executable, str(REPO / "bench" / "quix_app.py"), "--broker", settings.bootstrap_servers,
+            [sys.executable, "-m", "bench.quix_app", "--broker", settings.bootstrap_servers,
              "--group", f"bq-{tag}", "--inputs", ",".join(inputs), "--outputs", ",".join(outputs),
              "--state-dir", str(state), "--expect", str(total), "--guarantee", args.quix_guarantee],
             cwd=REPO, stdout=subprocess.PIPE, stderr=err, timeout=args.timeout, preexec_fn=pdeathsig,

@@ -1,6 +1,6 @@
 """Replay's memory and time: bounded by the state, not the output; linear line reading (issue 28, items 5, 6).
 
-    python bench/bench_replay.py [--quick] [--cases status,line,verify] [--baseline REV] [--bootstrap HOST:PORT]
+    python -m bench.bench_replay [--quick] [--cases status,line,verify] [--baseline REV] [--bootstrap HOST:PORT]
 
 Each figure is one ``python -m stream replay`` process (peak RSS and CPU from ``wait4``).
 ``status``: a ``--depth`` chain whose bottom leaf's referent is toggled ``--toggles`` times,
@@ -23,10 +23,17 @@ import time
 import uuid
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import (  # noqa: E402
-    REPO, add_broker_args, broker, command_line, loadavg, machine_line, report_end, say, software_line, write_out,
+from bench.common import (
+    REPO,
+    add_broker_args,
+    broker,
+    command_line,
+    loadavg,
+    machine_line,
+    report_end,
+    say,
+    software_line,
+    write_out,
 )
 
 MiB = 1 << 20

@@ -1,6 +1,6 @@
 """Scale-out: one worker vs two workers (one consumer group) on 4 partitions.
 
-    python bench/bench_scaleout.py [--stream real|synthetic] [--runs 3] [--workers 1,2] [--quick] [--out FILE]
+    python -m bench.bench_scaleout [--stream real|synthetic] [--runs 3] [--workers 1,2] [--quick] [--out FILE]
 
 Part 4 of ``make bench``.
 How it measures, and why: bench/METHODS.md "bench_scaleout.py".
@@ -19,14 +19,28 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import (  # noqa: E402
-    PARTITIONS, Poller, WorkerProc, add_broker_args, broker, command_line, copies_of, cpu_seconds, create_topic_set,
-    loadavg, machine_line, partition_counts, produce_events, report_end, say, software_line, topic_set, write_out,
+from bench.common import (
+    PARTITIONS,
+    Poller,
+    WorkerProc,
+    add_broker_args,
+    broker,
+    command_line,
+    copies_of,
+    cpu_seconds,
+    create_topic_set,
+    loadavg,
+    machine_line,
+    partition_counts,
+    produce_events,
+    report_end,
+    say,
+    software_line,
+    topic_set,
+    write_out,
 )
-from stream.adapters import encode_event  # noqa: E402
-from stream.offline.replay import replay_lines  # noqa: E402
+from stream.adapters import encode_event
+from stream.offline.replay import replay_lines
 
 
 def machine_jiffies() -> tuple[int, int]:

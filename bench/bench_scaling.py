@@ -1,7 +1,7 @@
 """How the engine's per-event cost grows with fan-in, the number of artifacts, and the
 size of the adversarial shapes (DESIGN.md §4 "Cost per event" [v2.1]).
 
-    python bench/bench_scaling.py [--dependents 1,100,10000] [--artifacts 1000,100000]
+    python -m bench.bench_scaling [--dependents 1,100,10000] [--artifacts 1000,100000]
                                   [--shapes-scale 1.0] [--quick] [--out FILE]
 
 Pure engine: ``Engine.process`` over a ``DictState`` in this process (no Kafka, no
@@ -23,16 +23,13 @@ import statistics
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import command_line, loadavg, machine_line, part_footer, say, software_line, write_out  # noqa: E402
-from stream.domain.engine import Engine  # noqa: E402
-from stream.domain.events import OFFLINE, ArtifactEvent, CheckpointEvent  # noqa: E402
-from stream.domain.state import DictState  # noqa: E402
-from stream.wire import decode_event  # noqa: E402
+from bench.common import command_line, loadavg, machine_line, part_footer, say, software_line, write_out
+from stream.domain.engine import Engine
+from stream.domain.events import OFFLINE, ArtifactEvent, CheckpointEvent
+from stream.domain.state import DictState
+from stream.wire import decode_event
 
 CTX = "ctx-scale"
 

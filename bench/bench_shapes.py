@@ -1,7 +1,7 @@
 """Adversarial shapes: cost per event at two sizes or more, and a hostile against a friendly
 order (DESIGN.md §4 "Cost per event" [v2.1]; issues 24, 28.3, 28.4).
 
-    python bench/bench_shapes.py [--quick] [--scale 1.0] [--shapes 'chain,hot artifact'] [--out FILE]
+    python -m bench.bench_shapes [--quick] [--scale 1.0] [--shapes 'chain,hot artifact'] [--out FILE]
 
 Each shape (``SHAPES``; what each is and why it is hostile: bench/README.md, *Part 8 in
 detail*) is replayed as ``python -m stream replay --status`` does — ``Replayer.feed`` line
@@ -20,15 +20,12 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import command_line, loadavg, machine_line, part_footer, say, software_line, write_out  # noqa: E402
-from stream.domain.engine import LEDGER_FULL, MAX_LEDGER  # noqa: E402
-from stream.offline.replay import Replayer  # noqa: E402
-from stream.wire import encode  # noqa: E402
+from bench.common import command_line, loadavg, machine_line, part_footer, say, software_line, write_out
+from stream.domain.engine import LEDGER_FULL, MAX_LEDGER
+from stream.offline.replay import Replayer
+from stream.wire import encode
 
 CTX = "ctx-shapes"
 RATIO_GOAL = 10.0

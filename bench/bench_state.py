@@ -1,6 +1,6 @@
 """State at scale: a worker holding N artifacts — fill rate, memory, disk, restore-to-ready.
 
-    python bench/bench_state.py [--artifacts 1000000] [--quick] [--out FILE]
+    python -m bench.bench_state [--artifacts 1000000] [--quick] [--out FILE]
 
 Part 5 of ``make bench``.
 How it measures, and why: bench/METHODS.md "bench_state.py".
@@ -21,13 +21,26 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import (  # noqa: E402
-    Poller, WorkerProc, add_broker_args, broker, command_line, cpu_seconds, create_topic_set, du, loadavg, log_extent,
-    machine_line, mib, report_end, say, software_line, topic_set, write_out,
+from bench.common import (
+    Poller,
+    WorkerProc,
+    add_broker_args,
+    broker,
+    command_line,
+    cpu_seconds,
+    create_topic_set,
+    du,
+    loadavg,
+    log_extent,
+    machine_line,
+    mib,
+    report_end,
+    say,
+    software_line,
+    topic_set,
+    write_out,
 )
-from stream.adapters import encode_event  # noqa: E402
+from stream.adapters import encode_event
 
 RESTORED = re.compile(r"partition (\d+): state restored \((\d+) log entries\) in ([\d.]+)s")
 

@@ -1,6 +1,6 @@
 """End-to-end benchmark of the faust worker on a real local Kafka broker.
 
-    python bench/bench_worker.py [--events N] [--runs R] [--rates 1000,5000] [--out FILE]
+    python -m bench.bench_worker [--events N] [--runs R] [--rates 1000,5000] [--out FILE]
                                  [--quick] [--profile SECONDS] [--phases real,synthetic,latency]
 
 One run, in this order (every figure is printed as one Markdown section at the end,
@@ -36,22 +36,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-# Run as a script from a checkout: the repository root is not on sys.path by itself.
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from aiokafka.errors import KafkaError
 
-from aiokafka.errors import KafkaError  # noqa: E402
-
-from bench.common import (  # noqa: E402
-    command_line, create_topic_set, events_processed, find_py_spy, git_rev, loadavg, machine_info, metric_values,
-    versions, warm_group_coordinator, write_out,
+from bench.common import (
+    command_line,
+    create_topic_set,
+    events_processed,
+    find_py_spy,
+    git_rev,
+    loadavg,
+    machine_info,
+    metric_values,
+    versions,
+    warm_group_coordinator,
+    write_out,
 )
-from stream.devtools import kafka_local  # noqa: E402
-from stream.adapters import SimulationParams, encode_event, load_trajectories, simulate  # noqa: E402
-from stream.kafka_clients import admin, consumer, producer  # noqa: E402
-from stream.offline.replay import replay_lines  # noqa: E402
-from stream.settings import Settings, get_settings  # noqa: E402
+from stream.adapters import SimulationParams, encode_event, load_trajectories, simulate
+from stream.devtools import kafka_local
+from stream.kafka_clients import admin, consumer, producer
+from stream.offline.replay import replay_lines
+from stream.settings import Settings, get_settings
 
+REPO = Path(__file__).resolve().parent.parent
 PARTITIONS = 4
 LATENCY_CONTEXTS = 64
 #: Issue 25's goal per offered rate: p99 event -> alert (s).

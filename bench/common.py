@@ -32,13 +32,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from stream.devtools import kafka_local
+from stream.settings import Settings, get_settings
+
 REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from stream.devtools import kafka_local  # noqa: E402
-from stream.settings import Settings, get_settings  # noqa: E402
-
 PARTITIONS = 4
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -114,8 +111,13 @@ def machine_line() -> str:
     return f"{m['nproc']} CPUs ({m['cpu']}), {m['ram']} RAM"
 
 
+def module_of(script: str) -> str:
+    """The module a bench script runs as: ``bench/x.py`` -> ``bench.x`` (``python -m bench.x``, from the checkout)."""
+    return script.removesuffix(".py").replace("/", ".")
+
+
 def command_line(script: str, argv: list[str]) -> str:
-    """``python bench/x.py ARGS`` with the temporary ``--out``/``--bootstrap`` values elided."""
+    """``python -m bench.x ARGS`` (for ``bench/x.py``) with the temporary ``--out``/``--bootstrap`` values elided."""
     shown: list[str] = []
     skip = False
     for a in argv:
@@ -128,7 +130,7 @@ def command_line(script: str, argv: list[str]) -> str:
         if a.startswith(("--out=", "--bootstrap=", "--broker-data=", "--title=")):
             continue
         shown.append(a)
-    return shlex.join(["python", script, *shown])
+    return shlex.join(["python", "-m", module_of(script), *shown])
 
 
 def part_footer(t_start: float, load_start: str) -> str:

@@ -1,6 +1,6 @@
 """How far the dropped-prohibition alerts of real compaction logs can be trusted.
 
-    python bench/eval_real_logs.py [DIR ...] [--judge rules|model] [--judge-precision LEVEL|all]
+    python -m bench.eval_real_logs [DIR ...] [--judge rules|model] [--judge-precision LEVEL|all]
                                    [--match-threshold X] [--forms explicit,preserve,...] [--sweep 0.4,0.5,...]
                                    [--ablation] [--split N/M] [--json FILE] [--quiet]
 
@@ -24,25 +24,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from stream.adapters import encode_event  # noqa: E402
-from stream.adapters.compaction.claude_code import ClaudeCodeTranscript  # noqa: E402
-from stream.adapters.compaction.cues import DEFAULT_PRECISION, PRECISION_LEVELS  # noqa: E402
-from stream.adapters.compaction.judge import Judge  # noqa: E402
-from stream.adapters.compaction.judge_rules import RulesJudge  # noqa: E402
-from stream.adapters.compaction.openhands import OpenHandsConversation  # noqa: E402
-from stream.adapters.compaction.prohibitions import (  # noqa: E402
+from stream.adapters import encode_event
+from stream.adapters.compaction.claude_code import ClaudeCodeTranscript
+from stream.adapters.compaction.cues import DEFAULT_PRECISION, PRECISION_LEVELS
+from stream.adapters.compaction.judge import Judge
+from stream.adapters.compaction.judge_rules import RulesJudge
+from stream.adapters.compaction.openhands import OpenHandsConversation
+from stream.adapters.compaction.prohibitions import (
     DEFAULT_MATCH_THRESHOLD,
     FORMS,
     ProhibitionMatcher,
     content_words,
     normalize,
 )
-from stream.offline.replay import Replayer  # noqa: E402
+from stream.offline.replay import Replayer
 
+REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DIR = REPO.parent / "shared" / "real-logs"
 NCD = "negative_constraint_dropped"
 SOURCES = {"claude-code-jsonl": "claude-code", "openhands-v1-events": "openhands"}
@@ -427,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
     missing = [r for r in roots if not (r / "labels").is_dir()]
     for r in missing:
         print(f"eval_real_logs: no labelled logs at {r} (expected {r / 'labels'}/*.json and the logs beside it); "
-              "nothing measured there. Pass the directory: python bench/eval_real_logs.py DIR", file=sys.stderr)
+              "nothing measured there. Pass the directory: python -m bench.eval_real_logs DIR", file=sys.stderr)
     roots = [r for r in roots if r not in missing]
     if not roots:
         return 0

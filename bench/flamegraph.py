@@ -1,6 +1,6 @@
 """Folded stacks (``py-spy record --format raw``) -> a self-contained SVG flame graph.
 
-    python bench/flamegraph.py worker.folded worker.svg [--title TEXT] [--min-width 0.001]
+    python -m bench.flamegraph worker.folded worker.svg [--title TEXT] [--min-width 0.001]
 
 Input lines are ``frame;frame;...;frame COUNT`` (root first), the format py-spy's
 ``raw`` output, Brendan Gregg's ``stackcollapse`` tools and speedscope share. The SVG

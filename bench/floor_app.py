@@ -24,7 +24,6 @@ TOPICS = [t for t in os.environ.get("FLOOR_TOPICS", "").split(",") if t]
 
 BROKER = os.environ.get("FLOOR_BROKER", "kafka://127.0.0.1:9092")
 if MODE == "compat":
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
     from stream.worker import compat
 
     extra = {"Stream": compat.BatchStream}

@@ -1,7 +1,7 @@
 """Play real Claude Code transcripts forward through the hook and check it against the batch path.
 
-    python bench/hook_check.py          # every DEV transcript (../shared/real-logs/entireio-cli-claude-code)
-    python bench/hook_check.py DIR_OR_FILE... --stop-every 5 --out hook-check.md
+    python -m bench.hook_check          # every DEV transcript (../shared/real-logs/entireio-cli-claude-code)
+    python -m bench.hook_check DIR_OR_FILE... --stop-every 5 --out hook-check.md
     make hook-check ARGS="--stop-every 5"
 
 For each transcript: its records are appended in order to a fresh file and
@@ -23,12 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import command_line, loadavg, machine_line, report_end, say, write_out  # noqa: E402
-from stream.devtools.claude_code_player import Player, hook_env  # noqa: E402
-from stream.settings import Settings  # noqa: E402
-from stream.offline.replay import replay_lines  # noqa: E402
+from bench.common import command_line, loadavg, machine_line, report_end, say, write_out
+from stream.devtools.claude_code_player import Player, hook_env
+from stream.offline.replay import replay_lines
+from stream.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT = REPO.parent / "shared" / "real-logs" / "entireio-cli-claude-code"

@@ -22,7 +22,7 @@ SECONDS_=${1:-30}
 OUT=${2:-var/bench/profile}
 shift $(( $# > 2 ? 2 : $# ))
 mkdir -p "$OUT"
-"$PY" bench/bench_worker.py --phases '' --profile "$SECONDS_" --profile-stream real \
+"$PY" -m bench.bench_worker --phases '' --profile "$SECONDS_" --profile-stream real \
     --keep-profile "$OUT/worker.folded" --flamegraph "$OUT/worker.svg" \
     --title "Worker profile (py-spy, real stream)" --out "$OUT/report.md" "$@" >/dev/null
 echo "profile: $OUT/report.md, $OUT/worker.svg, $OUT/worker.folded"

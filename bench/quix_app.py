@@ -1,6 +1,6 @@
 """The peer a user would pick instead: the same engine hosted by a Quix Streams application.
 
-    python bench/quix_app.py --broker HOST:PORT --group G --inputs C,A --outputs AL,VE,DL,ST \
+    python -m bench.quix_app --broker HOST:PORT --group G --inputs C,A --outputs AL,VE,DL,ST \
         --state-dir DIR --expect N [--guarantee at-least-once|exactly-once]
 
 Used by ``bench/bench_quix.py`` (part 10).
@@ -11,18 +11,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from stream.domain.engine import Engine  # noqa: E402
-from stream.domain.events import Source  # noqa: E402
-from stream.domain.state import TABLES, plain  # noqa: E402
-from stream.errors import InvalidEvent  # noqa: E402
-from stream.wire import Limits, dead_letter, decode_message, encode, status_key  # noqa: E402
+from stream.domain.engine import Engine
+from stream.domain.events import Source
+from stream.domain.state import TABLES, plain
+from stream.errors import InvalidEvent
+from stream.wire import Limits, dead_letter, decode_message, encode, status_key
 
 ALERT, VERDICT, DEAD, STATUS = range(4)
 _MISSING = object()

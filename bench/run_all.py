@@ -1,10 +1,10 @@
 """Run every benchmark part and write docs/BENCHMARKS.md — what ``make bench`` runs.
 
-    python bench/run_all.py                      # everything, full size (~25 min): docs/BENCHMARKS.md
-    python bench/run_all.py --quick              # smoke-sized (~3 min): var/bench/BENCHMARKS.quick.md
-    python bench/run_all.py --parts 1,6          # some parts only (1-12, see below)
-    python bench/run_all.py --bootstrap HOST:PORT   # use a running broker instead of starting one
-    python bench/run_all.py --update --parts 6,8 # re-run those, keep the other parts of docs/BENCHMARKS.md
+    python -m bench.run_all                      # everything, full size (~25 min): docs/BENCHMARKS.md
+    python -m bench.run_all --quick              # smoke-sized (~3 min): var/bench/BENCHMARKS.quick.md
+    python -m bench.run_all --parts 1,6          # some parts only (1-12, see below)
+    python -m bench.run_all --bootstrap HOST:PORT   # use a running broker instead of starting one
+    python -m bench.run_all --update --parts 6,8 # re-run those, keep the other parts of docs/BENCHMARKS.md
 
 Parts (each is a script that also runs alone, with ``--quick`` for a smoke-sized run):
 
@@ -22,10 +22,16 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import (  # noqa: E402
-    REPO, broker, git_rev, loadavg, machine_info, say, software_line, utc_now,
+from bench.common import (
+    REPO,
+    broker,
+    git_rev,
+    loadavg,
+    machine_info,
+    module_of,
+    say,
+    software_line,
+    utc_now,
 )
 
 KAFKA_PARTS = {2, 3, 4, 5, 7, 9, 10, 12}
@@ -80,14 +86,14 @@ def part_argv(part: int, args: argparse.Namespace) -> tuple[str, list[str]]:
 
 
 def shown(script: str, argv: list[str]) -> str:
-    return shlex.join(["python", script, *argv])
+    return shlex.join(["python", "-m", module_of(script), *argv])
 
 
 def run_part(part: int, args: argparse.Namespace, bootstrap: str | None, tmp: Path,
              broker_data: Path | None = None) -> dict:
     script, argv = part_argv(part, args)
     out = tmp / f"part{part}.md"
-    cmd = [sys.executable, str(REPO / script), *argv, "--title", TITLES[part], "--out", str(out)]
+    cmd = [sys.executable, "-m", module_of(script), *argv, "--title", TITLES[part], "--out", str(out)]
     if part in KAFKA_PARTS and bootstrap:
         cmd += ["--bootstrap", bootstrap]
     if part == 5 and broker_data is not None:
@@ -122,7 +128,7 @@ def _section(r: dict) -> str:
 
 
 def _command(argv: list[str]) -> str:
-    return "make bench" if not argv else f"python bench/run_all.py {' '.join(argv)}"
+    return "make bench" if not argv else f"python -m bench.run_all {' '.join(argv)}"
 
 
 def render(args: argparse.Namespace, argv: list[str], results: list[dict], kafka: str, load_start: str,

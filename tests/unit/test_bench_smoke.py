@@ -2,7 +2,7 @@
 
 Parts 1 (engine vs naive validator) and 6 (cost growth) of ``bench/run_all.py``, at toy
 sizes, in process — a couple of seconds. The Kafka parts are exercised by
-``python bench/run_all.py --quick`` (minutes), not here.
+``python -m bench.run_all --quick`` (minutes), not here.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def test_engine_vs_naive_writes_its_section(tmp_path: Path) -> None:
     assert bench_engine.main(["--sizes", "300", "--runs", "1", "--naive-budget", "5", "--out", str(out)]) == 0
     text = out.read_text()
     assert "| 300 |" in text and "engine/naive" in text
-    assert "Command: `python bench/bench_engine.py --sizes 300 --runs 1 --naive-budget 5`" in text
+    assert "Command: `python -m bench.bench_engine --sizes 300 --runs 1 --naive-budget 5`" in text
     assert "at 300 artifacts per context" in Path(f"{out}.summary").read_text()
 
 
@@ -79,7 +79,7 @@ def test_helpers() -> None:
     assert ideal_speedup([1, 1, 1, 1]) == 2.0
     assert ideal_speedup([3, 1, 1, 1]) == pytest.approx(6 / 4)
     assert command_line("bench/x.py", ["--quick", "--out", "/tmp/a", "--bootstrap", "h:1", "--phases", ""]) == \
-        "python bench/x.py --quick --phases ''"
+        "python -m bench.x --quick --phases ''"
 
 
 def test_state_report_gives_fill_rate_state_log_and_both_restarts() -> None:
@@ -227,7 +227,7 @@ def test_update_rewrites_only_the_parts_run(tmp_path: Path, monkeypatch: pytest.
     assert "old 1 section" in second and "old 8 section" in second and "new 6 section" in second
     assert "old 6" not in second and "new 9 section" in second
     assert "- Date: 2026-12-01 13:27 UTC" in second
-    assert any(line.startswith("- Parts 6, 9 re-run 2026-12-02 05:30 UTC by `python bench/run_all.py --update")
+    assert any(line.startswith("- Parts 6, 9 re-run 2026-12-02 05:30 UTC by `python -m bench.run_all --update")
                for line in lines)
     # a later update of part 6 takes it out of the earlier re-run line
     third = update(second, args, ["--update", "--parts", "6"], [_result(6, "newer 6")], "4.1.1", "3 3 3",
