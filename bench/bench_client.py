@@ -22,19 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import (
-    PARTITIONS,
-    WorkerProc,
-    add_broker_args,
-    broker,
-    command_line,
-    create_topics_ready,
-    loadavg,
-    machine_line,
-    part_footer,
-    proc_status,
-    say,
-    software_line,
-    write_out,
+    PARTITIONS, WorkerProc, add_broker_args, broker, command_line, create_topics_ready, loadavg, machine_line,
+    part_footer, proc_status, say, software_line, write_out,
 )
 from stream import kafka_clients
 from stream.client import AsyncGuard, EventBuilder, Guard, MemoryTransport, StatusView

@@ -17,15 +17,7 @@ import time
 import uuid
 
 from bench.common import (
-    add_broker_args,
-    broker,
-    command_line,
-    loadavg,
-    machine_line,
-    part_footer,
-    say,
-    software_line,
-    write_out,
+    add_broker_args, broker, command_line, loadavg, machine_line, part_footer, say, software_line, write_out,
 )
 
 

@@ -25,25 +25,9 @@ from typing import Any
 
 from bench.bench_worker import real_events
 from bench.common import (
-    PARTITIONS,
-    REPO,
-    WorkerProc,
-    add_broker_args,
-    broker,
-    command_line,
-    copies_of,
-    cpu_seconds,
-    create_topics_ready,
-    loadavg,
-    machine_line,
-    part_footer,
-    pdeathsig,
-    produce_events,
-    say,
-    software_line,
-    topic_set,
-    utc_now,
-    write_out,
+    PARTITIONS, REPO, WorkerProc, copies_of, add_broker_args, broker, command_line, cpu_seconds,
+    create_topics_ready, machine_line, part_footer, pdeathsig, produce_events, say,
+    software_line, topic_set, utc_now, write_out, loadavg,
 )
 from stream.adapters.simulated.model import DEFAULT_TRACES
 

@@ -24,16 +24,7 @@ import uuid
 from pathlib import Path
 
 from bench.common import (
-    REPO,
-    add_broker_args,
-    broker,
-    command_line,
-    loadavg,
-    machine_line,
-    report_end,
-    say,
-    software_line,
-    write_out,
+    REPO, add_broker_args, broker, command_line, loadavg, machine_line, report_end, say, software_line, write_out,
 )
 
 MiB = 1 << 20

@@ -20,24 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import (
-    PARTITIONS,
-    Poller,
-    WorkerProc,
-    add_broker_args,
-    broker,
-    command_line,
-    copies_of,
-    cpu_seconds,
-    create_topic_set,
-    loadavg,
-    machine_line,
-    partition_counts,
-    produce_events,
-    report_end,
-    say,
-    software_line,
-    topic_set,
-    write_out,
+    PARTITIONS, Poller, WorkerProc, add_broker_args, broker, command_line, copies_of, cpu_seconds, create_topic_set,
+    loadavg, machine_line, partition_counts, produce_events, report_end, say, software_line, topic_set, write_out,
 )
 from stream.adapters import encode_event
 from stream.offline.replay import replay_lines

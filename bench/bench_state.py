@@ -22,23 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import (
-    Poller,
-    WorkerProc,
-    add_broker_args,
-    broker,
-    command_line,
-    cpu_seconds,
-    create_topic_set,
-    du,
-    loadavg,
-    log_extent,
-    machine_line,
-    mib,
-    report_end,
-    say,
-    software_line,
-    topic_set,
-    write_out,
+    Poller, WorkerProc, add_broker_args, broker, command_line, cpu_seconds, create_topic_set, du, loadavg, log_extent,
+    machine_line, mib, report_end, say, software_line, topic_set, write_out,
 )
 from stream.adapters import encode_event
 

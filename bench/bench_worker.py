@@ -39,17 +39,8 @@ from typing import Any
 from aiokafka.errors import KafkaError
 
 from bench.common import (
-    command_line,
-    create_topic_set,
-    events_processed,
-    find_py_spy,
-    git_rev,
-    loadavg,
-    machine_info,
-    metric_values,
-    versions,
-    warm_group_coordinator,
-    write_out,
+    command_line, create_topic_set, events_processed, find_py_spy, git_rev, loadavg, machine_info, metric_values,
+    versions, warm_group_coordinator, write_out,
 )
 from stream.adapters import SimulationParams, encode_event, load_trajectories, simulate
 from stream.devtools import kafka_local

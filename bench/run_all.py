@@ -23,15 +23,7 @@ import time
 from pathlib import Path
 
 from bench.common import (
-    REPO,
-    broker,
-    git_rev,
-    loadavg,
-    machine_info,
-    module_of,
-    say,
-    software_line,
-    utc_now,
+    REPO, broker, git_rev, loadavg, machine_info, module_of, say, software_line, utc_now,
 )
 
 KAFKA_PARTS = {2, 3, 4, 5, 7, 9, 10, 12}
