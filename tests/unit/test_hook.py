@@ -144,7 +144,10 @@ def test_the_text_handed_back_is_ascii_escaped_json_whatever_the_rule_and_stdout
         if r["type"] == "user" and isinstance(r["message"]["content"], str) and not r.get("isCompactSummary"):
             r["message"]["content"] = r["message"]["content"].replace("Never push to the main branch.", rule)
     source = write_jsonl(records, tmp_path / "source" / "5e55a000-0000-4000-8000-0000000000a5.jsonl")
-    player = Player(source, tmp_path / "projects" / source.name, env_for(tmp_path, PYTHONIOENCODING="ascii"))
+    # balanced: the rule's drop cue (not-quoted: a rule in two scripts is not read as English, so no trace share
+    # tells that nothing of it is left) alerts only from that level on; this test is about the text's escaping
+    env = env_for(tmp_path, PYTHONIOENCODING="ascii", CG_JUDGE_PRECISION="balanced")
+    player = Player(source, tmp_path / "projects" / source.name, env)
     player.play()
     assert_protocol_kept(player)
     [start] = [c for c in player.calls if c.event == "SessionStart"]
