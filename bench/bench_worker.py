@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import ctypes
 import datetime as dt
 import json
 import logging
@@ -39,8 +38,8 @@ from typing import Any
 from aiokafka.errors import KafkaError
 
 from bench.common import (
-    command_line, create_topic_set, events_processed, find_py_spy, git_rev, loadavg, machine_info, metric_values,
-    versions, warm_group_coordinator, write_out,
+    WorkerProc, command_line, cpu_seconds, create_topic_set, find_py_spy, git_rev, loadavg, machine_info,
+    metric_values, pdeathsig, say, versions, warm_group_coordinator, write_out,
 )
 from stream.adapters import SimulationParams, encode_event, load_trajectories, simulate
 from stream.devtools import kafka_local
@@ -55,11 +54,6 @@ LATENCY_CONTEXTS = 64
 GOALS = {1000: 0.050, 5000: 0.250}
 POLL = 0.1  # s between committed-offset polls
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def say(msg: str) -> None:
-    """Progress on stderr (the report goes to stdout)."""
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
 # ============================================================================ the streams
@@ -216,19 +210,6 @@ class Stream:
 
 # ============================================================================ process helpers
 
-def _pdeathsig() -> None:
-    """Child: get SIGKILL when the parent dies (no orphan worker after a kill -9)."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of a process (all its threads), seconds."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-
 def machine_cpu() -> tuple[float, float]:
     """(busy, total) jiffies of the whole machine, from /proc/stat."""
     with open("/proc/stat") as f:
@@ -247,82 +228,31 @@ def main_sched(pid: int) -> tuple[int, int]:
         return 0, 0
 
 
-class Worker:
-    """One ``python -m stream worker -l warn`` subprocess with its own app id, topics, data dir."""
-
-    live: list[Worker] = []
+class Worker(WorkerProc):
+    """One ``python -m stream worker`` subprocess of this bench: :class:`bench.common.WorkerProc` with the
+    bench's data dir and log (a fresh log each start), the data dir removed at stop."""
 
     def __init__(self, bench: Bench, app_id: str, inputs: tuple[str, str], outputs: tuple[str, str, str]) -> None:
+        super().__init__(bench.settings, app_id, inputs, outputs, bench.tmp / f"data-{app_id}",
+                         bench.tmp / f"{app_id}.log", loglevel=bench.args.worker_loglevel)
         self.bench = bench
-        self.app_id = app_id
-        self.inputs = inputs
-        self.outputs = outputs
-        self.data_dir = bench.tmp / f"data-{app_id}"
-        self.log_path = bench.tmp / f"{app_id}.log"
-        self.proc: subprocess.Popen | None = None
-        self.started_at = 0.0
-        self.web_port = kafka_local.free_ports(1)[0]
 
     def metric(self, name: str, timeout: float = 1.0) -> dict[str, float]:
         """``{labels: value}`` of ``checkpoint_guard_<name>`` at /metrics ({} while it does not answer)."""
         return metric_values(self.web_port, name, timeout)
 
-    def events_processed(self) -> int:
-        """Events whose outputs were handed to the producer (``events_total``, all outcomes but buffered)."""
-        return events_processed(self.web_port)
-
-    def env(self) -> dict[str, str]:
-        env = dict(os.environ)
-        env.update({
-            "CG_BROKER": self.bench.settings.broker, "CG_APP_ID": self.app_id,
-            "CG_PARTITIONS": str(PARTITIONS),
-            "CG_COMPACTION_TOPIC": self.inputs[0], "CG_ARTIFACT_TOPIC": self.inputs[1],
-            "CG_ALERTS_TOPIC": self.outputs[0], "CG_VERDICTS_TOPIC": self.outputs[1],
-            "CG_DEADLETTER_TOPIC": self.outputs[2], "CG_STATUS_TOPIC": self.outputs[3],
-            "CG_DATA_DIR": str(self.data_dir),
-            "CG_WEB_PORT": str(self.web_port),
-        })
-        return env
-
     def start(self) -> Worker:
-        env = self.env()
-        self._log = open(self.log_path, "wb")
-        self.started_at = time.monotonic()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "stream", "worker", "-l", self.bench.args.worker_loglevel,
-             "--web-port", env["CG_WEB_PORT"]],
-            env=env, cwd=REPO, stdout=self._log, stderr=subprocess.STDOUT,
-            start_new_session=True, preexec_fn=_pdeathsig,
-        )
-        Worker.live.append(self)
+        self.log_path.unlink(missing_ok=True)
+        super().start()
         return self
 
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
     def log_tail(self, n: int = 30) -> str:
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+        return super().log_tail(n)
 
-    def stop(self, timeout: float = 30) -> None:
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(10)
-        self._log.close()
-        if self in Worker.live:
-            Worker.live.remove(self)
+    def stop(self, timeout: float = 30) -> float:
+        took = super().stop(timeout)
         shutil.rmtree(self.data_dir, ignore_errors=True)
+        return took
 
 
 # ============================================================================ measurements
@@ -741,7 +671,7 @@ class Bench:
             return None
 
     def stop_all(self) -> None:
-        for w in list(Worker.live):
+        for w in list(WorkerProc.live):
             with contextlib.suppress(Exception):
                 w.stop()
         if self.broker is not None:
@@ -802,7 +732,7 @@ class Bench:
                 spy.append(subprocess.Popen(
                     [find_py_spy() or "py-spy", "record", "--pid", str(w.pid), "--format", "raw", "--nonblocking",
                      "--duration", str(int(profile)), "--rate", "100", "-o", str(spy_file)],
-                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=_pdeathsig))
+                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=pdeathsig))
 
         try:
             d = asyncio.run(wait_drained(self, w, self.args.timeout, first_progress,
@@ -887,7 +817,7 @@ class Bench:
                 spy.append(subprocess.Popen(
                     [find_py_spy() or "py-spy", "record", "--pid", str(w.pid), "--format", "raw", "--nonblocking",
                      "--duration", str(int(profile)), "--rate", "100", "-o", str(spy_file)],
-                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=_pdeathsig))
+                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=pdeathsig))
             cpu0, t0, sch0 = cpu_seconds(w.pid), time.monotonic(), main_sched(w.pid)
             send_secs = asyncio.run(_paced_send(self.settings, inputs[1], contexts, rate,
                                                 self.args.latency_seconds, stamps))
@@ -1316,7 +1246,7 @@ def main(argv: list[str] | None = None) -> int:
                 line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 say(f"{name} FAILED: {exc}")
                 bench.results["errors"].append(f"{name}: {line}")
-                for w in list(Worker.live):
+                for w in list(WorkerProc.live):
                     w.stop()
     finally:
         bench.stop_all()
