@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -612,7 +613,30 @@ def _compile(lang: str, spec: dict[str, list[tuple[str, ...]]]) -> ForeignTable:
     return ForeignTable(lang, ins, veto)
 
 
-FOREIGN: dict[str, ForeignTable] = {lang: _compile(lang, spec) for lang, spec in _FOREIGN_SPEC.items()}
+class _Tables(Mapping[str, ForeignTable]):
+    """The tables by language, each compiled on its first use (most texts need none or one)."""
+
+    def __init__(self, spec: dict[str, dict[str, list[tuple[str, ...]]]]) -> None:
+        self._spec = spec
+        self._compiled: dict[str, ForeignTable] = {}
+
+    def __getitem__(self, lang: str) -> ForeignTable:
+        table = self._compiled.get(lang)
+        if table is None:
+            table = self._compiled[lang] = _compile(lang, self._spec[lang])
+        return table
+
+    def __contains__(self, lang: object) -> bool:
+        return lang in self._spec
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._spec)
+
+    def __len__(self) -> int:
+        return len(self._spec)
+
+
+FOREIGN: Mapping[str, ForeignTable] = _Tables(_FOREIGN_SPEC)
 
 #: Structural and matcher cues of the carry decision (language-free unless noted).
 CARRY_CUES: tuple[Cue, ...] = (

@@ -8,7 +8,53 @@ implements are written down in ``docs/REAL_LOGS.md`` ("What counts").
 
 Extraction, in three steps:
 
-More (the module notes): docs/COMPACTION_LOGS.md, section ``stream/adapters/compaction/prohibitions.py``.
+1. **Text**: pasted material is dropped before anything is read — code fences, quoted
+   lines (``> ...``), tool/terminal output and logs (an output prefix such as ``ok`` or
+   ``note`` needs ``:``, a tab or two spaces after it), wrapper tags of slash commands and
+   local shell commands (their ``<command-args>`` are kept), system reminders, tables, the
+   paragraph a lead-in announces as someone else's text ("We got this issue from a user:").
+   A plan is read as markdown: its headings name sections, and sections that describe
+   (context, bug analysis, verification, tests, expected output) only contribute
+   explicit imperatives.
+2. **Segmentation** (:func:`sentences`): lines (pictograph bullets are list items), then
+   sentence ends (``.``/``!``/``?``, also before a lower-case word, but not after an
+   abbreviation, inside inline code or a file name; spoken fillers dropped), then clauses
+   (``;``, a spaced dash, ``, but``, ``and``/``or``/``so`` before a new subject or a
+   negation, a comma before a new subject or a new imperative, a new "I want / I'll" in
+   unpunctuated dictation); parentheticals are read as clauses of their own. A question is
+   judged per clause: only the clause that asks is a question (a tag "..., ok?" asks nothing).
+3. **Classification** (:func:`classify`): a clause is a prohibition when, after leading
+   discourse markers ("ok", "also", "no,", "please", ...), it is an imperative negation
+   addressed to the agent — ``don't``/``do not``/``never`` + verb, ``let's not``,
+   ``avoid``/``stop`` + verb, ``no`` + gerund, ``you/we must not``/``shouldn't``,
+   ``we won't``, ``<anything> must not``, ``please not V``, ``it'd be best / try / make
+   sure not to V``, hedged and indirect forms ("I'd rather not", "it would be great if we
+   could avoid", "is it ok if you don't ...?"), ``X is forbidden / off-limits``, ``leave
+   ... alone / as it is``, ``keep it local/private``, ``<it> should not be <done>``, ``<it>
+   needs no X``, a ``no X`` item in a list of decisions, said with a scope or force ("in
+   this PR", "ever", "pls") or followed by what to do instead — or one of the extra
+   forms (:data:`FORMS`): ``preserve`` (keep the existing X, keep X working, X has to keep
+   working, I'd rather stay on X), ``contrastive`` (a
+   directive "..., not Y"), ``defer`` (an explicit deferral), ``restraint`` (the user
+   keeps the action: "I'll do that manually", "ask before ..."), ``implicit`` (a decline:
+   "no, ignore this part"). Never a prohibition: a question, an opinion ("I don't
+   think"), possibility or non-necessity ("may not", "don't have to", "no need to"), a
+   dismissal ("never mind", "don't worry"), a description (a cue that is not in
+   imperative position: "X is never called").
+
+Matching (:meth:`ProhibitionMatcher.judge`): a prohibition's key is its verb and the thing
+it acts on (markers, a reason after a comma, a trailing ``when``/``until`` clause away);
+words are compared by stem after normalizing paths, ``snake_case``, hyphens, contractions,
+short forms ("deps", "repo") and ``un-X-ed`` participles, with a small table of verb classes
+(:data:`VERB_CLASSES`). An answer that names no thing ("not in this phase") is keyed on the
+action of the question it answers (:attr:`Prohibition.about`).
+
+Every prohibition is tagged with its ``source`` (``user``, ``plan``, ``rule_file``,
+``system``) and where it was read (``line`` of a transcript, ``event`` of a
+conversation) — informational fields of the wire constraint object; its ``id`` is a
+hash of the normalized clause, so the same clause said twice is one constraint.
+
+Plain Python: the standard library and Snowball's English stemmer (``snowballstemmer``).
 """
 
 from __future__ import annotations
@@ -23,6 +69,28 @@ from typing import Any
 import snowballstemmer
 
 from stream.domain.keys import text_key
+
+
+class _Lazy:
+    """A module regex compiled on its first use, then put in its global's place (imports stay cheap:
+    a hook call compiles only the patterns it runs); ``.pattern`` needs no compiling."""
+
+    __slots__ = ("name", "pattern", "flags_given", "compiled")
+    name: str
+    pattern: str
+    flags_given: int
+    compiled: re.Pattern[str] | None
+
+    def __init__(self, name: str, pattern: str, flags: int = 0) -> None:
+        self.name, self.pattern, self.flags_given, self.compiled = name, pattern, flags, None
+
+    def __getattr__(self, attr: str) -> Any:
+        compiled = self.compiled
+        if compiled is None:
+            compiled = self.compiled = re.compile(self.pattern, self.flags_given)
+            globals()[self.name] = compiled
+        return getattr(compiled, attr)
+
 
 #: Default share of a prohibition's key words a summary sentence (with a cue of the
 #: same polarity) must contain to count as carrying it. ``--match-threshold`` sets it.
@@ -83,21 +151,21 @@ def make_prohibition(text: str, *, source: str = "user", form: str = "explicit",
 # --------------------------------------------------------------------------- step 1: text
 
 
-_WRAPPER = re.compile(
+_WRAPPER = _Lazy("_WRAPPER",
     r"<(system-reminder|local-command-stdout|local-command-stderr|local-command-caveat|bash-input|bash-stdout|"
     r"bash-stderr|command-message|command-name|task-notification|agent-notification|user-prompt-submit-hook|"
     r"teammate-message|"
     r"[a-z]+-notification)\b[^>]*>.*?(?:</\1>|\Z)",
     re.IGNORECASE | re.DOTALL,
 )
-_ARGS = re.compile(r"</?command-args>", re.IGNORECASE)
+_ARGS = _Lazy("_ARGS", r"</?command-args>", re.IGNORECASE)
 _NOT_WORDS = (
     "[Request interrupted", "Operation stopped by hook", "Caveat:", "This session is being continued",
     "Base directory for this skill",
 )
-_FENCE = re.compile(r"^\s*(```|~~~)")
+_FENCE = _Lazy("_FENCE", r"^\s*(```|~~~)")
 #: Lines that are output pasted into a message, not words addressed to the agent.
-_PASTED = re.compile(
+_PASTED = _Lazy("_PASTED",
     r"^\s*(?:[│╭╰├└┌┐┘┬┴┼─━⎿⏺❯▶●○◆■→↳⋮]|\$\s|#\s*\$|>>>|\+\+\+|---\s|@@|[+-]\t|=== |\{\s*\"|\[\s*\{|\"[\w-]+\"\s*:|"
     r"(?:fatal|error|warning|panic|hint|remote|note|go|npm|ok|FAIL|PASS|---\s?FAIL|E\d{3,})(?::|\t|\s{2,}|$)|"
     r"npm\s+(?:ERR!|WARN|warn|notice)(?:\s|$)|Traceback\b|"
@@ -110,16 +178,17 @@ _PASTED = re.compile(
     r"Referer|Pragma|Vary|Expires|Location):\s|[a-z][a-z0-9]*(?:[_.-][a-z0-9]+)+\s*[:=]\s|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=)",
 )
 #: A message that opens by announcing that what it holds is someone else's output ("These are all logs I got ...").
-_PASTE_OPENING = re.compile(
+_PASTE_OPENING = _Lazy(
+    "_PASTE_OPENING",
     r"^(?:(?:these|those)\s+are|here\s+(?:are|is)|this\s+is|i\s+(?:got|get|see)|got)\b[^.!?\n]{0,40}?"
     r"\b(?:logs?|output|errors?|warnings?|traces?|stack\s*traces?|console)\b",
     re.I,
 )
 #: A review comment pasted from a bot (title, "High Severity", body, "Fix in ..."): someone else's words.
-_REVIEW_SEVERITY = re.compile(r"^(?:low|medium|high|critical)\s+severity$", re.IGNORECASE)
-_REVIEW_END = re.compile(r"^(?:fix in (?:cursor|web)|<!--|---+$)", re.IGNORECASE)
+_REVIEW_SEVERITY = _Lazy("_REVIEW_SEVERITY", r"^(?:low|medium|high|critical)\s+severity$", re.IGNORECASE)
+_REVIEW_END = _Lazy("_REVIEW_END", r"^(?:fix in (?:cursor|web)|<!--|---+$)", re.IGNORECASE)
 #: A lead-in that announces someone else's text on the lines below it (not "my notes:").
-_PASTE_LEAD = re.compile(
+_PASTE_LEAD = _Lazy("_PASTE_LEAD",
     r"\b(?:here'?s|here\s+(?:is|are)|this\s+is|these\s+are|got|received|(?:wrote|said|sent|reported|commented|posted|says)|"
     r"from|pasting|pasted|copied|copy|quot(?:e|ing))\b(?![^:]*\b(?:my|our|mine)\b)[^.!?:]{0,60}\b(?:issues?|bug\s+reports?|reports?|"
     r"tickets?|errors?|logs?|output|traces?|traceback|stack\s*trace|reviews?|comments?|messages?|e-?mails?|feedback|"
@@ -127,17 +196,19 @@ _PASTE_LEAD = re.compile(
     r"review|comment|e-?mail|message)\s+(?:says|reads|is)\s*:\s*$",
     re.IGNORECASE,
 )
-_PASTE_TITLE = re.compile(r"^(?:title|subject)\s*:\s+\S", re.IGNORECASE)
+_PASTE_TITLE = _Lazy("_PASTE_TITLE", r"^(?:title|subject)\s*:\s+\S", re.IGNORECASE)
 #: A long user-side message that opens by casting its reader in a role ("You are the coordinator of ...") is a prompt
 #: template a tool wrote (a swarm launcher, a command file), not the user's typed words.
-_ROLE_OPENING = re.compile(
+_ROLE_OPENING = _Lazy(
+    "_ROLE_OPENING",
     r"^\W{0,6}(?:(?:you\s+are|you're|you\s+will\s+act\s+as|act\s+as)\s+(?:a|an|the)|tu\s+es\s+(?:un|une|le|la)|vous\s+êtes\s+(?:un|une|le|la)|"
     r"du\s+bist\s+(?:ein|eine|der|die|das)|eres\s+(?:un|una|el|la)|sei\s+(?:un|una|il|la)|você\s+é\s+(?:um|uma|o|a)|ты\s+—?\s*\w+)\s+\w"
     r"|^\W{0,6}(?:あなたは|你是|당신은)", re.IGNORECASE | re.MULTILINE)
 _PROMPT_MESSAGE_CHARS = 2_000
 #: A lead-in to a prompt the user writes for another model (an agent being built): the indented lines under it are
 #: that model's instructions, not the user's to this agent ("System Prompt:", "Description for Orchestrator routing:").
-_PROMPT_LEAD = re.compile(
+_PROMPT_LEAD = _Lazy(
+    "_PROMPT_LEAD",
     r"^(?:[-*]\s+)?(?:\*\*)?(?:(?:system|user|developer|assistant|agent|tool|router)\s*)?prompt(?:\s+(?:text|template))?\s*(?:\(\w+\))?"
     r"(?:\*\*)?\s*:(?:\*\*)?\s*$|^(?:description|instructions?|rules?)\s+(?:for|of)\s+(?:the\s+)?(?:[\w-]+\s+){0,3}?"
     r"(?:agent|model|orchestrator|llm|bot|routing|sub-?agent|assistant)\b[^:]{0,40}:\s*$|"
@@ -145,25 +216,25 @@ _PROMPT_LEAD = re.compile(
     re.IGNORECASE,
 )
 #: A list item's marker: a dash or number, or a pictograph used as a bullet ("❌ no unwrap", "✅ tests").
-_LIST_ITEM = re.compile(
-    r"^\s*(?:[-*+•]|\d+[.)]|[a-zA-Z][.)]|[\u2190-\u21ff\u2600-\u27bf\U0001f000-\U0001faff]\ufe0f?)\s+"
+_LIST_ITEM = _Lazy(
+    "_LIST_ITEM", r"^\s*(?:[-*+•]|\d+[.)]|[a-zA-Z][.)]|[\u2190-\u21ff\u2600-\u27bf\U0001f000-\U0001faff]\ufe0f?)\s+"
 )
-_HEADING = re.compile(r"^\s*#{1,6}\s+(.*)$")
+_HEADING = _Lazy("_HEADING", r"^\s*#{1,6}\s+(.*)$")
 #: Plan sections that describe rather than direct: there, only explicit imperatives count.
-_DIRECTIVE_SECTION = re.compile(
+_DIRECTIVE_SECTION = _Lazy("_DIRECTIVE_SECTION",
     r"\b(?:step|fix|implement\w*|change|add|update|approach|plan|design|decisions?|solution|tasks?|todo|remove|"
     r"create|refactor|migrat\w*|write|wire|rules?|constraints?|requirements?|guidelines?|scope|do|don'?t|must|"
     r"phase|stage|part|milestone|deliverables?|work|changes)\b",
     re.IGNORECASE,
 )
-_DESCRIPTIVE_SECTION = re.compile(
+_DESCRIPTIVE_SECTION = _Lazy("_DESCRIPTIVE_SECTION",
     r"\b(?:context|background|overview|summary|problem|bugs?\b|analysis|root cause|cause|current|existing|"
     r"motivation|why|risks?|architecture|output|differences?|notes?|what'?s (?:already )?done|status|"
     r"references?|files?|critical files|appendix|observed|symptoms?|diagnosis|findings)\b",
     re.IGNORECASE,
 )
 #: ... and these describe whatever else their heading says (test setups, expected outcomes).
-_TEST_SECTION = re.compile(
+_TEST_SECTION = _Lazy("_TEST_SECTION",
     r"\b(?:verification|verify|testing|tests?|test plan|tdd|expected|edge cases?|target output|examples?|"
     r"scenarios?|acceptance|manual check|how to check)\b",
     re.IGNORECASE,
@@ -299,11 +370,15 @@ def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, 
     yield from flush()
 
 
-_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
-_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_TABLE_ROW = _Lazy("_TABLE_ROW", r"^\s*\|.*\|\s*$")
+_TABLE_RULE = _Lazy("_TABLE_RULE", r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
 #: A table column of things not to do, by its header ("Don't", "Avoid", "❌ Never").
-_NEGATED_HEADER = re.compile(r"^(?:don'?ts?|do\s+not|never|avoid|must\s+not|won'?t(?:\s+do)?|not\s+allowed|forbidden|"
-                             r"prohibited|off[- ]limits|no[- ]go|not\s+ok(?:ay)?)$", re.I)
+_NEGATED_HEADER = _Lazy(
+    "_NEGATED_HEADER",
+    r"^(?:don'?ts?|do\s+not|never|avoid|must\s+not|won'?t(?:\s+do)?|not\s+allowed|forbidden|"
+    r"prohibited|off[- ]limits|no[- ]go|not\s+ok(?:ay)?)$",
+    re.I,
+)
 
 
 def _cells(row: str) -> list[str]:
@@ -352,22 +427,22 @@ def _looks_like_code(line: str) -> bool:
     return prose / len(s) < 0.6
 
 
-_PROSE_CHARS = re.compile(r"[^\W\d_]+|\s+")
+_PROSE_CHARS = _Lazy("_PROSE_CHARS", r"[^\W\d_]+|\s+")
 
 
 # --------------------------------------------------------------------------- step 2: segmentation
 
 
 #: Spoken fillers ("um", "uh"): not words of the message (dictated text has them between its clauses).
-_FILLER = re.compile(r"\b(?:u+m+|u+h+|uhm+|erm+|er)\b,?\s*", re.IGNORECASE)
+_FILLER = _Lazy("_FILLER", r"\b(?:u+m+|u+h+|uhm+|erm+|er)\b,?\s*", re.IGNORECASE)
 _ABBREV = frozenset(
     "e.g i.e etc vs cf approx incl esp resp viz al fig no nr mr mrs ms dr st jr sr inc ltd co".split()
 )
-_CODE_SPAN = re.compile(r"`[^`\n]*`")
-_BOUNDARY = re.compile(r"(?<=[.!?…])[\"')\]]*\s+")
+_CODE_SPAN = _Lazy("_CODE_SPAN", r"`[^`\n]*`")
+_BOUNDARY = _Lazy("_BOUNDARY", r"(?<=[.!?…])[\"')\]]*\s+")
 
 
-_PROTECTED = re.compile(r"\x00(\d+)\x00")
+_PROTECTED = _Lazy("_PROTECTED", r"\x00(\d+)\x00")
 
 
 def sentences(line: str) -> list[str]:
@@ -430,7 +505,7 @@ _ACTION = "|".join(sorted(ACTION_VERBS, key=len, reverse=True))
 _BARE_ACTION = "|".join(sorted(_BARE_ACTION_VERBS, key=len, reverse=True))
 _DETERMINER = r"(?:the|a|an|any|this|that|these|those|my|our|your|its|their|anything|it|them)"
 
-_PAREN = re.compile(r"\(([^()]{3,200})\)")
+_PAREN = _Lazy("_PAREN", r"\(([^()]{3,200})\)")
 _SUBJECT_PRONOUN = r"(?:i|we|you|they|he|she|it|there|that|this)(?:'(?:ll|d|m|re|ve|s)|s)?"
 _FINITE = (r"(?:is|are|was|were|isn'?t|aren'?t|wasn'?t|weren'?t|do|does|did|don'?t|doesn'?t|didn'?t|has|have|had|"
            r"will|won'?t|would|can|can'?t|could|should|shall|must|needs?|still|already|never|always|only|also|just)")
@@ -440,11 +515,12 @@ _PURPOSE_NEG = (
     r"(?:doesn'?t|does\s+not|don'?t|do\s+not|won'?t|will\s+not|never|can'?t|cannot|can\s+not|isn'?t|aren'?t|"
     r"is\s+not|are\s+not|gets?\s+no)"
 )
-_PURPOSE_NOT = re.compile(rf"^so\s+(?:that\s+)?{_PURPOSE_SUBJECT}\s+{_PURPOSE_NEG}\s+(?:ever\s+)?"
+_PURPOSE_NOT = _Lazy("_PURPOSE_NOT", rf"^so\s+(?:that\s+)?{_PURPOSE_SUBJECT}\s+{_PURPOSE_NEG}\s+(?:ever\s+)?"
                           r"(?!need\b|have\s+to\b|matter\b|work\b|fail\b|crash\b|happen\b|exist\b|know\b|see\b|notice\b|forget\b|miss\b|"
                           r"(?:break|mess\s+up|screw\s+up)\s+(?:things|anything|stuff|everything|it|something)\b)[a-z]",
                           re.IGNORECASE)
-_CLAUSE_SPLIT = re.compile(
+_CLAUSE_SPLIT = _Lazy(
+    "_CLAUSE_SPLIT",
     r"\s*(?:;|\s[—–]\s|\s--?\s|:\s+|,\s*but\s+|\s+but\s+(?=(?:also\s+)?(?:don'?t|do not|never|not|no|let'?s|please|we|"
     r"you|i|it|just|ideally|preferably)\b)|"
     r",?\s+(?=so\s+(?:that\s+)?" + _PURPOSE_SUBJECT + r"\s+" + _PURPOSE_NEG + r"\s)|"
@@ -465,15 +541,18 @@ _CLAUSE_SPLIT = re.compile(
 )
 
 
-_INTERJECTION = re.compile(r"\b((?:do\s+not|don'?t|dont|never)(?:\s+ever)?)\s*,\s*[^,]{1,40}?,\s*"
+_INTERJECTION = _Lazy("_INTERJECTION", r"\b((?:do\s+not|don'?t|dont|never)(?:\s+ever)?)\s*,\s*[^,]{1,40}?,\s*"
                            r"(?=(?!(?:do\s+not|don'?t|dont|never)\b)[a-z])", re.IGNORECASE)
 #: A lead that puts what follows its ":" out of scope: "Not in this PR: the router refactor".
-_SCOPE_LEAD = re.compile(
+_SCOPE_LEAD = _Lazy(
+    "_SCOPE_LEAD",
     r"^(?:not\s+(?:in|for)\s+(?:this|the\s+current)\s+\w+|out\s+of\s+scope(?:\s+for\s+now)?|non-goals?|"
     r"keep\s+(?:unchanged|untouched|as[- ]is|intact)|(?:do\s+not|don'?t)\s+change)$",
     re.I,
 )
-_CONDITION_START = re.compile(r"^(?:if|when|unless|once|before|after|while|until|whenever|in\s+case)\b", re.I)
+_CONDITION_START = _Lazy(
+    "_CONDITION_START", r"^(?:if|when|unless|once|before|after|while|until|whenever|in\s+case)\b", re.I
+)
 
 
 @lru_cache(maxsize=16_384)
@@ -543,8 +622,10 @@ def _clauses_uncached(sentence: str) -> list[tuple[str, bool]]:
     return out
 
 
-_PLURAL_SUBJECT = re.compile(r"^(?:we|i|you|they|these|those|people|users)\s+\w", re.I)
-_SINGULAR_SUBJECT = re.compile(r"^(?:it|this|that|he|she|there|the\s+\w+|our\s+\w+|my\s+\w+)\s+\w", re.I)
+_PLURAL_SUBJECT = _Lazy("_PLURAL_SUBJECT", r"^(?:we|i|you|they|these|those|people|users)\s+\w", re.I)
+_SINGULAR_SUBJECT = _Lazy(
+    "_SINGULAR_SUBJECT", r"^(?:it|this|that|he|she|there|the\s+\w+|our\s+\w+|my\s+\w+)\s+\w", re.I
+)
 
 
 def _shares_subject(before: str, after: str) -> bool:
@@ -563,25 +644,33 @@ def _shares_subject(before: str, after: str) -> bool:
     return False
 
 
-_DECISIONS_LEAD = re.compile(
+_DECISIONS_LEAD = _Lazy(
+    "_DECISIONS_LEAD",
     r"\b(?:decisions?|constraints?|requirements?|rules?|non-goals?|guardrails?|out of scope|do not|don'?t)\b[^.]*:\s*$",
     re.I,
 )
-_DECISIONS_SECTION = re.compile(
+_DECISIONS_SECTION = _Lazy(
+    "_DECISIONS_SECTION",
     r"\b(?:decisions?|constraints?|requirements?|rules?|non-goals?|guardrails?|out of scope|do not|don'?ts?|"
     r"must not|restrictions?|boundaries|limitations? on|design|approach|policy|policies|conventions?|principles?)\b",
     re.I,
 )
 #: A list whose every item is forbidden ("Don't:", "Out of scope:", a "Non-goals" section).
-_NEGATED_LEAD = re.compile(
+_NEGATED_LEAD = _Lazy("_NEGATED_LEAD",
     r"(?:^|\b)(don'?ts?|do\s+not|never|avoid|must\s+not|non-goals?|out\s+of\s+scope|not\s+in\s+scope|"
     r"what\s+not\s+to\s+do|won'?t\s+do|will\s+not\s+do|not\s+doing|not\s+planned|excluded|exclusions)\s*:\s*$", re.I)
-_NEGATED_SECTION = re.compile(r"^(don'?ts|do\s+not|never|avoid|non-goals?|out\s+of\s+scope|not\s+in\s+scope|"
-                              r"what\s+not\s+to\s+do|won'?t\s+do|will\s+not\s+do|not\s+doing|not\s+planned|excluded|"
-                              r"exclusions)\b", re.I)
+_NEGATED_SECTION = _Lazy(
+    "_NEGATED_SECTION",
+    r"^(don'?ts|do\s+not|never|avoid|non-goals?|out\s+of\s+scope|not\s+in\s+scope|"
+    r"what\s+not\s+to\s+do|won'?t\s+do|will\s+not\s+do|not\s+doing|not\s+planned|excluded|"
+    r"exclusions)\b",
+    re.I,
+)
 #: A lead-in that introduces consequences or observations, not instructions ("This means:").
-_CONSEQUENCE_LEAD = re.compile(
-    r"\b(?:means|result|results|effects?|outcome|consequences?|so|i\.e\.|currently|today|before|now)\s*:\s*$", re.I
+_CONSEQUENCE_LEAD = _Lazy(
+    "_CONSEQUENCE_LEAD",
+    r"\b(?:means|result|results|effects?|outcome|consequences?|so|i\.e\.|currently|today|before|now)\s*:\s*$",
+    re.I,
 )
 
 
@@ -646,7 +735,8 @@ def units(text: str, *, source: str = "user") -> Iterator[tuple[Unit, list[tuple
 # --------------------------------------------------------------------------- step 3: classification
 
 
-_MARKERS = re.compile(
+_MARKERS = _Lazy(
+    "_MARKERS",
     r"^(?:ok(?:ay)?|yes|yeah|yep|yup|sure|right|fine|great|cool|alright|hmm+|hm+|ah+|oh+|so|and|but|also|then|"
     r"just|(?:pretty\s+)?please|pls|plz|kindly|actually|well|again|now|first|finally|btw|plus|lol|haha|sorry|thanks|"
     r"thank you|"
@@ -660,13 +750,15 @@ _MARKERS = re.compile(
     re.IGNORECASE,
 )
 #: Pictographs and symbols before the first word ("🚫 don't rename it").
-_LEADING_SYMBOLS = re.compile(r"^[\s\u2190-\u21ff\u2600-\u27bf\U0001f000-\U0001faff\ufe0f]+")
-_NO_MARKER = re.compile(
-    r"^(?:no+|nah+|nope)\b(?:[\s,.!:-]+(?=(?:don'?t|do not|never|let'?s|please|we|you)\b)|\s*[,.!:-]+\s*)", re.I
+_LEADING_SYMBOLS = _Lazy("_LEADING_SYMBOLS", r"^[\s\u2190-\u21ff\u2600-\u27bf\U0001f000-\U0001faff\ufe0f]+")
+_NO_MARKER = _Lazy(
+    "_NO_MARKER",
+    r"^(?:no+|nah+|nope)\b(?:[\s,.!:-]+(?=(?:don'?t|do not|never|let'?s|please|we|you)\b)|\s*[,.!:-]+\s*)",
+    re.I,
 )
 #: A fronted topic: "About the lockfile, please keep it as is".
-_TOPIC = re.compile(r"^(?:about|regarding|re:?|as\s+(?:for|to)|concerning|wrt)\s+([^,]{1,40}),\s*", re.I)
-_CONDITION = re.compile(r"^(?:if|when|unless|once|before|after|while|whenever|in case)\b[^,]{0,120},\s*", re.I)
+_TOPIC = _Lazy("_TOPIC", r"^(?:about|regarding|re:?|as\s+(?:for|to)|concerning|wrt)\s+([^,]{1,40}),\s*", re.I)
+_CONDITION = _Lazy("_CONDITION", r"^(?:if|when|unless|once|before|after|while|whenever|in case)\b[^,]{0,120},\s*", re.I)
 
 #: After "don't": verbs that make it a dismissal, an opinion or non-necessity, not a prohibition.
 _NOT_FORBIDDING = (
@@ -690,7 +782,8 @@ _NOT_BASE_FORM = (
     r"(?:[a-z]+ed|[a-z]+(?<!s)s|seen|been|done|gone|known|taken|given|written|broken|forgotten|gotten|shown|"
     r"thought|heard|found|made|said|told|had|got|saw|did|was|were|is|are|has|does)"
 )
-_NEG_IMPERATIVE = re.compile(
+_NEG_IMPERATIVE = _Lazy(
+    "_NEG_IMPERATIVE",
     rf"^(?:please\s+)?(?:(?:do\s+not|don'?t|dont)\s+you\s+(?:even\s+)?(?:dare|think\s+about)\s+[a-z]"
     rf"|(?:do\s+not|don'?t|dont|never|never\s+ever)\s+(?:ever\s+)?(?!{_NOT_FORBIDDING}\b|mind\b|{_NOT_BASE_FORM}\b)[a-z]"
     rf"|(?:let'?s\s+)?(?:make\s+sure|ensure|be\s+sure)\s+(?:that\s+)?(?:you|we|it|nothing|they|the\s+\w+)?\s*(?:don'?t|do\s+not|never|doesn'?t|does\s+not|won'?t|will\s+not|isn'?t)\s+[a-z]"
@@ -746,33 +839,34 @@ _NEG_IMPERATIVE = re.compile(
     re.IGNORECASE,
 )
 #: "X must not / must never V" with any subject: a requirement (in a plan's test section, a criterion instead).
-_MODAL_NEGATION = re.compile(
+_MODAL_NEGATION = _Lazy("_MODAL_NEGATION",
     r"^(?:[\w`.'*/()-]+\s+){0,5}?(?:must|shall)\s+(?:not|never)\s+(?:ever\s+)?(?!be\s+(?:a|an|the|too|very|so|that|this|it)\b)"
     r"(?:be\s+\w+(?:ed|en|wn|ne|t)\b|(?!be\b|have\b)[a-z])"
     r"|^(?:[\w`.'*/()-]+\s+){0,5}?mustn'?t\s+(?!be\s+(?:a|an|the|too|very|so)\b)[a-z]",
     re.IGNORECASE,
 )
 #: "It should not be cleared by X", "this must never be exposed" (a requirement on a thing).
-_REQUIREMENT = re.compile(
+_REQUIREMENT = _Lazy("_REQUIREMENT",
     r"^(?:it|this|that|they|these|those|the\s+[\w`.*-]+(?:\s+[\w`.*-]+){0,3}|`[^`]+`(?:\s+\w+)?)\s+"
     r"(?:must|should|shall|(?:is|are)(?=\s+(?:not|never)\s+to\b))\s+(?:not|never)\s+(?:to\s+)?(?:be|get|ever\s+be)\s+\w+(?:ed|en|wn|ne|t)\b",
     re.IGNORECASE,
 )
 #: "the doctor command should not auto-fix anything": what a named part of the program must not do (an action verb;
 #: not "it should not take long", "the test should not fail": predictions and expectations).
-_SHOULD_NOT_ACT = re.compile(
+_SHOULD_NOT_ACT = _Lazy("_SHOULD_NOT_ACT",
     rf"^(?:the|our)\s+[\w`.*/-]+(?:\s+[\w`.*/-]+){{0,3}}\s+(?:should|shall)\s+(?:not|never)\s+(?:ever\s+)?(?:auto-?|re-?)?"
     rf"(?:{_ACTION}|fix)\s+\S",
     re.IGNORECASE,
 )
 #: "Nothing in vendor/ should be edited", "no file under X may be changed".
-_NOTHING_SHOULD = re.compile(
+_NOTHING_SHOULD = _Lazy("_NOTHING_SHOULD",
     r"^(?:nothing|no\s+(?:file|files|code|line|test|tests|module|change|changes))\s+(?:(?:in|under|inside|outside|from|of)\s+\S+(?:\s+\S+){0,2}\s+)?"
     r"(?:should|must|may|can|shall)\s+(?:ever\s+)?(?:be|get)\s+\w+(?:ed|en|wn|ne|t)\b",
     re.IGNORECASE,
 )
 #: "the public API must stay the same": a thing to keep as it is.
-_MUST_STAY = re.compile(
+_MUST_STAY = _Lazy(
+    "_MUST_STAY",
     r"^(?:the|this|that|these|those|our|its|their|all|every|`)[^,;]{0,60}?\s+(?:must|should|shall|has\s+to|have\s+to|needs?\s+to|is\s+to|are\s+to)\s+"
     r"(?:stay|remain|be\s+kept|be\s+left|keep\s+working)(?:\s+(?:the\s+same|unchanged|as[- ]is|intact|stable|untouched|"
     r"where\s+(?:it|they)\s+(?:is|are)|"
@@ -788,7 +882,8 @@ _MUST_STAY = re.compile(
     re.IGNORECASE,
 )
 #: "Changing the save format is forbidden", "the billing module is off-limits": a rule stated about the act or thing.
-_FORBIDDEN = re.compile(
+_FORBIDDEN = _Lazy(
+    "_FORBIDDEN",
     r"^\w+ing\b[^,;]{0,60}?\s+(?:is|are)\s+(?:strictly\s+|absolutely\s+)?(?:forbidden|prohibited|banned|not\s+allowed|"
     r"not\s+permitted|not\s+ok(?:ay)?|off[- ]limits|a\s+no[- ]go)\b"
     r"|^(?:the\s+|our\s+|this\s+|that\s+|`)?[^,;]{1,50}?\s+(?:is|are|stays?|remains?)\s+(?:strictly\s+)?(?:off[- "
@@ -796,21 +891,22 @@ _FORBIDDEN = re.compile(
     re.IGNORECASE,
 )
 #: "Version number please not change" (non-native, the thing first).
-_FRONTED_PLEASE_NOT = re.compile(
-    rf"^(?:[\w`'./-]+\s+){{1,5}}?(?:please|pls|kindly)\s+(?:do\s+)?not\s+(?:{_ACTION})\b", re.I
+_FRONTED_PLEASE_NOT = _Lazy(
+    "_FRONTED_PLEASE_NOT", rf"^(?:[\w`'./-]+\s+){{1,5}}?(?:please|pls|kindly)\s+(?:do\s+)?not\s+(?:{_ACTION})\b", re.I
 )
 #: "it needs no date", "the file should have no status".
-_NEEDS_NO = re.compile(
+_NEEDS_NO = _Lazy("_NEEDS_NO",
     r"^(?:it|this|that|they|the\s+[\w`.-]+(?:\s+[\w`.-]+){0,2})\s+(?:needs|need|should\s+have|must\s+have|has\s+to\s+have|gets|should\s+get)\s+no\s+[a-z`]",
     re.IGNORECASE,
 )
 #: A "no X" noun phrase (a design decision when it stands in a list of them).
-_NO_NP = re.compile(
+_NO_NP = _Lazy(
+    "_NO_NP",
     r"^no\s+(?:more\s+)?(?!more\b|longer\b|one\b|need\b|idea\b|problem|worries|way\b|matter\b|doubt|wait\b|change[sd]?\b(?!\s+(?:to|in|on)\s)|answer|issue|luck|clue|rush|pressure|longer)[`*\w][\w`*./:()!<>#-]*(?:\s+[\w`*./:()!<>#-]+){0,6}$",
     re.I,
 )
 #: A "no X" that is a directive wherever it stands: additions refused, or said with force.
-_NO_NP_DIRECTIVE = re.compile(
+_NO_NP_DIRECTIVE = _Lazy("_NO_NP_DIRECTIVE",
     r"^no\s+(?:new|extra|additional|further|external|third[- ]party|other)\b|\b(?:please|pls|plz|whatsoever|"
     r"anymore|any\s+more|ever|at\s+all|for\s+now|this\s+time|"
     r"(?:in|on|for|to)\s+(?:this|the|that|our)\s+(?:pr|branch|change|commit|repo|repository|task|release|ticket|pass|round|iteration|file|module|codebase|project))"
@@ -818,19 +914,21 @@ _NO_NP_DIRECTIVE = re.compile(
     re.IGNORECASE,
 )
 #: "please not modify X" (non-native): a "not V" asked for.
-_POLITE_NOT = re.compile(
-    rf"^(?:\W*(?:ok(?:ay)?|and|also|so|but|oh)\W+)*(?:please|pls|plz|kindly)\W+not\s+(?:to\s+)?(?:{_ACTION})\b", re.I
+_POLITE_NOT = _Lazy(
+    "_POLITE_NOT",
+    rf"^(?:\W*(?:ok(?:ay)?|and|also|so|but|oh)\W+)*(?:please|pls|plz|kindly)\W+not\s+(?:to\s+)?(?:{_ACTION})\b",
+    re.I,
 )
 #: "pls no prints": a "no X" asked for.
-_POLITE_NO = re.compile(
-    r"^(?:\W*(?:ok(?:ay)?|and|also|so|but|oh)\W+)*(?:pretty\s+)?(?:please|pls|plz|kindly)\W+no\s", re.I
+_POLITE_NO = _Lazy(
+    "_POLITE_NO", r"^(?:\W*(?:ok(?:ay)?|and|also|so|but|oh)\W+)*(?:pretty\s+)?(?:please|pls|plz|kindly)\W+no\s", re.I
 )
-_NO_NP_BAD_TAIL = re.compile(
+_NO_NP_BAD_TAIL = _Lazy("_NO_NP_BAD_TAIL",
     r"\b(?:needed|required|necessary|found|available|provided|yet|left|present|exists?|happens?|fires?|is|are|was|were|"
     r"has|have|had|does|did|will|would|can|could|should|gets?|returns?|matches|means|works?)\b|→|->|=>",
     re.IGNORECASE,
 )
-_PRESERVE = re.compile(
+_PRESERVE = _Lazy("_PRESERVE",
     r"^(?:please\s+)?keep\s+(?:"
     r"(?:it|them|this|that|these|those|everything|all\s+(?:of\s+)?(?:it|them))\s+(?:local|private|secret|uncommitted|unpushed|out\s+of|off\b)"
     r"|(?:all\s+)?(?:the|our|my|your|existing|current|both)\s+(?!same\b|track|\w+\s+in\s+mind)[\w`*-]+"
@@ -846,11 +944,11 @@ _PRESERVE = re.compile(
     r"|^(?:i'?d|i\s+would)\s+(?:rather|prefer\s+to)\s+(?:we\s+)?(?:stay|stick)\s+(?:on|with)\s+[\w`]",
     re.IGNORECASE,
 )
-_PRESERVE_BAD = re.compile(
+_PRESERVE_BAD = _Lazy("_PRESERVE_BAD",
     r"\b(?:simple|short|minimal|clean|small|concise|consistent|tidy|brief|separate|together|in\s+mind|in\s+sync|track|going|up|"
     r"updated|open)\b", re.IGNORECASE,
 )
-_DEFER = re.compile(
+_DEFER = _Lazy("_DEFER",
     r"^(?:(?:let'?s|we\s+(?:can|should|will)|please)\s+)?(?:defer|postpone|punt\s+on|hold\s+off\s+on|park)\s+(?!until\b|to\b|till\b|when\b|if\b)[\w`*]"
     r"|^(?:let'?s\s+|please\s+)?leave\s+(?:it|that|this|those|them|the\s+\w+(?:\s+\w+){0,3})\s+(?:for|until|till)\s+"
     r"(?:later|now|another|a\s+(?:later|follow|separate|future)|the\s+next|next|phase|v\d)"
@@ -862,7 +960,7 @@ _DEFER = re.compile(
     r"|\bdefer(?:red)?\s+(?:to|until)\s+(?:phase|v\d|later|the\s+next|a\s+later|a\s+follow)",
     re.IGNORECASE,
 )
-_RESTRAINT = re.compile(
+_RESTRAINT = _Lazy("_RESTRAINT",
     r"\bi(?:'?ll|\s+will|'m\s+going\s+to|\s+am\s+going\s+to|\s+wanna|\s+want\s+to|\s+gonna|'d\s+like\s+to|\s+would\s+like\s+to|"
     r"\s+prefer\s+to)\s+(?:[\w`./-]+\s+){0,8}?(?:by\s+)?(?:myself|manually|by\s+hand)\b"
     r"|\b(?:stop|pause|halt)\s+(?:and|then)\s+(?:tell|ask|ping|check\s+with|wait\s+for)\s+me\b"
@@ -875,7 +973,7 @@ _RESTRAINT = re.compile(
     r"only\s+when\s+i\s+(?:say|tell|ask)|until\s+i\s+(?:say|tell|ask|confirm|approve))",
     re.IGNORECASE,
 )
-_IMPLICIT = re.compile(
+_IMPLICIT = _Lazy("_IMPLICIT",
     r"^no+\s*[,.!:-]+\s*(?:(?:just|please)\s+)?(?:ignore|skip|leave|forget\s+about|drop)\s+(?:it|that|this|them|those|the)\b"
     r"|^(?:ok(?:ay)?|fine|alright)?[\s,.]*do\s+nothing\b"
     r"|^no+\s*[,.!:-]+\s*(?:this|that|it)(?:'s|\s+is)\s+(?:fine|ok(?:ay)?|good|correct|intended|right)\b"
@@ -885,55 +983,55 @@ _IMPLICIT = re.compile(
     re.IGNORECASE,
 )
 #: Directive sentence frames, for the contrastive form "..., not Y".
-_DIRECTIVE = re.compile(
+_DIRECTIVE = _Lazy("_DIRECTIVE",
     r"^(?:(?:please|just|so|then|also|and|like)\s+)*(?:let'?s|we\s+(?:should|need\s+to|must|want|have\s+to)|i\s+want\b|"
     r"you\s+(?:should|need\s+to|must)|i\s+(?:want|need|would\s+like|'d\s+like)\s+(?:you\s+)?to|it\s+would\s+be\s+good\s+to|"
     r"make\s+sure|ensure|use|go|write|put|keep|make|add|return|show|summari[sz]e|store|send|read|run|create|"
     r"note|start|only)\b",
     re.IGNORECASE,
 )
-_CONTRAST = re.compile(
+_CONTRAST = _Lazy("_CONTRAST",
     r"(?:,\s*(?:but\s+)?|\s+but\s+|^)not\s+(?!only\b|just\b|sure\b|yet\b|really\b|necessarily\b|always\b|that\b|"
     r"a\s+big\s+deal|an?\s+issue|bad\b|needed\b|required\b|necessary\b|possible\b|working\b|true\b|correct\b|the\s+case)"
     r"([\w`_*'\"~-].{2,120}|\.{1,2}/.{0,120})$",  # (a path: "not ./...")
     re.IGNORECASE,
 )
 #: A leading phrase before a directive: "for the tests use X, not Y", "in the handler, return early".
-_LEADING_PHRASE = re.compile(
+_LEADING_PHRASE = _Lazy("_LEADING_PHRASE",
     r"^(?:for|in|on|with|inside|within|during|at|about|regarding)\s+(?:[\w`.'/-]+\s+){1,4}?,?\s*"
     r"(?=(?:please\s+)?(?:use|write|put|keep|make|add|return|go|run|store|send|create|call|pass|prefer|pick|choose|import)\b)",
     re.IGNORECASE,
 )
 #: "use X not Y" without a comma: a choice between two things.
-_CHOICE_NOT = re.compile(
+_CHOICE_NOT = _Lazy("_CHOICE_NOT",
     r"^(?:please\s+)?(?:use|prefer|pick|choose|go\s+with|call|import|return|put|store|pass|target|depend\s+on)\s+\S.{0,60}?\s+"
     r"(?:and\s+|but\s+)?not\s+(?!only\b|just\b|sure\b|yet\b|really\b|necessarily\b|always\b|needed\b|required\b|necessary\b|"
     r"working\b|possible\b)(?:a|an|the|any|[\w`.-]+)\b",
     re.IGNORECASE,
 )
-_NOT_ING_BUT = re.compile(r"^(?:like\s+)?not\s+(\w+ing\b.{2,100}?)\s+but\s+[a-z]", re.IGNORECASE)
+_NOT_ING_BUT = _Lazy("_NOT_ING_BUT", r"^(?:like\s+)?not\s+(\w+ing\b.{2,100}?)\s+but\s+[a-z]", re.IGNORECASE)
 
-_OPINION = re.compile(
+_OPINION = _Lazy("_OPINION",
     r"^(?:i\s+(?:don'?t\s+|do\s+not\s+)?(?:think|feel|believe|guess|suppose|wonder|reckon|doubt|am\s+not\s+sure|'m\s+not\s+sure|"
     r"hope|mean|assume|suspect|bet)|imo|imho|in\s+my\s+opinion|it\s+seems|maybe|perhaps|probably|i'?m\s+(?:not\s+)?sure)\b",
     re.IGNORECASE,
 )
-_POSSIBILITY = re.compile(
+_POSSIBILITY = _Lazy("_POSSIBILITY",
     r"\b(?:may|might|could|would)\s+(?:not|never)\b|\b(?:mightn'?t|couldn'?t|wouldn'?t)\b|"
     r"\b(?:don'?t|doesn'?t|do\s+not|does\s+not|didn'?t)\s+(?:have|need)\s+to\b|\bneedn'?t\b|\bno\s+need\b|"
     r"\bnot\s+(?:needed|necessary|required)\b|\bnever\s+mind\b|\bno\s+worries\b",
     re.IGNORECASE,
 )
-_QUESTION_START = re.compile(
+_QUESTION_START = _Lazy("_QUESTION_START",
     r"^(?:why|how|what|which|who|whom|whose|where|any\s+reason|is\s+there|are\s+there)\b|"
     r"^(?:is|are|was|were|do|does|did|can|could|would|will|shall|should|has|have|had|isn'?t|aren'?t|don'?t|doesn'?t|"
     r"didn'?t|shouldn'?t|couldn'?t|wouldn'?t|won'?t|can'?t)\s+(?:we|you|i|it|this|that|these|those|there|they|he|she|"
     r"the|a|an|any|our|your|my|its|claude|anyone|someone)\b(?!\s+(?:even\s+)?(?:dare|think\s+about)\b)",
     re.IGNORECASE,
 )
-_WH_QUESTION = re.compile(r"^(?:why|how|what|which|who|whom|whose|where|any\s+reason)\b", re.IGNORECASE)
+_WH_QUESTION = _Lazy("_WH_QUESTION", r"^(?:why|how|what|which|who|whom|whose|where|any\s+reason)\b", re.IGNORECASE)
 #: A question that asks for a negative action: "can we not push the tests to the end?".
-_NEG_REQUEST = re.compile(
+_NEG_REQUEST = _Lazy("_NEG_REQUEST",
     r"^(?:(?:(?:can|could|would)\s+(?:we|you)|are\s+we\s+able\s+to|is\s+it\s+possible\s+to)\s+(?:please\s+)?"
     r"(?:not|avoid|stop|refrain\s+from|never)\s+(?!simply\b|just\b)[a-z]"
     # "should we maybe not X?" (hedged: "should we not X?" alone suggests X), "is it ok if you don't X?"
@@ -943,8 +1041,8 @@ _NEG_REQUEST = re.compile(
     re.IGNORECASE,
 )
 #: A tag that asks for agreement, not a question of its own: "..., ok?", "..., right?".
-_TAG_QUESTION = re.compile(
-    r"[,\s]+(?:ok(?:ay)?|right|yes|yeah|alright|got\s+it|understood|clear|deal|agreed)\s*\?+\s*$", re.I
+_TAG_QUESTION = _Lazy(
+    "_TAG_QUESTION", r"[,\s]+(?:ok(?:ay)?|right|yes|yeah|alright|got\s+it|understood|clear|deal|agreed)\s*\?+\s*$", re.I
 )
 
 
@@ -1026,8 +1124,8 @@ _FOREIGN_FRAMES = (
         "never",
     ),
 )
-_FOREIGN_NO = re.compile(r"^(?:surtout\s+)?(?:pas|jamais)\s+(?:de\s+|d['’]\s*)|^nada\s+de\s+", re.I)
-_FOREIGN_AVOID = re.compile(r"^(?:évite[sz]?\s+(?:de\s+|d['’]\s*)|evita\s+)", re.I)
+_FOREIGN_NO = _Lazy("_FOREIGN_NO", r"^(?:surtout\s+)?(?:pas|jamais)\s+(?:de\s+|d['’]\s*)|^nada\s+de\s+", re.I)
+_FOREIGN_AVOID = _Lazy("_FOREIGN_AVOID", r"^(?:évite[sz]?\s+(?:de\s+|d['’]\s*)|evita\s+)", re.I)
 
 
 def _english(clause: str) -> str:
@@ -1043,7 +1141,7 @@ def _english(clause: str) -> str:
 
 
 #: "It's important not to V", "it is crucial that you don't V" (the importance frame is a marker elsewhere).
-_IMPORTANT_NOT = re.compile(
+_IMPORTANT_NOT = _Lazy("_IMPORTANT_NOT",
     r"^(?:\W*(?:ok(?:ay)?|and|also|so|but|oh|note|nb|please)\W+)*(?:it'?s|it\s+is|this\s+is)\s+(?:very\s+|really\s+|super\s+|extremely\s+)?"
     r"(?:important|crucial|essential|critical|vital)\s+(?:that\s+(?:you|we|claude)\s+(?:don'?t|do\s+not|never|not|must\s+not|"
     r"mustn'?t|shouldn'?t|should\s+not)|(?:for\s+(?:you|us)\s+)?not\s+to|to\s+(?:not|never))\s+(?!forget|miss)[a-z]",
@@ -1052,7 +1150,7 @@ _IMPORTANT_NOT = re.compile(
 
 
 #: The agent named in the third person: "the assistant shall not run DDL", "Claude is not to push".
-_ADDRESSEE_NOT = re.compile(
+_ADDRESSEE_NOT = _Lazy("_ADDRESSEE_NOT",
     r"^(?:the\s+)?(?:assistant|agent|ai|model|bot|llm|claude(?:\s+code)?)\s+(?:(?:must|shall)\s+(?:not|never)|"
     r"mustn'?t|shan'?t|(?:is|are)\s+(?:not|never)\s+(?:to|allowed\s+to|permitted\s+to|supposed\s+to))\s+"
     r"(?:ever\s+)?(?!need\b|have\s+to\b|be\s+able\b|be\s+aware\b|know\b|see\b|notice\b|blame\b|be\s+blamed\b)[a-z]",
@@ -1061,7 +1159,8 @@ _ADDRESSEE_NOT = re.compile(
 
 
 #: A parenthetical contrast on an instruction: "(not a cron job)", "(NOT the v1 API)".
-_PAREN_NOT = re.compile(
+_PAREN_NOT = _Lazy(
+    "_PAREN_NOT",
     r"^(?:but\s+)?not\s+(?!only\b|just\b|sure\b|yet\b|needed\b|required\b|necessary\b|always\b|really\b)"
     r"(?:a|an|the|any|via|through|in|with|from|on|`|[\w./-]+)\b.{0,80}$",
     re.I,
@@ -1069,18 +1168,22 @@ _PAREN_NOT = re.compile(
 
 
 #: An instruction to take something out: a "(no X)" on it names what goes, not a rule.
-_REMOVAL_HOST = re.compile(r"^(?:remove|delete|drop|strip|clean\s+up|get\s+rid\s+of|eliminate|purge|disable)\b", re.I)
+_REMOVAL_HOST = _Lazy(
+    "_REMOVAL_HOST", r"^(?:remove|delete|drop|strip|clean\s+up|get\s+rid\s+of|eliminate|purge|disable)\b", re.I
+)
 #: A parenthetical that keeps its host as it is: "API contracts (unchanged)", "the schema (no changes)".
-_PAREN_KEEP = re.compile(
+_PAREN_KEEP = _Lazy(
+    "_PAREN_KEEP",
     r"^(?:stays?\s+)?(?:unchanged|untouched|unmodified|as[- ]is|keep\s+(?:it\s+)?as[- ]is|no\s+changes?|"
     r"do\s+not\s+change|don'?t\s+change|stays?\s+the\s+same|kept\s+as[- ]is)$",
     re.I,
 )
 #: "No changes to X" / "No modifications to X": a scope rule wherever a plan says it.
-_NO_CHANGES_TO = re.compile(r"^no\s+(?:changes?|modifications?|edits?)\s+(?:to|in)\s+\S.{0,80}$", re.I)
+_NO_CHANGES_TO = _Lazy("_NO_CHANGES_TO", r"^no\s+(?:changes?|modifications?|edits?)\s+(?:to|in)\s+\S.{0,80}$", re.I)
 #: A plan heading that names a work item ("Task 1: Storage integration tests"): what it says is to be done.
-_TASK_HEADING = re.compile(r"^(?:\W*)(?:task|phase|part|milestone|stage)\s*[\d#:.-]", re.I)
-_PAREN_KEEP_HEADING = re.compile(
+_TASK_HEADING = _Lazy("_TASK_HEADING", r"^(?:\W*)(?:task|phase|part|milestone|stage)\s*[\d#:.-]", re.I)
+_PAREN_KEEP_HEADING = _Lazy(
+    "_PAREN_KEEP_HEADING",
     r"\((?:unchanged|untouched|unmodified|as[- ]is|keep\s+as[- ]is|no\s+changes?|do\s+not\s+change|"
     r"don'?t\s+change|read[- ]only)\)",
     re.I,
@@ -1088,8 +1191,10 @@ _PAREN_KEEP_HEADING = re.compile(
 
 
 #: A rule whose thing is a pronoun: "don't drop it", "never rename them" (about the thing of the clause before).
-_ANAPHORIC_RULE = re.compile(
-    r"^(?:please\s+)?(?:don'?t|dont|do\s+not|never)\s+(?:ever\s+)?[a-z'-]+\s+(?:it|them|that|this|those|these)\b", re.I
+_ANAPHORIC_RULE = _Lazy(
+    "_ANAPHORIC_RULE",
+    r"^(?:please\s+)?(?:don'?t|dont|do\s+not|never)\s+(?:ever\s+)?[a-z'-]+\s+(?:it|them|that|this|those|these)\b",
+    re.I,
 )
 
 
@@ -1146,7 +1251,7 @@ def classify(unit: Unit, clause: str, parenthetical: bool, *, source: str) -> st
 
 #: The English explicit frames tried on a clause, in order: (cue name, pattern, matched against the clause
 #: without markers "c" or as written "raw"). Their rows in :data:`EXTRACTION_CUES` say what each reads.
-_EXPLICIT_FRAMES: tuple[tuple[str, re.Pattern[str], str], ...] = (
+_EXPLICIT_FRAMES: tuple[tuple[str, re.Pattern[str] | _Lazy, str], ...] = (
     ("neg-imperative", _NEG_IMPERATIVE, "c"),
     ("addressee-not", _ADDRESSEE_NOT, "c"),
     ("important-not", _IMPORTANT_NOT, "raw"),
@@ -1280,14 +1385,14 @@ def _foreign_frame_language(clause: str) -> str:
 
 #: A hedged idea, not a rule: "maybe we could X, or we shouldn't Y at all", "perhaps don't ..."
 #: (an alternative floated).
-_HEDGED = re.compile(
+_HEDGED = _Lazy("_HEDGED",
     r"\b(?:maybe|perhaps|possibly)\b.{0,120}\bor\b|\bor\s+(?:maybe|perhaps)\s|\bor\s+(?:we|you)\s+(?:shouldn'?t|should\s+not|could|might|"
     r"may)\b|\b(?:i'?m\s+)?(?:not\s+sure|wondering)\s+(?:if|whether)\b|\bi\s+wonder\b|\b(?:what\s+if|how\s+about)\b",
     re.IGNORECASE,
 )
 #: Preserve rules with another verb than "keep": "maintain X", "stick with X", "leave X unchanged",
 #: "Keep unchanged: ...".
-_PRESERVE_VERB = re.compile(
+_PRESERVE_VERB = _Lazy("_PRESERVE_VERB",
     r"^(?:please\s+)?(?:(?:maintain|preserve|retain)\s+(?:the\s+|our\s+|all\s+|existing\s+|current\s+|backward|backwards|"
     r"compatibility|`)[\w`*-]"
     r"|(?:stick|stay)\s+with\s+(?:the\s+|our\s+|existing\s+|current\s+|`)?[\w`]"
@@ -1298,7 +1403,7 @@ _PRESERVE_VERB = re.compile(
 )
 #: Restraint without a negation word: "ask me before changing X", "check with me first",
 #: "let me review before you commit".
-_CONSULT = re.compile(
+_CONSULT = _Lazy("_CONSULT",
     r"^(?:please\s+)?(?:always\s+)?(?:ask|check\s+with|consult|confirm\s+with|ping)\s+me\s+(?:first\b|before\s+\w)"
     r"|^(?:please\s+)?(?:let|have)\s+me\s+(?:review|approve|sign\s+off\s+on)\b.{0,60}\bbefore\s+(?:you|we|it|anything)\b"
     r"|^(?:please\s+)?(?:get|wait\s+for)\s+my\s+(?:approval|ok(?:ay)?|sign[- ]off|go[- ]ahead|confirmation)\s+before\b"
@@ -1306,20 +1411,22 @@ _CONSULT = re.compile(
     re.IGNORECASE,
 )
 #: A dislike stated as a rule: "i don't like it when you X", "i hate when you X" (about the agent's conduct).
-_DISLIKE = re.compile(
+_DISLIKE = _Lazy(
+    "_DISLIKE",
     r"^i\s+(?:really\s+)?(?:don'?t|do\s+not)\s+(?:like|want)\s+(?:it\s+)?when\s+(?:you|claude|the\s+agent)\s+[a-z]"
     r"|^i\s+(?:really\s+)?hate\s+(?:it\s+)?when\s+(?:you|claude)\s+[a-z]",
     re.IGNORECASE,
 )
 
 
-_NO_NP_TRAILER = re.compile(
+_NO_NP_TRAILER = _Lazy(
+    "_NO_NP_TRAILER",
     r"\s*,\s*(?:obviously|of\s+course|please|pls|plz|thanks|thx|ok(?:ay)?|as\s+usual|as\s+always|again|"
     r"either|too|for\s+now|this\s+time|ever|thank\s+you)\s*[.!]*$",
     re.I,
 )
 #: What a terse report says there is none of ("no errors", "no luck"): not something the agent could be told not to add.
-_NO_RESULT = re.compile(
+_NO_RESULT = _Lazy("_NO_RESULT",
     r"^no\s+(?:(?:new|more|other|further|real|visible|obvious|such)\s+)?(?:errors?|warnings?|output|outputs|response|responses|results?|"
     r"difference|differences|effect|effects|improvement|luck|success|dice|joy|issues?|problems?|crash(?:es)?|failures?|"
     r"data|events?|match(?:es)?|hits?|reply|replies|progress|activity|signal|sound|logs?\s+(?:at\s+all|yet)|"
@@ -1327,8 +1434,10 @@ _NO_RESULT = re.compile(
     r"failing|reaction|feedback|news|update|updates|answer|time|one|longer|way|conflicts?|hurry|rush|worries|"
     r"downtime|delay|lag|leaks?|panics?|exceptions?\s+(?:thrown|raised))\b", re.I)
 #: ... or where it finds none ("no Docker here", "no tests cover it though").
-_NO_REPORT_TAIL = re.compile(
-    r"\b(?:here|there|anywhere|though|so\s+far|now|yet|today|either|at\s+the\s+moment)\s*[.!]*$", re.I
+_NO_REPORT_TAIL = _Lazy(
+    "_NO_REPORT_TAIL",
+    r"\b(?:here|there|anywhere|though|so\s+far|now|yet|today|either|at\s+the\s+moment)\s*[.!]*$",
+    re.I,
 )
 
 
@@ -1374,7 +1483,8 @@ def _beside_directive(clause: str, unit: Unit, np: str, source: str) -> bool:
 
 
 #: Instructions to go and look: the "no X" after one reports what is (not) there.
-_LOOKING = re.compile(
+_LOOKING = _Lazy(
+    "_LOOKING",
     r"^(?:look|see|check|open|visit|click|tap|navigate|go|browse|refresh|reload|try|view|inspect|compare|watch|"
     r"notice|load|launch|start|scroll|hover|log\s+in|sign\s+in|login)\b",
     re.I,
@@ -1480,11 +1590,11 @@ _STOPWORDS = frozenset(
 #: Negations typed without an apostrophe (also stop words).
 _BARE_NEGATIONS = frozenset("dont wont cant didnt doesnt isnt arent wasnt werent shouldnt wouldnt couldnt mustnt "
                             "hasnt havent hadnt neednt".split())
-_WORD = re.compile(r"[a-z0-9][a-z0-9_'./~-]*")
+_WORD = _Lazy("_WORD", r"[a-z0-9][a-z0-9_'./~-]*")
 #: "untouched", "unchanged", "uncommitted": the verb, negated (and a negation cue in a summary).
-_UN_PARTICIPLE = re.compile(r"un([a-z]{3,}ed)")
+_UN_PARTICIPLE = _Lazy("_UN_PARTICIPLE", r"un([a-z]{3,}ed)")
 _NOT_UN_PARTICIPLE = frozenset("united unified unleashed unnamed undertaked underlined underscored unwrapped".split())
-_SUMMARY_NEGATION = re.compile(
+_SUMMARY_NEGATION = _Lazy("_SUMMARY_NEGATION",
     r"\b(?:not|no|never|none|nothing|don't|dont|doesn't|didn't|won't|wouldn't|mustn't|shouldn't|cannot|can't|"
     r"avoid\w*|forb[ia]d\w*|prohibit\w*|without|refrain\w*|instead|rather|except|exclud\w*|skip\w*|"
     r"declin\w*|reject\w*|against|ignor\w*|omit\w*|dropp?\w*|revert\w*|remov\w*|stop\w*|only|"
@@ -1493,7 +1603,8 @@ _SUMMARY_NEGATION = re.compile(
     re.IGNORECASE,
 )
 #: The user keeps the action: a summary saying so carries a prohibition of it ("the user applies it himself").
-_USER_KEEPS = re.compile(
+_USER_KEEPS = _Lazy(
+    "_USER_KEEPS",
     r"\b(?:himself|herself|themselves|(?:the\s+)?user\s+(?:will|would|wants\s+to|prefers\s+to|is\s+going\s+to)|"
     r"(?:for|to)\s+the\s+user\s+to|left\s+to\s+the\s+user|user'?s\s+(?:call|job|decision)|"
     # someone else keeps the action: "left to the release manager", "for the DBA to apply"
@@ -1515,7 +1626,8 @@ _SUMMARY_CUES = {
 }
 #: A summary saying a thing stays as it was ("left untouched", "still in place"): it carries a rule not to change,
 #: remove, rename or refactor that thing (when the thing's words are next to it).
-_STAYS = re.compile(
+_STAYS = _Lazy(
+    "_STAYS",
     r"\b(?:unchanged|untouched|unmodified|intact|kept|keeps|preserved|retained|stays?|stayed|remains?|remained|"
     r"as[- ]is|in\s+place|left\s+(?:alone|as|untouched|unchanged|in\s+place)|still\s+(?:there|present|exists?|"
     r"in\s+place|used)|"
@@ -1629,7 +1741,7 @@ class _Key:
 
 
 #: A negation frame: the word after it is the forbidden verb ("don't / never / avoid / let's not / we won't V").
-_KEY_NEG_FRAME = re.compile(
+_KEY_NEG_FRAME = _Lazy("_KEY_NEG_FRAME",
     # a list lead first ("Not doing: X" is not "not" + the verb "doing")
     r"^(?:(?:(?:don'?ts?|do\s+not|never|avoid|must\s+not|non-goals?|out\s+of\s+scope|not\s+in\s+scope|won'?t\s+do|"
     r"will\s+not\s+do|not\s+doing|excluded)\s*:|(?:can|could|would|will)\s+(?:you|we)(?:\s+please)?|are\s+we\s+able\s+to|"
@@ -1657,43 +1769,50 @@ _KEY_NEG_FRAME = re.compile(
     re.IGNORECASE,
 )
 #: "I'll do X myself / manually": X is the action the user keeps.
-_KEY_RESTRAINT = re.compile(
+_KEY_RESTRAINT = _Lazy(
+    "_KEY_RESTRAINT",
     r"^(?:then\s+)?i(?:'?ll|\s+will|'m\s+going\s+to|\s+am\s+going\s+to|\s+wanna|\s+want\s+to|\s+gonna|'d\s+like\s+to|"
     r"\s+would\s+like\s+to|\s+prefer\s+to)\s+(.+?)\s+(?:by\s+)?(?:myself|manually|by\s+hand)\b",
     re.I,
 )
 #: "leave X alone / as is / untouched": a rule not to change X.
-_KEY_LEAVE = re.compile(
+_KEY_LEAVE = _Lazy(
+    "_KEY_LEAVE",
     r"^leave\s+(.+?)\s+(?:alone|as[- ]is|as\s+(?:it|they)\s+(?:is|are|was|were|stands?)|untouched|unchanged|"
     r"intact|in\s+place|the\s+way\s+(?:it|they)\s+(?:is|are)|where\s+(?:it|they)\s+(?:is|are))\b.*$",
     re.I,
 )
 #: "keep / preserve X (as is)", "defer / skip X": X is the thing, there is no forbidden verb.
-_KEY_THING_FRAME = re.compile(
+_KEY_THING_FRAME = _Lazy("_KEY_THING_FRAME",
     r"^(?:(?:let'?s|let\s+us|we\s+(?:can|should|will)|please)\s+)?(?:keep|preserve|retain|defer|postpone|park|punt\s+on|skip|"
     r"leave\s+out|hold\s+off\s+on|put\s+off|leave(?=\s+.+\s+(?:for|until|till)\s+)|no)\s+(?:all\s+(?:of\s+)?)?", re.I)
-_KEY_THING_TAIL = re.compile(
+_KEY_THING_TAIL = _Lazy(
+    "_KEY_THING_TAIL",
     r"\s+(?:as[- ]is|as\s+(?:it|they)\s+(?:is|are|stands?)|unchanged|untouched|intact|the\s+same|"
     r"in\s+place|for\s+now|for\s+later|until\s+later|(?:for|until|till)\s+(?:later|another|a\s+|the\s+next|"
     r"next|phase|v\d)|working|alive|around|(?:backwards?[- ])?compatible)\b.*$",
     re.I,
 )
-_SUBJECT_FIRST = re.compile(
-    r"^(.+?)\s+(?:must|should|shall|may|will|can)(?:\s+not|\s+never|n'?t)\s+(?:ever\s+)?(?:be\s+|get\s+)?(.+)$", re.I
+_SUBJECT_FIRST = _Lazy(
+    "_SUBJECT_FIRST",
+    r"^(.+?)\s+(?:must|should|shall|may|will|can)(?:\s+not|\s+never|n'?t)\s+(?:ever\s+)?(?:be\s+|get\s+)?(.+)$",
+    re.I,
 )
-_SUBORDINATE = re.compile(
+_SUBORDINATE = _Lazy(
+    "_SUBORDINATE",
     r"\s+(?:even\s+(?:if|though|when)|when|whenever|until|till|unless|because|since|so\s+that|once|while|before|after|"
     r"as\s+long\s+as|if|otherwise)\b.*$",
     re.I,
 )
 #: Where the thing a verb acts on ends and its circumstances begin ("the fixtures | in e2e/fixtures").
-_PREPOSITION = re.compile(
+_PREPOSITION = _Lazy(
+    "_PREPOSITION",
     r"\s+(?:in|on|at|for|from|to|into|onto|with|under|inside|within|across|by|during|via|per|"
     r"alongside|beside|next\s+to|over|through|without|against|toward|towards|upon|behind|outside|beyond)\s+",
     re.I,
 )
-_CODE_NAME = re.compile(r"`([^`]+)`|\b([A-Za-z][a-z0-9]+[A-Z]\w*)\b")
-_ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{2,}\b")
+_CODE_NAME = _Lazy("_CODE_NAME", r"`([^`]+)`|\b([A-Za-z][a-z0-9]+[A-Z]\w*)\b")
+_ACRONYM = _Lazy("_ACRONYM", r"\b[A-Z][A-Z0-9]{2,}\b")
 #: Upper-case words too common in a coding session to name one thing.
 _GENERIC_ACRONYMS = frozenset(
     "API APIS CLI GUI PR PRS CI CD DB SQL URL URI HTTP HTTPS JSON YAML XML HTML CSS JS TS README TODO FIXME AI LLM "
@@ -1809,7 +1928,8 @@ def _key(text: str, form: str) -> _Key:
 #: Words that say when or where, not what: a rule of only these ("not in this phase") names no thing.
 _SCOPE_WORDS = frozenset(_stem(w) for w in "phase pr now time release iteration sprint round pass branch change ticket "
                          "version step stage later followup".split())
-_QUESTION_FRAME = re.compile(
+_QUESTION_FRAME = _Lazy(
+    "_QUESTION_FRAME",
     r"^(?:(?:do\s+you\s+want|would\s+you\s+like)\s+(?:me|us)\s+to\s+|(?:should|shall|do|can|could|would|will|must)\s+(?:we|i|you)\s+|"
     r"(?:is|are)\s+(?:it|there)\s+(?:ok(?:ay)?|fine|alright)\s+(?:to|if\s+(?:we|i)\s+)\s*)(?:also\s+|still\s+|now\s+)?",
     re.I,
@@ -1916,15 +2036,17 @@ class _Sentence:
         return False
 
 
-_ANAPHOR = re.compile(r"\b(?:it|them|this|that|these|those|they)\b", re.I)
+_ANAPHOR = _Lazy("_ANAPHOR", r"\b(?:it|them|this|that|these|those|they)\b", re.I)
 #: A summary reporting the thing gone: removed, deleted, replaced ... (and no negation of that: "not removed", "kept").
-_REMOVAL = re.compile(
+_REMOVAL = _Lazy(
+    "_REMOVAL",
     r"\b(?:remov(?:ed|ing|al)|delet(?:ed|ing|ion)|dropp(?:ed|ing)|replac(?:ed|ing)|revert(?:ed|ing)|eliminat(?:ed|ing)|"
     r"ripp(?:ed|ing)\s+out|tore\s+out|got\s+rid\s+of|no\s+longer|retired|deprecated\s+and\s+removed|"
     r"migrated\s+(?:away|off)|swapped\s+(?:out|for))\b",
     re.I,
 )
-_REMOVAL_NEGATED = re.compile(
+_REMOVAL_NEGATED = _Lazy(
+    "_REMOVAL_NEGATED",
     r"\b(?:not|never|without|n't|kept|keep|keeps|keeping|unchanged|untouched|preserv\w*|retain\w*|"
     r"intact|in\s+place|stays?|remains?|left\s+alone|avoid\w*|refrain\w*|instead\s+of)\b",
     re.I,
