@@ -8,53 +8,7 @@ implements are written down in ``docs/REAL_LOGS.md`` ("What counts").
 
 Extraction, in three steps:
 
-1. **Text**: pasted material is dropped before anything is read — code fences, quoted
-   lines (``> ...``), tool/terminal output and logs (an output prefix such as ``ok`` or
-   ``note`` needs ``:``, a tab or two spaces after it), wrapper tags of slash commands and
-   local shell commands (their ``<command-args>`` are kept), system reminders, tables, the
-   paragraph a lead-in announces as someone else's text ("We got this issue from a user:").
-   A plan is read as markdown: its headings name sections, and sections that describe
-   (context, bug analysis, verification, tests, expected output) only contribute
-   explicit imperatives.
-2. **Segmentation** (:func:`sentences`): lines (pictograph bullets are list items), then
-   sentence ends (``.``/``!``/``?``, also before a lower-case word, but not after an
-   abbreviation, inside inline code or a file name; spoken fillers dropped), then clauses
-   (``;``, a spaced dash, ``, but``, ``and``/``or``/``so`` before a new subject or a
-   negation, a comma before a new subject or a new imperative, a new "I want / I'll" in
-   unpunctuated dictation); parentheticals are read as clauses of their own. A question is
-   judged per clause: only the clause that asks is a question (a tag "..., ok?" asks nothing).
-3. **Classification** (:func:`classify`): a clause is a prohibition when, after leading
-   discourse markers ("ok", "also", "no,", "please", ...), it is an imperative negation
-   addressed to the agent — ``don't``/``do not``/``never`` + verb, ``let's not``,
-   ``avoid``/``stop`` + verb, ``no`` + gerund, ``you/we must not``/``shouldn't``,
-   ``we won't``, ``<anything> must not``, ``please not V``, ``it'd be best / try / make
-   sure not to V``, hedged and indirect forms ("I'd rather not", "it would be great if we
-   could avoid", "is it ok if you don't ...?"), ``X is forbidden / off-limits``, ``leave
-   ... alone / as it is``, ``keep it local/private``, ``<it> should not be <done>``, ``<it>
-   needs no X``, a ``no X`` item in a list of decisions, said with a scope or force ("in
-   this PR", "ever", "pls") or followed by what to do instead — or one of the extra
-   forms (:data:`FORMS`): ``preserve`` (keep the existing X, keep X working, X has to keep
-   working, I'd rather stay on X), ``contrastive`` (a
-   directive "..., not Y"), ``defer`` (an explicit deferral), ``restraint`` (the user
-   keeps the action: "I'll do that manually", "ask before ..."), ``implicit`` (a decline:
-   "no, ignore this part"). Never a prohibition: a question, an opinion ("I don't
-   think"), possibility or non-necessity ("may not", "don't have to", "no need to"), a
-   dismissal ("never mind", "don't worry"), a description (a cue that is not in
-   imperative position: "X is never called").
-
-Matching (:meth:`ProhibitionMatcher.judge`): a prohibition's key is its verb and the thing
-it acts on (markers, a reason after a comma, a trailing ``when``/``until`` clause away);
-words are compared by stem after normalizing paths, ``snake_case``, hyphens, contractions,
-short forms ("deps", "repo") and ``un-X-ed`` participles, with a small table of verb classes
-(:data:`VERB_CLASSES`). An answer that names no thing ("not in this phase") is keyed on the
-action of the question it answers (:attr:`Prohibition.about`).
-
-Every prohibition is tagged with its ``source`` (``user``, ``plan``, ``rule_file``,
-``system``) and where it was read (``line`` of a transcript, ``event`` of a
-conversation) — informational fields of the wire constraint object; its ``id`` is a
-hash of the normalized clause, so the same clause said twice is one constraint.
-
-Plain Python: the standard library and Snowball's English stemmer (``snowballstemmer``).
+More (the module notes): docs/COMPACTION_LOGS.md, section ``stream/adapters/compaction/prohibitions.py``.
 """
 
 from __future__ import annotations
