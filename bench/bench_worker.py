@@ -1044,7 +1044,7 @@ def render(bench: Bench, argv: list[str], runtime: float) -> str:
             lines.append(
                 f"| {st.name} | {len(st.events):,} ({st.kinds['checkpoint']:,} / {st.kinds['artifact']:,}) | "
                 f"{st.bytes / 1e6:.1f} | **{w_rate:,.0f}** | {r_rate:,.0f} | {w_rate / r_rate:.4f} "
-                f"(1/{r_rate / w_rate:,.0f}) | {cpu_us:,.0f} | {cpu_use:.0%} | "
+                f"({f'1/{r_rate / w_rate:,.0f}' if w_rate else 'no window'}) | {cpu_us:,.0f} | {cpu_use:.0%} | "
                 f"{on:.0%} / {rq:.0%} / {max(0.0, 1 - on - rq):.0%} | {busy:.0%} | "
                 f"{t['decode_us']:.1f} | {t['engine_us']:.1f} | {writes} | {buffered} | {alerts} ({st.expected_alerts})"
                 f"{'' if ok else ' ✗'} |")
