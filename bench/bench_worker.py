@@ -1265,7 +1265,7 @@ def summarize(bench: Bench) -> str:
         w = statistics.median(r["drain"].rate for r in t["worker_runs"])
         raw = statistics.median(x[0] for x in t["raw_runs"])
         parts.append(f"{t['stream'].name} stream: worker {w:,.0f} events/s vs raw aiokafka {raw:,.0f} "
-                     f"(1/{raw / w:,.0f})")
+                     f"({f'1/{raw / w:,.0f}' if w else 'no window'})")
     for r in bench.results["latency"]:
         goal = "" if r.goal is None else f", p99 <= {r.goal * 1000:.0f} ms: {'yes' if r.met else 'no'}"
         parts.append(f"at {r.rate:,}/s offered: p50 {fmt_lat(r.p50)}, p99 {fmt_lat(r.p99)}, processed "
