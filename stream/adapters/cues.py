@@ -434,7 +434,8 @@ class Level:
 #: or, for an English rule and a summary with no list of the user's messages (OpenHands), no restatement at all.
 #: A long message's rule the summary's list does not quote is balanced: across the four folds (DEV, T, T2, H) that
 #: drop scored 40 / 28 (pasted documents, templates, status dumps). A rule file read once (nested CLAUDE.md) counts
-#: as in view after a boundary at precise, as the labels take it (root alerts for it: 0 / 9 on H).
+#: as in view after a boundary at precise and balanced, as the labels take it (root alerts for it: H 0 / 10, no gold
+#: rule from a rule file in any fold); recall still asks for its re-injection.
 _PRECISE = frozenset({"unquoted-again", "removed", "plan-no-trace", "not-quoted-no-trace", "unmatched"})
 _LONG = frozenset({"not-quoted-long", "not-quoted-long-no-trace"})
 _BALANCED = _PRECISE | _LONG | {"unquoted-again-traced", "plan-unstated", "not-quoted"}
@@ -442,7 +443,8 @@ _BALANCED = _PRECISE | _LONG | {"unquoted-again-traced", "plan-unstated", "not-q
 PRECISION_LEVELS: dict[str, Level] = {
     "precise": Level("precise", frozenset({"high", "medium"}), _PRECISE,
                      _PRECISE - {"unmatched", "not-quoted-no-trace"}, False, rule_files_kept=True),
-    "balanced": Level("balanced", frozenset(STRENGTHS), _BALANCED, _BALANCED - {"unmatched"}, False),
+    "balanced": Level("balanced", frozenset(STRENGTHS), _BALANCED, _BALANCED - {"unmatched"}, False,
+                      rule_files_kept=True),
     "recall": Level("recall", frozenset(STRENGTHS), _BALANCED | {"uncertain"}, _BALANCED, True),
 }
 DEFAULT_PRECISION = "precise"
