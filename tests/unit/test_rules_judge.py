@@ -226,14 +226,17 @@ def test_a_summary_that_says_the_thing_was_removed_does_not_keep_a_keep_rule():
     assert judge_one(rule, "The legacy CSV parser was kept unchanged, as the user asked.")[0][1] is True
 
 
-def test_a_rule_missing_from_a_user_message_list_alerts_at_precise_only_when_nothing_of_it_is_left():
+def test_a_rule_missing_from_a_user_message_list_alerts_at_precise_only_when_nothing_of_it_is_left_of_a_short_message():
     short = "don't rename the config keys"
     assert judge_one(short, SUMMARY_2) == [(short, False, "not-quoted-no-trace")]
     traced = SUMMARY_2 + "\n7. Pending Tasks:\n   - document the config keys of the exporter\n"
     assert judge_one(short, traced) == [(short, True, "below-precision:not-quoted")]  # its words are still there
     assert judge_one(short, traced, precision="balanced") == [(short, False, "not-quoted")]
     long = "Here is the whole spec of the exporter. " * 12 + "don't rename the config keys."
-    assert judge_one(long, SUMMARY_2) == [("don't rename the config keys", False, "not-quoted-long-no-trace")]
+    # a long message's rule the list does not quote alerts at balanced only (pasted documents: poor on every fold)
+    assert judge_one(long, SUMMARY_2) == [("don't rename the config keys", True, "below-precision:not-quoted-long-no-trace")]
+    assert judge_one(long, SUMMARY_2, precision="balanced") == [("don't rename the config keys", False,
+                                                                  "not-quoted-long-no-trace")]
     medium = "Here is the whole spec of the exporter. " * 12 + "Keep the existing config keys."
     assert judge_one(medium, SUMMARY_2) == [
         ("Keep the existing config keys", True, "below-precision:not-quoted-long-no-trace")
@@ -413,11 +416,12 @@ def test_the_instructions_of_a_prompt_the_user_writes_for_another_model_are_not_
     assert [t for t, _, _ in read("Prompt système :\n  Ne réponds jamais au client.\n")] == []
 
 
-def test_a_long_messages_rule_the_list_does_not_quote_alerts_at_precise_only_for_a_strong_instruction_cue():
+def test_a_long_messages_rule_the_list_does_not_quote_alerts_at_balanced_only_for_a_strong_instruction_cue_too():
     spec = "This is the spec of the importer, section by section. " * 10
     strong = spec + "Do not touch the ledger tables."
     summary = SUMMARY_2 + "\n7. Pending Tasks:\n   - finish the importer spec: the ledger tables come next\n"
-    assert judge_one(strong, summary) == [("Do not touch the ledger tables", False, "not-quoted-long")]
+    assert judge_one(strong, summary) == [("Do not touch the ledger tables", True, "below-precision:not-quoted-long")]
+    assert judge_one(strong, summary, precision="balanced") == [("Do not touch the ledger tables", False, "not-quoted-long")]
     medium = spec + "Keep the existing ledger tables."
     assert judge_one(medium, summary) == [("Keep the existing ledger tables", True, "below-precision:not-quoted-long")]
     assert judge_one(medium, summary, precision="balanced")[0][1:] == (False, "not-quoted-long")
@@ -429,3 +433,20 @@ def test_a_long_prompt_that_casts_the_agent_in_a_role_is_a_template_not_the_user
     assert len(template) > 2000 and read(template) == []
     typed = "You are right, the first fix was wrong. Never push to main without asking.\n" + "- a note of mine\n" * 130
     assert [t for t, _, _ in read(typed)] == ["Never push to main without asking"]
+
+
+def test_a_very_long_message_is_read_only_in_its_lead_in_and_its_close():
+    body = "".join(f"- pasted rule {n}: never call the billing API from worker {n}\n" for n in range(400))
+    message = "Please file these notes. Don't push to main today.\n\n" + body + "\nAnd never delete the ledger folder."
+    assert len(message) > 16_000
+    texts = [t for t, _, _ in read(message)]
+    assert "Don't push to main today" in texts and any("ledger folder" in t for t in texts)
+    assert not any(t.endswith("worker 200") for t in texts) and len(texts) < 40  # the pasted body is not the user's words
+    short = "Please file these notes.\n\n" + body[:3000]
+    assert any("billing API" in t for t, _, _ in read(short))  # a message of ordinary length is read whole
+
+
+def test_a_rule_file_read_once_stays_in_view_after_a_boundary_except_at_recall():
+    from stream.adapters import cues
+    assert cues.PRECISION_LEVELS["precise"].rule_files_kept and cues.PRECISION_LEVELS["balanced"].rule_files_kept
+    assert not cues.PRECISION_LEVELS["recall"].rule_files_kept

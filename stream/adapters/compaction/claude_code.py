@@ -361,7 +361,8 @@ class ClaudeCodeSession:
             for n, (quoted, _line) in enumerate(_quoted_user_messages(text)):
                 self.judged.add(Candidate(f"{key}#q{n}", quoted, "typed", at, ("line", self._summary_line)), holder)
             self._inherited = [holder]
-        self._rules_in_view = set()  # rule files must be re-injected after the boundary to be in view
+        if not getattr(getattr(self.judge, "level", None), "rule_files_kept", False):
+            self._rules_in_view = set()  # rule files must be re-injected after the boundary to be in view
         self._root_dirty = True
 
     def _preserved(self, boundary: dict[str, Any], stats: ReadStats) -> set[str]:

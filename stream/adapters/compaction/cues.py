@@ -793,20 +793,25 @@ class Level:
     high_only: frozenset[str] = (
         frozenset()
     )  # drop cues that alert only for a rule read by an instruction cue of strength high
+    rule_files_kept: bool = False  # a rule file (nested CLAUDE.md) stays in view after a boundary without re-injection
 
 
 #: Precise: both decisions strong — an instruction cue of strength high or medium and a structural drop (a quote
 #: lost with no code name left, a plan rule none of whose code names is left, a keep rule whose thing was removed),
-#: or, for an English rule and a summary with no list of the user's messages (OpenHands), no restatement at all; and a
-#: long message's rule the summary's list does not quote, only when a *high* cue read it (tuning fold T: 34 / 2).
+#: or, for an English rule and a summary with no list of the user's messages (OpenHands), no restatement at all.
+#: A long message's rule the summary's list does not quote is balanced: across the four folds (DEV, T, T2, H) that
+#: drop scored 40 / 28 (pasted documents, templates, status dumps). A rule file read once (nested CLAUDE.md) counts
+#: as in view after a boundary at precise and balanced, as the labels take it (root alerts for it: H 0 / 10, no gold
+#: rule from a rule file in any fold); recall still asks for its re-injection.
 _PRECISE = frozenset({"unquoted-again", "removed", "plan-no-trace", "not-quoted-no-trace", "unmatched"})
 _LONG = frozenset({"not-quoted-long", "not-quoted-long-no-trace"})
 _BALANCED = _PRECISE | _LONG | {"unquoted-again-traced", "plan-unstated", "not-quoted"}
 #: The levels of the precision setting (``--judge-precision`` / ``CG_JUDGE_PRECISION``); measured in docs/REAL_LOGS.md.
 PRECISION_LEVELS: dict[str, Level] = {
-    "precise": Level("precise", frozenset({"high", "medium"}), _PRECISE | _LONG,
-                     _PRECISE - {"unmatched", "not-quoted-no-trace"} | _LONG, False, _LONG),
-    "balanced": Level("balanced", frozenset(STRENGTHS), _BALANCED, _BALANCED - {"unmatched"}, False),
+    "precise": Level("precise", frozenset({"high", "medium"}), _PRECISE,
+                     _PRECISE - {"unmatched", "not-quoted-no-trace"}, False, rule_files_kept=True),
+    "balanced": Level("balanced", frozenset(STRENGTHS), _BALANCED, _BALANCED - {"unmatched"}, False,
+                      rule_files_kept=True),
     "recall": Level("recall", frozenset(STRENGTHS), _BALANCED | {"uncertain"}, _BALANCED, True),
 }
 DEFAULT_PRECISION = "precise"

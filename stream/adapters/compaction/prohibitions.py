@@ -159,6 +159,11 @@ _ROLE_OPENING = _Lazy(
     r"du\s+bist\s+(?:ein|eine|der|die|das)|eres\s+(?:un|una|el|la)|sei\s+(?:un|una|il|la)|você\s+é\s+(?:um|uma|o|a)|ты\s+—?\s*\w+)\s+\w"
     r"|^\W{0,6}(?:あなたは|你是|당신은)", re.IGNORECASE | re.MULTILINE)
 _PROMPT_MESSAGE_CHARS = 2_000
+#: A user-side message longer than this is mostly pasted material (a document, a template, a status dump): only its
+#: lead-in and its close (:data:`_FRAME_CHARS` each, whole lines) are read as the user's words (folds DEV, T, T2, H:
+#: 3 gold rules in such messages, all in the frame; 125 reviewed negatives, mostly in the body).
+_PASTED_MESSAGE_CHARS = 16_000
+_FRAME_CHARS = 1_000
 #: A lead-in to a prompt the user writes for another model (an agent being built): the indented lines under it are
 #: that model's instructions, not the user's to this agent ("System Prompt:", "Description for Orchestrator routing:").
 _PROMPT_LEAD = _Lazy(
@@ -213,6 +218,13 @@ class Unit:
     ] = ()  # the sentences before it in its line / paragraph (typed words, not a plan's description)
 
 
+def _frame(text: str) -> str:
+    """The lead-in and the close of a very long message, whole lines, a blank line between them."""
+    head = text[:_FRAME_CHARS].rsplit("\n", 1)[0] if "\n" in text[:_FRAME_CHARS] else text[:_FRAME_CHARS]
+    tail = text[-_FRAME_CHARS:].split("\n", 1)[-1] if "\n" in text[-_FRAME_CHARS:] else text[-_FRAME_CHARS:]
+    return f"{head}\n\n{tail}"
+
+
 def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, bool, bool, int]]:
     """``(line, section heading, descriptive section, list item, block)`` of the prose in ``text``.
 
@@ -228,6 +240,8 @@ def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, 
         return
     if source == "user" and len(text) > _PROMPT_MESSAGE_CHARS and _ROLE_OPENING.search(text[:600]):
         return  # a long prompt that casts the agent in a role: a template or another tool's text, not typed words
+    if source == "user" and len(text) > _PASTED_MESSAGE_CHARS:
+        text = _frame(text)
     text = _WRAPPER.sub("\n", text)
     text = _ARGS.sub("\n", text)
     if source == "plan":
