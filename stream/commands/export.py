@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from stream.commands._base import check_output_file, command, option
-from stream.commands._forensics import read
+from stream.commands._forensics import each
 from stream.settings import get_settings
 
 settings = get_settings()
@@ -20,26 +21,31 @@ settings = get_settings()
 def export(out: str | None, since: str | None, until: str | None, context: str | None) -> int:
     """Dump the input topics to JSONL so a case can be replayed offline anywhere.
 
-    One message value per line, both input topics merged in the order replay
-    --from-kafka uses (Kafka timestamp, topic, partition, offset). Feed the file to
-    `python -m stream replay FILE`. Values that are not single-line UTF-8 (they could
-    not be one JSONL line; the worker dead-lettered them) are skipped and counted.
+    One message value per line, both input topics merged in the order the worker and
+    replay --from-kafka apply them (DESIGN.md §4: Kafka timestamp, then compaction-events
+    before artifact-events, then offset), written as they are read (memory does not grow
+    with the topics). Feed the file to `python -m stream replay FILE`. Values that are not
+    single-line UTF-8 (they could not be one JSONL line; the worker dead-lettered them) are
+    skipped and counted.
     """
     if out:
         check_output_file(out)
-    records, _ = read(settings.input_topics, since=since, until=until, context=context)
     sink = open(out, "wb") if out else sys.stdout.buffer
-    skipped = 0
+    counts = {"written": 0, "skipped": 0}
+
+    def write(rec: Any) -> None:
+        value = rec.value or b""
+        if b"\n" in value or not value:
+            counts["skipped"] += 1
+            return
+        sink.write(value + b"\n")
+        counts["written"] += 1
+
     try:
-        for rec in records:
-            value = rec.value or b""
-            if b"\n" in value or not value:
-                skipped += 1
-                continue
-            sink.write(value + b"\n")
+        each(settings.input_topics, write, since=since, until=until, context=context)
     finally:
         sink.flush()
         if out:
             sink.close()
-    print(f"export: {len(records) - skipped} events written, {skipped} skipped", file=sys.stderr)
+    print(f"export: {counts['written']} events written, {counts['skipped']} skipped", file=sys.stderr)
     return 0
