@@ -2,7 +2,7 @@
 
     python -m bench.run_all                      # everything, full size (~25 min): docs/BENCHMARKS.md
     python -m bench.run_all --quick              # smoke-sized (~3 min): var/bench/BENCHMARKS.quick.md
-    python -m bench.run_all --parts 1,6          # some parts only (1-12, see below)
+    python -m bench.run_all --parts 1,6          # some parts only (1-13, see below)
     python -m bench.run_all --bootstrap HOST:PORT   # use a running broker instead of starting one
     python -m bench.run_all --update --parts 6,8 # re-run those, keep the other parts of docs/BENCHMARKS.md
 
@@ -41,6 +41,7 @@ TITLES = {
     10: "10. The peer a user would pick instead: a Quix Streams app, same engine",
     11: "11. The Claude Code hook: time per call",
     12: "12. Replay: memory bounded by the state, linear line reading",
+    13: "13. Ingest: one long user message, linear in its size",
 }
 
 
@@ -74,6 +75,8 @@ def part_argv(part: int, args: argparse.Namespace) -> tuple[str, list[str]]:
         return "bench/bench_hook.py", [*q]
     if part == 12:
         return "bench/bench_replay.py", [*q]
+    if part == 13:
+        return "bench/bench_ingest.py", [*q]
     raise ValueError(part)
 
 
@@ -219,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     ap = argparse.ArgumentParser(prog="bench/run_all.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="every part smoke-sized (about a minute each)")
-    ap.add_argument("--parts", default="1,2,3,4,5,6,7,8,9,10,11,12", help="comma list of parts 1-12 (default all)")
+    ap.add_argument("--parts", default="1,2,3,4,5,6,7,8,9,10,11,12,13", help="comma list of parts 1-13 (default all)")
     ap.add_argument("--out", default=None,
                     help="report file (default docs/BENCHMARKS.md; with --quick var/bench/BENCHMARKS.quick.md)")
     ap.add_argument("--runs", type=int, default=None,
@@ -239,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     parts = sorted({int(p) for p in args.parts.split(",") if p.strip()})
     if not parts or any(p not in TITLES for p in parts):
-        ap.error("--parts: numbers 1-12")
+        ap.error("--parts: numbers 1-13")
     out = (
         Path(args.out) if args.out else REPO / ("var/bench/BENCHMARKS.quick.md" if args.quick else "docs/BENCHMARKS.md")
     )
