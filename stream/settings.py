@@ -250,9 +250,9 @@ class Settings(BaseSettings):
     judge_precision: Literal["precise", "balanced", "recall"] = Field(
         "precise",
         description="The rules judge's precision / recall trade-off (--judge-precision): precise alerts only on "
-        "the cues measured most precise on labelled real logs (default); balanced adds the rest of the cues "
-        "and every unmatched drop; recall also alerts on partial restatements and long messages a summary "
-        "only describes. Measured per level in docs/REAL_LOGS.md.",
+        "structural drops read by strong cues (default); balanced adds the rest of the cues, the rules of long "
+        "messages a summary only describes and every unmatched drop; recall also alerts on partial restatements "
+        "and on rule files not re-injected after a compaction. Measured per level in docs/REAL_LOGS.md.",
     )
 
     # --- the model judge (ingest openhands|claude-code --judge model) ----------------------

@@ -234,7 +234,9 @@ def test_a_rule_missing_from_a_user_message_list_alerts_at_precise_only_when_not
     assert judge_one(short, traced, precision="balanced") == [(short, False, "not-quoted")]
     long = "Here is the whole spec of the exporter. " * 12 + "don't rename the config keys."
     # a long message's rule the list does not quote alerts at balanced only (pasted documents: poor on every fold)
-    assert judge_one(long, SUMMARY_2) == [("don't rename the config keys", True, "below-precision:not-quoted-long-no-trace")]
+    assert judge_one(long, SUMMARY_2) == [
+        ("don't rename the config keys", True, "below-precision:not-quoted-long-no-trace")
+    ]
     assert judge_one(long, SUMMARY_2, precision="balanced") == [("don't rename the config keys", False,
                                                                   "not-quoted-long-no-trace")]
     medium = "Here is the whole spec of the exporter. " * 12 + "Keep the existing config keys."
@@ -421,7 +423,9 @@ def test_a_long_messages_rule_the_list_does_not_quote_alerts_at_balanced_only_fo
     strong = spec + "Do not touch the ledger tables."
     summary = SUMMARY_2 + "\n7. Pending Tasks:\n   - finish the importer spec: the ledger tables come next\n"
     assert judge_one(strong, summary) == [("Do not touch the ledger tables", True, "below-precision:not-quoted-long")]
-    assert judge_one(strong, summary, precision="balanced") == [("Do not touch the ledger tables", False, "not-quoted-long")]
+    assert judge_one(strong, summary, precision="balanced") == [
+        ("Do not touch the ledger tables", False, "not-quoted-long")
+    ]
     medium = spec + "Keep the existing ledger tables."
     assert judge_one(medium, summary) == [("Keep the existing ledger tables", True, "below-precision:not-quoted-long")]
     assert judge_one(medium, summary, precision="balanced")[0][1:] == (False, "not-quoted-long")
@@ -441,12 +445,13 @@ def test_a_very_long_message_is_read_only_in_its_lead_in_and_its_close():
     assert len(message) > 16_000
     texts = [t for t, _, _ in read(message)]
     assert "Don't push to main today" in texts and any("ledger folder" in t for t in texts)
-    assert not any(t.endswith("worker 200") for t in texts) and len(texts) < 40  # the pasted body is not the user's words
+    # the pasted body is not the user's words
+    assert not any(t.endswith("worker 200") for t in texts) and len(texts) < 40
     short = "Please file these notes.\n\n" + body[:3000]
     assert any("billing API" in t for t, _, _ in read(short))  # a message of ordinary length is read whole
 
 
 def test_a_rule_file_read_once_stays_in_view_after_a_boundary_except_at_recall():
-    from stream.adapters import cues
+    from stream.adapters.compaction import cues
     assert cues.PRECISION_LEVELS["precise"].rule_files_kept and cues.PRECISION_LEVELS["balanced"].rule_files_kept
     assert not cues.PRECISION_LEVELS["recall"].rule_files_kept
