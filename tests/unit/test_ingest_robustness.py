@@ -103,12 +103,16 @@ def test_a_sentence_remembers_a_bounded_number_of_sentences_before_it():
     assert len(befores) == 500 and max(befores) == 8
 
 
-def test_a_message_of_more_rules_than_a_checkpoint_lists_keeps_the_checkpoint_under_the_size_limits(tmp_path):
+def test_more_rules_in_force_than_a_checkpoint_lists_keep_the_checkpoint_under_the_size_limits(tmp_path):
     sid = "cccc0000-0000-4000-8000-00000000000c"
     base = {"sessionId": sid, "timestamp": "2026-05-04T10:00:00.000Z", "cwd": "/w", "version": "2.1.50"}
-    rules = " ".join(f"don't touch module_{i}.py." for i in range(MAX_RAW_PER_CHECKPOINT + 500))
+    # in messages of 50 rules each: a message over 16k characters is read only at its two ends
+    n = MAX_RAW_PER_CHECKPOINT + 500
+    messages = [" ".join(f"don't touch module_{i}.py." for i in range(k, min(k + 50, n))) for k in range(0, n, 50)]
     records = [
-        {**base, "type": "user", "uuid": "u1", "parentUuid": None, "message": {"role": "user", "content": rules}},
+        {**base, "type": "user", "uuid": f"u{j}", "parentUuid": None, "message": {"role": "user", "content": text}}
+        for j, text in enumerate(messages)
+    ] + [
         {**base, "type": "system", "subtype": "compact_boundary", "uuid": "b1", "parentUuid": None,
          "compactMetadata": {"trigger": "auto", "preTokens": 1}},
         {**base, "type": "user", "uuid": "s1", "parentUuid": "b1", "isCompactSummary": True,
