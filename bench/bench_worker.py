@@ -73,6 +73,17 @@ SUMMARY = ("Investigated the failing path, read the module and its callers, repr
            "the error with a script and narrowed it to the parser; ")
 
 
+def reap_profilers(spy: list[subprocess.Popen], profile: float) -> None:
+    """Wait for each py-spy process (``profile`` s of recording + 30 s), say why one failed, kill one that hangs."""
+    for p in spy:
+        try:
+            _, err = p.communicate(timeout=profile + 30)
+            if p.returncode != 0:
+                say(f"py-spy failed: {err.decode(errors='replace')[-500:]}")
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
 def _context_events(ctx: str, rng: random.Random) -> Iterator[dict[str, Any]]:
     """One context's checkpoint-heavy stream, endless; valid DESIGN.md §3 events, seq 0, 1, ...
 
@@ -749,13 +760,7 @@ class Bench:
             changelog = sum(v for tp, v in ends.items() if tp.topic == state_log)
             buffered = int(sum(v for k, v in w.metric("events_total").items() if 'outcome="buffered"' in k))
         finally:
-            for p in spy:
-                try:
-                    _, err = p.communicate(timeout=profile + 30)
-                    if p.returncode != 0:
-                        say(f"py-spy failed: {err.decode(errors='replace')[-500:]}")
-                except subprocess.TimeoutExpired:
-                    p.kill()
+            reap_profilers(spy, profile)
             w.stop()
         log_text = w.log_path.read_text(errors="replace") if w.log_path.exists() else ""
         warnings = {"WARNING": log_text.count("[WARNING]"), "ERROR": log_text.count("[ERROR]")}
@@ -833,13 +838,7 @@ class Bench:
         finally:
             if watcher is not None:
                 watcher.halt.set()
-            for p in spy:
-                try:
-                    _, err = p.communicate(timeout=profile + 30)
-                    if p.returncode != 0:
-                        say(f"py-spy failed: {err.decode(errors='replace')[-500:]}")
-                except subprocess.TimeoutExpired:
-                    p.kill()
+            reap_profilers(spy, profile)
             w.stop()
         self.latency_profile = spy_file if profile and spy_file.exists() else None
         first_ts = min(stamps.values())
