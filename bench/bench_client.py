@@ -9,7 +9,6 @@ How it measures, and why: bench/METHODS.md "bench_client.py".
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import gc
 import random
@@ -22,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import (
-    PARTITIONS, WorkerProc, add_broker_args, broker, command_line, create_topics_ready, loadavg, machine_line,
-    part_footer, proc_status, say, software_line, write_out,
+    PARTITIONS, WorkerProc, add_part_args, broker, command_line, create_topics_ready, loadavg, machine_line,
+    part_footer, part_parser, proc_status, say, send_all, software_line, write_out,
 )
 from stream import kafka_clients
 from stream.client import AsyncGuard, EventBuilder, Guard, MemoryTransport, StatusView
@@ -153,25 +152,24 @@ def phase_produce(settings: Settings, n_events: int, runs: int) -> dict[str, Any
             "all": {k: [len(plan) / t for t in v] for k, v in times.items()}, "build_us": build_cost(s, plan)}
 
 
+def status_record(s: Settings, i: int) -> tuple[str, bytes, bytes]:
+    """The ``i``-th synthetic status record (every tenth not authoritative): (topic, key, value)."""
+    ctx, node = f"ctx-{i // 100}", f"node-{i % 100}"
+    bad = i % 10 == 0
+    rec = {"schema_version": 1, "type": "status", "context_id": ctx, "node_id": node, "level": "leaf",
+           "authoritative": not bad, "frozen": False,
+           "open_rules": ["orphaned_referent"] if bad else [], "degraded_by": [], "degraded_count": 0,
+           "trigger": {"event_id": f"{i}-ev", "type": "artifact", "topic": "artifact-events",
+                       "partition": i % PARTITIONS, "offset": i}, "detected_at": None}
+    return s.status_topic, status_key(ctx, node), encode(rec)
+
+
 async def fill_status(s: Settings, n: int) -> float:
     p = kafka_clients.producer(s, linger_ms=20, max_batch_size=512 * 1024)
     await p.start()
     t0 = time.perf_counter()
     try:
-        futures = []
-        for i in range(n):
-            ctx, node = f"ctx-{i // 100}", f"node-{i % 100}"
-            bad = i % 10 == 0
-            rec = {"schema_version": 1, "type": "status", "context_id": ctx, "node_id": node, "level": "leaf",
-                   "authoritative": not bad, "frozen": False,
-                   "open_rules": ["orphaned_referent"] if bad else [], "degraded_by": [], "degraded_count": 0,
-                   "trigger": {"event_id": f"{i}-ev", "type": "artifact", "topic": "artifact-events",
-                               "partition": i % PARTITIONS, "offset": i}, "detected_at": None}
-            futures.append(await p.send(s.status_topic, encode(rec), key=status_key(ctx, node)))
-            if len(futures) >= 20_000:
-                await asyncio.gather(*futures)
-                futures.clear()
-        await asyncio.gather(*futures)
+        await send_all(p, (status_record(s, i) for i in range(n)))
     finally:
         await p.stop()
     return time.perf_counter() - t0
@@ -327,17 +325,14 @@ def render(argv: list[str], res: dict[str, Any], kafka: str, t_start: float, loa
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = part_parser("bench/bench_client.py", __doc__)
     ap.add_argument("--phases", default="produce,status,rwy", help="comma list of produce, status, rwy")
     ap.add_argument("--events", type=int, default=None, help="events per produce run (default 100000; quick 10000)")
     ap.add_argument("--runs", type=int, default=None, help="produce runs (default 3; quick 1)")
     ap.add_argument("--status-records", type=int, default=None, help="status records (default 1000000; quick 100000)")
     ap.add_argument("--lookups", type=int, default=None, help="random keys per lookup figure (default 1000000)")
     ap.add_argument("--samples", type=int, default=None, help="read-your-writes samples (default 30; quick 5)")
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--title", default="9. The pipeline client: produce rate, StatusView lookups and catch-up")
-    ap.add_argument("--out", metavar="FILE")
-    add_broker_args(ap)
+    add_part_args(ap, title="9. The pipeline client: produce rate, StatusView lookups and catch-up")
     args = ap.parse_args(argv)
     phases = [p for p in args.phases.split(",") if p]
     n_events = args.events or (10_000 if args.quick else 100_000)

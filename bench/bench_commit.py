@@ -8,7 +8,6 @@ How it measures, and why: bench/METHODS.md "bench_commit.py".
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import statistics
@@ -17,7 +16,8 @@ import time
 import uuid
 
 from bench.common import (
-    add_broker_args, broker, command_line, loadavg, machine_line, part_footer, say, software_line, write_out,
+    add_part_args, broker, command_line, loadavg, machine_line, part_footer, part_parser, say, software_line,
+    write_out,
 )
 
 
@@ -95,13 +95,10 @@ def report(results: dict, entries: int, commits: int, title: str, argv: list[str
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    ap = argparse.ArgumentParser(prog="bench/bench_commit.py", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true")
+    ap = part_parser("bench/bench_commit.py", __doc__)
     ap.add_argument("--entries", type=int, default=500, help="dirty keys per commit (default 500)")
     ap.add_argument("--commits", type=int, default=None, help="commits per mechanism (default 100; quick 20)")
-    ap.add_argument("--title", default="Durability: what one state commit costs")
-    ap.add_argument("--out", default=None)
-    add_broker_args(ap)
+    add_part_args(ap, title="Durability: what one state commit costs")
     args = ap.parse_args(argv)
     commits = args.commits or (20 if args.quick else 100)
     t0, load = time.monotonic(), loadavg()

@@ -13,7 +13,6 @@ More (the module notes): bench/METHODS.md, section ``bench/bench_engine.py``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import statistics
@@ -23,7 +22,9 @@ from collections import Counter, deque
 from collections.abc import Sequence
 from typing import Any
 
-from bench.common import command_line, loadavg, machine_line, part_footer, say, software_line, write_out
+from bench.common import (
+    add_part_args, command_line, loadavg, machine_line, part_footer, part_parser, say, software_line, write_out,
+)
 from bench.naive_validator import NaiveValidator
 from stream.domain.engine import Engine
 from stream.domain.events import OFFLINE
@@ -167,16 +168,15 @@ def measure(size: int, runs: int, budget: float, contexts: int) -> dict[str, Any
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(prog="bench/bench_engine.py", description=__doc__.split("\n\n")[0])
+    parser = part_parser("bench/bench_engine.py", __doc__)
     parser.add_argument("--sizes", default=None,
                         help="artifacts per context, comma-separated (default 1000,10000,100000; quick 1000,10000)")
     parser.add_argument("--runs", type=int, default=None, help="runs per size; the median is kept (default 3; quick 1)")
     parser.add_argument("--naive-budget", type=float, default=None,
                         help="seconds after which a naive run stops (its rate is then a prefix's; default 60, quick 5)")
     parser.add_argument("--contexts", type=int, default=1, help="contexts, interleaved")
-    parser.add_argument("--quick", action="store_true", help="sizes 1000,10000, 1 run, 5 s naive budget")
-    parser.add_argument("--title", default="1. Engine vs the seed-style naive validator")
-    parser.add_argument("--out", metavar="FILE", help="also write the Markdown section there")
+    add_part_args(parser, title="1. Engine vs the seed-style naive validator",
+                  quick="sizes 1000,10000, 1 run, 5 s naive budget", broker=False)
     args = parser.parse_args(argv)
     q = args.quick
     sizes = [int(s) for s in (args.sizes or ("1000,10000" if q else "1000,10000,100000")).split(",") if s]

@@ -25,9 +25,9 @@ from typing import Any
 
 from bench.bench_worker import real_events
 from bench.common import (
-    PARTITIONS, REPO, WorkerProc, copies_of, add_broker_args, broker, command_line, cpu_seconds,
-    create_topics_ready, machine_line, part_footer, pdeathsig, produce_events, say,
-    software_line, topic_set, utc_now, write_out, loadavg,
+    PARTITIONS, REPO, WorkerProc, add_part_args, broker, command_line, copies_of, cpu_seconds, create_topics_ready,
+    loadavg, machine_line, part_footer, part_parser, pdeathsig, produce_events, say, software_line, topic_set,
+    utc_now, write_out,
 )
 from stream.adapters.simulated.model import DEFAULT_TRACES
 
@@ -104,15 +104,10 @@ async def worker_rate(settings: Any, inputs: tuple[str, str], outputs: tuple[str
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    add_broker_args(ap)
+    ap = part_parser("bench/bench_floor.py", __doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--copies", type=int, default=3, help="copies of the real stream (default 3: ~55k events)")
     ap.add_argument("--traces-limit", type=int, default=None, help="only this many trajectories (quick)")
-    ap.add_argument("--out", help="also write the Markdown section here")
-    ap.add_argument("--quick", action="store_true", help="1 copy of the real stream")
-    ap.add_argument("--title", default="What bounds the worker: faust's floor", help="section heading")
+    add_part_args(ap, title="What bounds the worker: faust's floor", quick="1 copy of the real stream")
     args = ap.parse_args(argv)
     if args.quick:  # the whole stream once: 4 trajectories were done between two polls of a fast worker
         args.copies = 1

@@ -10,7 +10,6 @@ More (the module notes): bench/METHODS.md, section ``bench/bench_hook.py``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import resource
 import shutil
@@ -21,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.common import command_line, loadavg, machine_line, report_end, say, software_line, write_out
+from bench.common import loadavg, report_end, say, write_out, add_part_args, part_parser, report_head
 from stream.devtools.claude_code_player import Player, hook_env, synthetic_session, write_jsonl
 
 DEV = Path(__file__).resolve().parent.parent.parent / "shared" / "real-logs" / "entireio-cli-claude-code"
@@ -203,16 +202,15 @@ def row(label: str, what: str, calls: list) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="20k and 50k tokens, no DEV transcript")
+    ap = part_parser("bench/bench_hook.py", __doc__)
     ap.add_argument("--sizes", default=None, help="comma-separated token counts, 0 for none [50000,200000]")
     ap.add_argument("--compact-every", type=int, default=60, help="turns between two compactions [60]")
     ap.add_argument("--dev", type=int, default=None,
                     help=f"also play the N biggest DEV transcripts of {DEV} [3; 0 with --quick or --sizes]")
     ap.add_argument("--transcript", action="append", default=[],
                     help="also play this real transcript (its figures are labelled with its name)")
-    ap.add_argument("--out", default=None)
-    ap.add_argument("--title", default="11. The Claude Code hook: time per call")
+    add_part_args(ap, title="11. The Claude Code hook: time per call", quick="20k and 50k tokens, no DEV transcript",
+                  broker=False)
     args = ap.parse_args(argv)
     sizes = [int(s) for s in (args.sizes or ("20000,50000" if args.quick else "50000,200000")).split(",") if int(s) > 0]
     dev = args.dev if args.dev is not None else (0 if args.quick or args.sizes else 3)
@@ -230,11 +228,7 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as exc:  # noqa: BLE001 - report and go on
                 errors.append(f"{transcript or f'{size:,} tokens'}: {type(exc).__name__}: {exc}")
     lines = [
-        f"## {args.title}",
-        "",
-        f"Command: `{command_line('bench/bench_hook.py', sys.argv[1:] if argv is None else argv)}` — "
-        f"{machine_line()}; {software_line()}.",
-        "",
+        *report_head(args.title, "bench/bench_hook.py", sys.argv[1:] if argv is None else argv, ".", dash=True),
         "Each call is `checkpoint-guard hook claude-code` as a subprocess (interpreter start included), rules "
         "judge, spool only, after `hooks install` (bytecode and the language-model cache built). Wall = what "
         "Claude Code waits for (Stop is async: it waits for none of those); CPU = user + sys of the call (on a "

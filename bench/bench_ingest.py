@@ -13,7 +13,6 @@ form in under 10 s.
 
 from __future__ import annotations
 
-import argparse
 import json
 import resource
 import statistics
@@ -23,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import command_line, loadavg, machine_line, report_end, software_line, write_out
+from bench.common import loadavg, report_end, write_out, add_part_args, part_parser, report_head
 
 REPO = Path(__file__).resolve().parent.parent
 GOAL_S = 10.0  # issue 28.6: 5 MB of the ``same`` form in under 10 s
@@ -71,19 +70,16 @@ def run_once(path: Path) -> tuple[float, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = part_parser("bench/bench_ingest.py", __doc__)
     ap.add_argument("--sizes", default=None, help="message sizes in MB, comma-separated (default 1,5; --quick 0.2,1)")
     ap.add_argument("--form", default="same", choices=("same", "distinct"), help="repeated rules or distinct ones")
     ap.add_argument("--runs", type=int, default=1, help="runs per size (median)")
-    ap.add_argument("--quick", action="store_true", help="smaller sizes")
-    ap.add_argument("--out", default=None, help="also write the Markdown section here (bench/run_all.py)")
-    ap.add_argument("--title", default="13. Ingest: one long user message, linear in its size")
+    add_part_args(ap, title="13. Ingest: one long user message, linear in its size", quick="smaller sizes",
+                  broker=False)
     args = ap.parse_args(argv)
     sizes = [float(x) for x in (args.sizes or ("0.2,1" if args.quick else "1,5")).split(",")]
     t_start, load_start = time.monotonic(), loadavg()
-    lines = [f"## {args.title}", "",
-             f"Command: `{command_line('bench/bench_ingest.py', sys.argv[1:] if argv is None else argv)}` — "
-             f"{machine_line()}; {software_line()}.", "",
+    lines = [*report_head(args.title, "bench/bench_ingest.py", sys.argv[1:] if argv is None else argv, ".", dash=True),
              f"A Claude Code transcript whose one user message is a run of short prohibitions ({args.form} form), "
              "then a compaction; one `python -m stream ingest claude-code FILE -o /dev/null` process per run "
              "(wall time and peak RSS, interpreter start included), median of the runs.", "",

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import (
-    REPO, Poller, WorkerProc, add_broker_args, broker, command_line, copies_of, cpu_seconds, create_topic_set, loadavg,
-    machine_line, pdeathsig, produce_events, read_topic, report_end, say, software_line, topic_set, write_out,
+    Poller, REPO, WorkerProc, add_part_args, broker, copies_of, cpu_seconds, create_topic_set, loadavg, part_parser,
+    pdeathsig, produce_events, read_topic, report_end, report_head, say, topic_set, write_out,
 )
 from stream.adapters import encode_event
 from stream.offline.replay import replay_lines
@@ -205,17 +205,20 @@ def cpu_of(r: dict[str, Any]) -> float:
     return 1e6 * r["cpu"] / max(r["n"], 1)
 
 
+def compared(results: list[dict[str, Any]]) -> list[tuple[dict[str, Any], tuple[float, float], tuple[float, float]]]:
+    """(stream, the worker's (events/s, CPU µs/event) medians, Quix's) for each stream both consumers ran."""
+    return [(st, (med(w, rate_of), med(w, cpu_of)), (med(q, rate_of), med(q, cpu_of)))
+            for st in results for w, q in [(st["runs"][WORKER], st["runs"][QUIX])] if w and q]
+
+
 def render(argv: list[str], args: argparse.Namespace, kafka: str, results: list[dict[str, Any]],
            t_start: float, load_start: str) -> str:
     from importlib.metadata import version
 
     lines = [
-        f"## {args.title}",
-        "",
-        f"Command: `{command_line('bench/bench_quix.py', argv)}`. Machine: {machine_line()}; "
-        f"{software_line(kafka)}; quixstreams {version('quixstreams')} (confluent-kafka "
-        f"{version('confluent-kafka')}), processing guarantee {args.quix_guarantee}.",
-        "",
+        *report_head(args.title, "bench/bench_quix.py", argv, f"; quixstreams {version('quixstreams')} "
+                     f"(confluent-kafka {version('confluent-kafka')}), processing guarantee {args.quix_guarantee}.",
+                     kafka=kafka),
         "Both read the same pre-filled input topics (4 partitions) once per run, one after the other, runs "
         "alternating; each writes alerts, verdicts, node status (and dead letters) to its own output topics.",
         "",
@@ -241,13 +244,10 @@ def render(argv: list[str], args: argparse.Namespace, kafka: str, results: list[
     lines += ["", "| stream | worker events/s ÷ Quix's (goal ≥ 1) | worker CPU µs/event ÷ Quix's (goal ≤ 1) | "
               "same alert_ids, worker vs Quix | same alert records (triggers' offsets included) | "
               "same final node status, worker vs Quix |", "|---|---:|---:|---|---|---|"]
-    for st in results:
-        w, q = st["runs"][WORKER], st["runs"][QUIX]
-        if w and q:
-            lines.append(f"| {st['name']} | **{med(w, rate_of) / med(q, rate_of):.2f}** | "
-                         f"**{med(w, cpu_of) / med(q, cpu_of):.2f}** | {'yes' if st['same_ids'] else '**no**'} | "
-                         f"{'yes' if st['same_records'] else '**no**'} | "
-                         f"{'yes' if st['same_status'] else '**no**'} |")
+    for st, (w_rate, w_cpu), (q_rate, q_cpu) in compared(results):
+        lines.append(f"| {st['name']} | **{w_rate / q_rate:.2f}** | **{w_cpu / q_cpu:.2f}** | "
+                     f"{'yes' if st['same_ids'] else '**no**'} | {'yes' if st['same_records'] else '**no**'} | "
+                     f"{'yes' if st['same_status'] else '**no**'} |")
     lines += [
         "",
         "*events/s*: events ÷ (first processed → last processed), start-up excluded — the worker's from its "
@@ -270,7 +270,7 @@ def render(argv: list[str], args: argparse.Namespace, kafka: str, results: list[
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    ap = argparse.ArgumentParser(prog="bench/bench_quix.py", description=__doc__.split("\n\n")[0])
+    ap = part_parser("bench/bench_quix.py", __doc__)
     ap.add_argument("--streams", default=None,
                     help="real (the shipped trajectories x --copies) and/or synthetic (checkpoint-heavy); "
                          "default real,synthetic (quick: real)")
@@ -279,13 +279,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--events", type=int, default=None, help="synthetic stream size (default 10000)")
     ap.add_argument("--runs", type=int, default=None, help="runs per consumer and stream (default 2; quick 1)")
     ap.add_argument("--quix-guarantee", default="at-least-once", choices=("at-least-once", "exactly-once"))
-    ap.add_argument("--worker-loglevel", default="warn")
-    ap.add_argument("--timeout", type=float, default=900, help="seconds per run")
     ap.add_argument("--stall", type=float, default=120, help="seconds without progress before a run fails")
-    ap.add_argument("--quick", action="store_true", help="1 run each, the real stream once (18,215 events)")
-    ap.add_argument("--title", default="10. The peer a user would pick instead: a Quix Streams app, same engine")
-    ap.add_argument("--out", metavar="FILE")
-    add_broker_args(ap)
+    add_part_args(ap, title="10. The peer a user would pick instead: a Quix Streams app, same engine",
+                  quick="1 run each, the real stream once (18,215 events)", worker_timeout="seconds per run")
     args = ap.parse_args(argv)
     q = args.quick
     args.streams = args.streams or ("real" if q else "real,synthetic")
@@ -324,14 +320,10 @@ def main(argv: list[str] | None = None) -> int:
         say(f"logs kept in {tmp}")
     else:
         shutil.rmtree(tmp, ignore_errors=True)
-    parts = []
-    for st in results:
-        w, qr = st["runs"][WORKER], st["runs"][QUIX]
-        if w and qr:
-            parts.append(f"{st['name']}: worker {med(w, rate_of):,.0f} ev/s at {med(w, cpu_of):,.0f} µs/event vs "
-                         f"Quix {med(qr, rate_of):,.0f} at {med(qr, cpu_of):,.0f} "
-                         f"({med(w, rate_of) / med(qr, rate_of):.2f}x / {med(w, cpu_of) / med(qr, cpu_of):.2f}x CPU; "
-                         f"alert_ids {'identical' if st['same_ids'] else 'DIFFER'})")
+    parts = [f"{st['name']}: worker {w_rate:,.0f} ev/s at {w_cpu:,.0f} µs/event vs Quix {q_rate:,.0f} at "
+             f"{q_cpu:,.0f} ({w_rate / q_rate:.2f}x / {w_cpu / q_cpu:.2f}x CPU; "
+             f"alert_ids {'identical' if st['same_ids'] else 'DIFFER'})"
+             for st, (w_rate, w_cpu), (q_rate, q_cpu) in compared(results)]
     write_out(args.out, render(argv, args, kafka, results, t_start, load_start), "; ".join(parts) or "no result")
     return 1 if failed else 0
 

@@ -12,7 +12,6 @@ of its own, or ``--bootstrap``). ``--baseline REV``: the same with REV's code (`
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -24,7 +23,7 @@ import uuid
 from pathlib import Path
 
 from bench.common import (
-    REPO, add_broker_args, broker, command_line, loadavg, machine_line, report_end, say, software_line, write_out,
+    REPO, add_part_args, broker, loadavg, part_parser, report_end, report_head, say, send_all, write_out,
 )
 
 MiB = 1 << 20
@@ -153,19 +152,10 @@ async def _produce(bootstrap: str, records) -> int:
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=20, max_batch_size=1 << 20,
                                 max_request_size=4 << 20)
     await producer.start()
-    n = 0
     try:
-        pending = []
-        for topic, key, value in records:
-            pending.append(await producer.send(topic, value, key=key))
-            n += 1
-            if len(pending) >= 20_000:
-                await asyncio.gather(*pending)
-                pending.clear()
-        await asyncio.gather(*pending)
+        return await send_all(producer, records)
     finally:
         await producer.stop()
-    return n
 
 
 def case_verify(codes: dict[str, Path], tmp: Path, alerts: int, bootstrap: str | None, kafka_port: int | None,
@@ -238,17 +228,15 @@ def case_verify(codes: dict[str, Path], tmp: Path, alerts: int, bootstrap: str |
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="a 200-node chain, a 10 MB line, 20k alerts")
+    ap = part_parser("bench/bench_replay.py", __doc__)
     ap.add_argument("--cases", default="status,line,verify", help="comma list of status, line, verify")
     ap.add_argument("--depth", type=int, default=None, help="status: chain length [1000]")
     ap.add_argument("--toggles", type=int, default=None, help="status: evictions + admissions [1000]")
     ap.add_argument("--line-mb", type=float, default=None, help="line: its size in MB [100]")
     ap.add_argument("--alerts", type=int, default=None, help="verify: published alerts [250000]")
     ap.add_argument("--baseline", default=None, metavar="REV", help="also run git revision REV (e.g. main)")
-    ap.add_argument("--out", default=None)
-    ap.add_argument("--title", default="12. Replay: memory bounded by the state, linear line reading")
-    add_broker_args(ap)
+    add_part_args(ap, title="12. Replay: memory bounded by the state, linear line reading",
+                  quick="a 200-node chain, a 10 MB line, 20k alerts")
     args = ap.parse_args(argv)
     q = args.quick
     depth = args.depth or (200 if q else 1000)
@@ -257,9 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     alerts = args.alerts or (20_000 if q else 250_000)
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
     t_start, load_start = time.monotonic(), loadavg()
-    lines = [f"## {args.title}", "",
-             f"Command: `{command_line('bench/bench_replay.py', sys.argv[1:] if argv is None else argv)}` — "
-             f"{machine_line()}; {software_line()}.", "",
+    lines = [*report_head(args.title, "bench/bench_replay.py", sys.argv[1:] if argv is None else argv, ".", dash=True),
              "Each figure is one `python -m stream replay` process (peak RSS and user + sys CPU from `wait4`, "
              "interpreter start included); `--baseline` rows run the same command with that revision's code, in "
              "the same run.", ""]

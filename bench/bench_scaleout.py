@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import (
-    PARTITIONS, Poller, WorkerProc, add_broker_args, broker, command_line, copies_of, cpu_seconds, create_topic_set,
-    loadavg, machine_line, partition_counts, produce_events, report_end, say, software_line, topic_set, write_out,
+    PARTITIONS, Poller, WorkerProc, add_part_args, broker, copies_of, cpu_seconds, create_topic_set, loadavg,
+    part_parser, partition_counts, produce_events, report_end, report_head, say, topic_set, write_out,
 )
 from stream.adapters import encode_event
 from stream.offline.replay import replay_lines
@@ -132,12 +132,9 @@ async def one_run(args: argparse.Namespace, settings: Any, tmp: Path, events: li
 def render(argv: list[str], args: argparse.Namespace, kafka: str, stream_desc: str, counts: list[int],
            results: dict[int, list[dict[str, Any]]], errors: list[str], t_start: float, load_start: str) -> str:
     lines = [
-        f"## {args.title}",
-        "",
-        f"Command: `{command_line('bench/bench_scaleout.py', argv)}`. Machine: {machine_line()}; "
-        f"{software_line(kafka)}. Workers: `python -m stream worker -l {args.worker_loglevel}`, RocksDB, "
-        f"same app id (one consumer group), own data dir and web port each.",
-        "",
+        *report_head(args.title, "bench/bench_scaleout.py", argv,
+                     f". Workers: `python -m stream worker -l {args.worker_loglevel}`, RocksDB, "
+                     "same app id (one consumer group), own data dir and web port each.", kafka=kafka),
         f"Stream: {stream_desc}; events per partition {counts} (Kafka's default partitioner on the "
         f"context id) — the busiest partition bounds what {PARTITIONS} partitions over 2 workers can gain "
         f"(ideal 2-worker speed-up with these partitions: {ideal_speedup(counts):.2f}x).",
@@ -200,7 +197,7 @@ def ideal_speedup(counts: list[int]) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    ap = argparse.ArgumentParser(prog="bench/bench_scaleout.py", description=__doc__.split("\n\n")[0])
+    ap = part_parser("bench/bench_scaleout.py", __doc__)
     ap.add_argument("--stream", choices=("real", "synthetic"), default=None,
                     help="real: the shipped trajectories (make demo's stream); synthetic: checkpoint-heavy "
                          "(default real; quick: synthetic)")
@@ -211,12 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--traces", nargs="*", default=None, help="trajectory files/dirs (default stream/samples/traces)")
     ap.add_argument("--runs", type=int, default=None, help="runs per worker count (default 3; quick 1)")
     ap.add_argument("--workers", default="1,2", help="worker counts (default 1,2)")
-    ap.add_argument("--worker-loglevel", default="warn")
-    ap.add_argument("--timeout", type=float, default=900, help="per run: seconds to ready, then to done")
-    ap.add_argument("--quick", action="store_true", help="1 run each, the real stream once (18,215 events)")
-    ap.add_argument("--title", default="4. Scale-out: 1 vs 2 workers on 4 partitions")
-    ap.add_argument("--out", metavar="FILE")
-    add_broker_args(ap)
+    add_part_args(ap, title="4. Scale-out: 1 vs 2 workers on 4 partitions",
+                  quick="1 run each, the real stream once (18,215 events)",
+                  worker_timeout="per run: seconds to ready, then to done")
     args = ap.parse_args(argv)
     q = args.quick
     args.stream = args.stream or "real"

@@ -16,7 +16,6 @@ More (the module notes): bench/METHODS.md, section ``bench/bench_scaling.py``.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import statistics
@@ -25,7 +24,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from bench.common import command_line, loadavg, machine_line, part_footer, say, software_line, write_out
+from bench.common import (
+    add_part_args, command_line, loadavg, machine_line, part_footer, part_parser, say, software_line, write_out,
+)
 from stream.domain.engine import Engine
 from stream.domain.events import OFFLINE, ArtifactEvent, CheckpointEvent
 from stream.domain.state import DictState
@@ -409,16 +410,14 @@ def render(argv: list[str], fan: list[dict[str, Any]], arts: list[dict[str, Any]
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    ap = argparse.ArgumentParser(prog="bench/bench_scaling.py", description=__doc__.split("\n\n")[0])
+    ap = part_parser("bench/bench_scaling.py", __doc__)
     ap.add_argument("--dependents", default=None, help="fan-in sizes D, comma-separated (default 1,100,10000)")
     ap.add_argument("--artifacts", default=None, help="artifacts per context, comma-separated (default 1000,100000)")
     ap.add_argument("--reps", type=int, default=None, help="repetitions per fan-in size (default 200; quick 30)")
     ap.add_argument("--mix", type=int, default=None, help="timed new-event rounds per artifact count (default 4000)")
     ap.add_argument("--shapes-scale", type=float, default=None,
                     help="multiply the sizes of section C (default 1; quick 0.1; 0 skips it)")
-    ap.add_argument("--quick", action="store_true", help="fewer repetitions (seconds)")
-    ap.add_argument("--title", default="6. How cost grows (engine)")
-    ap.add_argument("--out", metavar="FILE", help="also write the Markdown section there")
+    add_part_args(ap, title="6. How cost grows (engine)", quick="fewer repetitions (seconds)", broker=False)
     args = ap.parse_args(argv)
     deps = [int(x) for x in (args.dependents or "1,100,10000").split(",") if x]
     arts = [int(x) for x in (args.artifacts or "1000,100000").split(",") if x]

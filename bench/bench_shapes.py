@@ -14,7 +14,6 @@ output line (≤ 16 MiB), and a table of the Done-when bounds of issues 24 and 2
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import os
@@ -22,7 +21,9 @@ import sys
 import time
 from typing import Any
 
-from bench.common import command_line, loadavg, machine_line, part_footer, say, software_line, write_out
+from bench.common import (
+    add_part_args, command_line, loadavg, machine_line, part_footer, part_parser, say, software_line, write_out,
+)
 from stream.domain.engine import LEDGER_FULL, MAX_LEDGER
 from stream.offline.replay import Replayer
 from stream.wire import encode
@@ -318,14 +319,12 @@ def report(results: list[dict[str, Any]], title: str, argv: list[str], t_start: 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    ap = argparse.ArgumentParser(prog="bench/bench_shapes.py", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="a tenth of the sizes")
+    ap = part_parser("bench/bench_shapes.py", __doc__)
     ap.add_argument("--scale", type=float, default=1.0, help="multiply every size (default 1)")
     ap.add_argument("--shapes", default=None, help="comma-separated shape names (default: all)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="replays per order and size, the least CPU time kept (default 1)")
-    ap.add_argument("--title", default="8. Adversarial shapes (engine)")
-    ap.add_argument("--out", default=None)
+    add_part_args(ap, title="8. Adversarial shapes (engine)", quick="a tenth of the sizes", broker=False)
     args = ap.parse_args(argv)
     chosen = [s.strip() for s in args.shapes.split(",")] if args.shapes else list(SHAPES)
     unknown = [s for s in chosen if s not in SHAPES]

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import (
-    Poller, WorkerProc, add_broker_args, broker, command_line, cpu_seconds, create_topic_set, du, loadavg, log_extent,
-    machine_line, mib, report_end, say, software_line, topic_set, write_out,
+    Poller, WorkerProc, add_part_args, broker, cpu_seconds, create_topic_set, du, loadavg, log_extent, mib,
+    part_parser, report_end, report_head, say, topic_set, write_out,
 )
 from stream.adapters import encode_event
 
@@ -185,14 +185,10 @@ def run(args: argparse.Namespace, settings: Any, tmp: Path, res: dict[str, Any])
 
 def render(argv: list[str], args: argparse.Namespace, kafka: str, res: dict[str, Any], errors: list[str],
            t_start: float, load_start: str) -> str:
-    lines = [
-        f"## {args.title}",
-        "",
-        f"Command: `{command_line('bench/bench_state.py', argv)}`. Machine: {machine_line()}; "
-        f"{software_line(kafka)}. One worker, `-l {args.worker_loglevel}` (restarts `-l info`), RocksDB, "
-        f"4 partitions; {args.contexts} contexts, a leaf checkpoint (4 referents) every {args.leaf_every} artifacts.",
-        "",
-    ]
+    lines = report_head(args.title, "bench/bench_state.py", argv,
+                        f". One worker, `-l {args.worker_loglevel}` (restarts `-l info`), RocksDB, 4 partitions; "
+                        f"{args.contexts} contexts, a leaf checkpoint (4 referents) every {args.leaf_every} artifacts.",
+                        kafka=kafka)
     if "fill" in res:
         pr, f, filled = res["produce"], res["fill"], res["filled"]
         lines += [
@@ -234,7 +230,7 @@ def render(argv: list[str], args: argparse.Namespace, kafka: str, res: dict[str,
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    ap = argparse.ArgumentParser(prog="bench/bench_state.py", description=__doc__.split("\n\n")[0])
+    ap = part_parser("bench/bench_state.py", __doc__)
     ap.add_argument("--artifacts", type=int, default=None, help="artifacts to track (default 1000000; quick 20000)")
     ap.add_argument("--fill-budget", type=float, default=None,
                     help="most seconds the worker may take to process the fill (default 1800; quick 120)")
@@ -243,12 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--broker-data", metavar="DIR",
                     help="the broker's log dir, to report the changelog topics' size on disk (known when the "
                          "bench starts the broker itself)")
-    ap.add_argument("--worker-loglevel", default="warn")
-    ap.add_argument("--timeout", type=float, default=900, help="seconds for a worker to get ready / to drain")
-    ap.add_argument("--quick", action="store_true", help="20,000 artifacts")
-    ap.add_argument("--title", default="5. State at scale: memory, disk, restart-to-ready")
-    ap.add_argument("--out", metavar="FILE")
-    add_broker_args(ap)
+    add_part_args(ap, title="5. State at scale: memory, disk, restart-to-ready", quick="20,000 artifacts",
+                  worker_timeout="seconds for a worker to get ready / to drain")
     args = ap.parse_args(argv)
     args.artifacts = args.artifacts or (20_000 if args.quick else 1_000_000)
     args.fill_budget = args.fill_budget or (120.0 if args.quick else 1800.0)

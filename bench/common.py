@@ -12,6 +12,7 @@ Everything here reads ``/proc`` directly (no psutil): the benches run on Linux o
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import ctypes
@@ -28,7 +29,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +132,36 @@ def command_line(script: str, argv: list[str]) -> str:
             continue
         shown.append(a)
     return shlex.join(["python", "-m", module_of(script), *shown])
+
+
+def part_parser(script: str, doc: str | None, **kw: Any) -> argparse.ArgumentParser:
+    """The options parser of a part script: ``python -m bench.x``, described by its docstring's first paragraph."""
+    return argparse.ArgumentParser(prog=f"python -m {module_of(script)}", description=(doc or "").split("\n\n")[0],
+                                   **kw)
+
+
+def add_part_args(ap: argparse.ArgumentParser, *, title: str, quick: str | None = None,
+                  worker_timeout: str | None = None, broker: bool = True) -> None:
+    """The options every part takes, after its own: with ``worker_timeout`` (its help) ``--worker-loglevel``
+    and ``--timeout``; ``--quick`` (help ``quick``), ``--title``, ``--out``; with ``broker`` the broker's."""
+    if worker_timeout is not None:
+        ap.add_argument("--worker-loglevel", default="warn")
+        ap.add_argument("--timeout", type=float, default=900, help=worker_timeout)
+    ap.add_argument("--quick", action="store_true", help=quick)
+    ap.add_argument("--title", default=title, help="heading of the report section")
+    ap.add_argument("--out", metavar="FILE", help="also write the Markdown section there")
+    if broker:
+        add_broker_args(ap)
+
+
+def report_head(title: str, script: str, argv: list[str], then: str = "", *, kafka: str | None = None,
+                dash: bool = False) -> list[str]:
+    """A part's heading and first paragraph: ``Command: `python -m bench.x ARGS```, the machine and the
+    software (with the broker's version ``kafka``), then ``then``; ``dash``: `` — `` before the machine
+    instead of ``. Machine: ``."""
+    where = f"{machine_line()}; {software_line(kafka)}"
+    command = f"Command: `{command_line(script, argv)}`"
+    return [f"## {title}", "", command + (f" — {where}" if dash else f". Machine: {where}") + then, ""]
 
 
 def part_footer(t_start: float, load_start: str) -> str:
@@ -422,6 +453,20 @@ async def produce_events(settings: Settings, inputs: tuple[str, str], events: li
     finally:
         await p.stop()
     return time.perf_counter() - t0
+
+
+async def send_all(producer: Any, records: Iterable[tuple[str, bytes | None, bytes]], window: int = 20_000) -> int:
+    """Send ``(topic, key, value)`` records in order, waiting for the acks every ``window`` sends; how many."""
+    n = 0
+    pending = []
+    for topic, key, value in records:
+        pending.append(await producer.send(topic, value, key=key))
+        n += 1
+        if len(pending) >= window:
+            await asyncio.gather(*pending)
+            pending.clear()
+    await asyncio.gather(*pending)
+    return n
 
 
 def copies_of(events: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
