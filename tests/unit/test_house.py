@@ -26,10 +26,7 @@ KNOWN_LONG_DOCSTRINGS: set[str] = set()
 #: Import cycles (each as the sorted module names of one strongly connected component).
 KNOWN_CYCLES: list[list[str]] = []
 #: (file, stale phrase) pairs.
-KNOWN_STALE_WORDS = {
-    # the copy of the shared design contract (../shared/DESIGN.md): the lead updates the contract, then the copy
-    ("docs/DESIGN.md", "faust tables"),
-}
+KNOWN_STALE_WORDS: set[tuple[str, str]] = set()
 KNOWN_BROKEN_LINKS: set[tuple[str, str]] = set()
 
 
