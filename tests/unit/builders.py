@@ -162,3 +162,144 @@ def gap(first: int, last: int, *, trigger: str) -> dict[str, Any]:
 def verdicts_of(result: ReplayResult) -> list[tuple[str, str, bool, str]]:
     """``(node_id, verdict, authoritative, trigger event id)`` per applied checkpoint."""
     return [(v["node_id"], v["verdict"], v["authoritative"], v["trigger"]["event_id"]) for v in result.verdicts]
+
+
+# ----------------------------------------------------------------------------- compaction-log fixtures
+
+NCD = "negative_constraint_dropped"
+ORPHAN = "orphaned_referent"
+UNVERIFIABLE = "unverifiable_checkpoint"
+BETA = "7b2e0000-0000-4000-8000-0000000000b2"
+COPIES = "8c3e0000-0000-4000-8000-0000000000c3"
+AGENT_SERVER = "9d4e00000000400080000000000000d4"
+EVERY = "e4c90000-0000-4000-8000-0000000000c9"
+
+#: The compaction-log fixtures (tests/fixtures/compaction_logs, its README): fixture -> (format, paths in
+#: that folder, the context of its alerts, the exact alerts as (rule, status, node, set)).
+COMPACTION_LOGS: dict[str, tuple[str, list[str], str, list[tuple[str, str, str, list[str] | None]]]] = {
+    "folded-summary": (
+        "openhands",
+        ["openhands/folded-summary"],
+        "oh:folded-summary",
+        [
+            (NCD, "open", "00000001-0000-4000-8000-000000000009-summary", ["prohibition:d00a556c5c2a"]),
+            (NCD, "open", "root:oh:folded-summary", ["prohibition:d00a556c5c2a"]),
+        ],
+    ),
+    "orphaned-file": (
+        "openhands",
+        ["openhands/orphaned-file"],
+        "oh:orphaned-file",
+        [
+            (ORPHAN, "open", "00000002-0000-4000-8000-000000000007-summary", ["file:/workspace/app/settings.py"]),
+        ],
+    ),
+    "dropped-prohibition": (
+        "claude-code",
+        ["claude-code/cc-dropped-prohibition.jsonl"],
+        "cc:cc-dropped-prohibition",
+        [
+            (NCD, "open", "s-1", ["prohibition:83155fae68cd"]),
+            (NCD, "open", "root:cc:cc-dropped-prohibition", ["prohibition:83155fae68cd"]),
+        ],
+    ),
+    "paraphrased-prohibition": ("openhands", ["openhands/paraphrased-prohibition"], "oh:paraphrased-prohibition", []),
+    "broken-parent-link": (
+        "claude-code",
+        ["claude-code/cc-broken-parent-link.jsonl"],
+        "cc:cc-broken-parent-link",
+        [
+            (NCD, "open", "s-2", ["prohibition:5b3e9627b389"]),
+            (NCD, "open", "root:cc:cc-broken-parent-link", ["prohibition:5b3e9627b389"]),
+        ],
+    ),
+    "opaque-summary": (
+        "openhands",
+        ["openhands/opaque-summary"],
+        "oh:opaque-summary",
+        [
+            (NCD, "open", "00000006-0000-4000-8000-000000000008-summary", ["prohibition:3be5474d91a9"]),
+            (UNVERIFIABLE, "open", "00000006-0000-4000-8000-000000000008-summary", None),
+            (NCD, "open", "root:oh:opaque-summary", ["prohibition:3be5474d91a9"]),
+        ],
+    ),
+    "two-sessions-named-full": (
+        "claude-code",
+        ["claude-code/sessions/alpha/full.jsonl", "claude-code/sessions/beta/full.jsonl"],
+        f"cc:{BETA}",
+        [
+            (NCD, "open", "beta-s1", ["prohibition:b7b68cdcd5be"]),
+            (NCD, "open", f"root:cc:{BETA}", ["prohibition:b7b68cdcd5be"]),
+        ],
+    ),
+    "growing-copies": (
+        "claude-code",
+        ["claude-code/copies/1/full.jsonl", "claude-code/copies/2/full.jsonl"],
+        f"cc:{COPIES}",
+        [
+            (NCD, "open", "c-s2", ["prohibition:03e812bbe566"]),
+            (NCD, "open", f"root:cc:{COPIES}", ["prohibition:03e812bbe566"]),
+        ],
+    ),
+    "agent-server-layout": (
+        "openhands",
+        ["openhands-agent-server"],
+        f"oh:{AGENT_SERVER}",
+        [
+            (NCD, "open", "00000009-0000-4000-8000-000000000005-summary", ["prohibition:9c34609089ab"]),
+            (NCD, "open", f"root:oh:{AGENT_SERVER}", ["prohibition:9c34609089ab"]),
+        ],
+    ),
+    "legacy-summary-ids": (
+        "openhands",
+        ["openhands/legacy-summary-ids"],
+        "oh:legacy-summary-ids",
+        [
+            (NCD, "open", "0000000a-0000-4000-8000-00000000000a-summary", ["prohibition:787963eb903f"]),
+            (NCD, "open", "root:oh:legacy-summary-ids", ["prohibition:787963eb903f"]),
+            (NCD, "resolved", "root:oh:legacy-summary-ids", []),
+        ],
+    ),
+    "microcompact": (
+        "claude-code", ["claude-code/cc-microcompact.jsonl"], "cc:b1f60000-0000-4000-8000-0000000000f6", [],
+    ),
+    "glued-line": ("claude-code", ["claude-code/cc-glued-line.jsonl"], "cc:c2a70000-0000-4000-8000-0000000000a7", []),
+    "names-its-transcript": (
+        "claude-code", ["claude-code/cc-names-its-transcript.jsonl"], "cc:d3b80000-0000-4000-8000-0000000000b8", [],
+    ),
+    "every-channel": (
+        "claude-code",
+        ["claude-code/cc-every-channel.jsonl"],
+        f"cc:{EVERY}",
+        [
+            (
+                NCD,
+                "open",
+                "e-s1",
+                [
+                    "prohibition:13983af91403",
+                    "prohibition:33435f925486",
+                    "prohibition:d58808ee3ba2",
+                    "prohibition:d9fb023660aa",
+                ],
+            ),
+            (
+                NCD,
+                "open",
+                f"root:cc:{EVERY}",
+                [
+                    "prohibition:13983af91403",
+                    "prohibition:33435f925486",
+                    "prohibition:d58808ee3ba2",
+                    "prohibition:d9fb023660aa",
+                ],
+            ),
+        ],
+    ),
+}
+
+
+def brief(alerts: Iterable[dict[str, Any]]) -> list[tuple[str, str, str, list[str] | None]]:
+    """Alerts as the table above writes them: (rule, status, node, orphans or missing constraints)."""
+    return [(a["rule"], a["status"], a["node_id"], a["orphans"] if a["rule"] == ORPHAN else a["missing_constraints"])
+            for a in alerts]

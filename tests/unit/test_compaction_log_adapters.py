@@ -26,6 +26,14 @@ from stream.adapters.compaction.openhands import OpenHandsConversation
 from stream.adapters.compaction.openhands import discover as discover_oh
 from stream.adapters.compaction.prohibitions import ProhibitionMatcher
 from stream.offline.replay import replay_lines
+from tests.unit.builders import (
+    AGENT_SERVER,
+    BETA,
+    COMPACTION_LOGS,
+    NCD,
+    ORPHAN,
+    brief,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -34,124 +42,12 @@ FIXTURES = REPO / "tests" / "fixtures" / "compaction_logs"
 OH = FIXTURES / "openhands"
 CC = FIXTURES / "claude-code"
 
-NCD = "negative_constraint_dropped"
-ORPHAN = "orphaned_referent"
-UNVERIFIABLE = "unverifiable_checkpoint"
-BETA = "7b2e0000-0000-4000-8000-0000000000b2"
 ALPHA = "7a1e0000-0000-4000-8000-0000000000a1"
-COPIES = "8c3e0000-0000-4000-8000-0000000000c3"
-AGENT_SERVER = "9d4e00000000400080000000000000d4"
-EVERY = "e4c90000-0000-4000-8000-0000000000c9"
 TRANSCRIPT = "/home/dev/.claude/projects/-home-dev-app/d3b80000-0000-4000-8000-0000000000b8.jsonl"
 
-#: fixture -> (format, paths, exact alerts as (rule, status, node, set)); mirrors README.md.
-EXPECTED = {
-    "folded-summary": (
-        "openhands",
-        [OH / "folded-summary"],
-        [
-            (NCD, "open", "00000001-0000-4000-8000-000000000009-summary", ["prohibition:d00a556c5c2a"]),
-            (NCD, "open", "root:oh:folded-summary", ["prohibition:d00a556c5c2a"]),
-        ],
-    ),
-    "orphaned-file": (
-        "openhands",
-        [OH / "orphaned-file"],
-        [
-            (ORPHAN, "open", "00000002-0000-4000-8000-000000000007-summary", ["file:/workspace/app/settings.py"]),
-        ],
-    ),
-    "dropped-prohibition": (
-        "claude-code",
-        [CC / "cc-dropped-prohibition.jsonl"],
-        [
-            (NCD, "open", "s-1", ["prohibition:83155fae68cd"]),
-            (NCD, "open", "root:cc:cc-dropped-prohibition", ["prohibition:83155fae68cd"]),
-        ],
-    ),
-    "paraphrased-prohibition": ("openhands", [OH / "paraphrased-prohibition"], []),
-    "broken-parent-link": (
-        "claude-code",
-        [CC / "cc-broken-parent-link.jsonl"],
-        [
-            (NCD, "open", "s-2", ["prohibition:5b3e9627b389"]),
-            (NCD, "open", "root:cc:cc-broken-parent-link", ["prohibition:5b3e9627b389"]),
-        ],
-    ),
-    "opaque-summary": (
-        "openhands",
-        [OH / "opaque-summary"],
-        [
-            (NCD, "open", "00000006-0000-4000-8000-000000000008-summary", ["prohibition:3be5474d91a9"]),
-            (UNVERIFIABLE, "open", "00000006-0000-4000-8000-000000000008-summary", None),
-            (NCD, "open", "root:oh:opaque-summary", ["prohibition:3be5474d91a9"]),
-        ],
-    ),
-    "two-sessions-named-full": (
-        "claude-code",
-        [CC / "sessions" / "alpha" / "full.jsonl", CC / "sessions" / "beta" / "full.jsonl"],
-        [
-            (NCD, "open", "beta-s1", ["prohibition:b7b68cdcd5be"]),
-            (NCD, "open", f"root:cc:{BETA}", ["prohibition:b7b68cdcd5be"]),
-        ],
-    ),
-    "growing-copies": (
-        "claude-code",
-        [CC / "copies" / "1" / "full.jsonl", CC / "copies" / "2" / "full.jsonl"],
-        [
-            (NCD, "open", "c-s2", ["prohibition:03e812bbe566"]),
-            (NCD, "open", f"root:cc:{COPIES}", ["prohibition:03e812bbe566"]),
-        ],
-    ),
-    "agent-server-layout": (
-        "openhands",
-        [FIXTURES / "openhands-agent-server"],
-        [
-            (NCD, "open", "00000009-0000-4000-8000-000000000005-summary", ["prohibition:9c34609089ab"]),
-            (NCD, "open", f"root:oh:{AGENT_SERVER}", ["prohibition:9c34609089ab"]),
-        ],
-    ),
-    "legacy-summary-ids": (
-        "openhands",
-        [OH / "legacy-summary-ids"],
-        [
-            (NCD, "open", "0000000a-0000-4000-8000-00000000000a-summary", ["prohibition:787963eb903f"]),
-            (NCD, "open", "root:oh:legacy-summary-ids", ["prohibition:787963eb903f"]),
-            (NCD, "resolved", "root:oh:legacy-summary-ids", []),
-        ],
-    ),
-    "microcompact": ("claude-code", [CC / "cc-microcompact.jsonl"], []),
-    "glued-line": ("claude-code", [CC / "cc-glued-line.jsonl"], []),
-    "names-its-transcript": ("claude-code", [CC / "cc-names-its-transcript.jsonl"], []),
-    "every-channel": (
-        "claude-code",
-        [CC / "cc-every-channel.jsonl"],
-        [
-            (
-                NCD,
-                "open",
-                "e-s1",
-                [
-                    "prohibition:13983af91403",
-                    "prohibition:33435f925486",
-                    "prohibition:d58808ee3ba2",
-                    "prohibition:d9fb023660aa",
-                ],
-            ),
-            (
-                NCD,
-                "open",
-                f"root:cc:{EVERY}",
-                [
-                    "prohibition:13983af91403",
-                    "prohibition:33435f925486",
-                    "prohibition:d58808ee3ba2",
-                    "prohibition:d9fb023660aa",
-                ],
-            ),
-        ],
-    ),
-}
+#: fixture -> (format, paths, exact alerts); the table: tests/unit/builders.py (mirrors README.md).
+EXPECTED = {name: (fmt, [FIXTURES / p for p in paths], alerts)
+            for name, (fmt, paths, _, alerts) in COMPACTION_LOGS.items()}
 
 
 def cli_env() -> dict[str, str]:
@@ -177,11 +73,6 @@ def ingest_then_replay(*args: str) -> tuple[list[dict], str, str]:
     assert producer.wait(60) == 0, ingest_err
     assert consumer.returncode == 0, consumer.stderr.decode()
     return [json.loads(line) for line in consumer.stdout.splitlines()], ingest_err, consumer.stderr.decode()
-
-
-def brief(alerts: list[dict]) -> list[tuple]:
-    return [(a["rule"], a["status"], a["node_id"], a["orphans"] if a["rule"] == ORPHAN else a["missing_constraints"])
-            for a in alerts]
 
 
 def library_events(fmt: str, paths: Path | list[Path], **kw) -> list[dict]:
