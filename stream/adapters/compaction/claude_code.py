@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 from stream.adapters.common import as_dict, as_list, json_value_problem
 from stream.adapters.compaction.compaction_logs import (
     MAX_RAW_PER_CHECKPOINT,
-    ContextEvents,
-    JudgedContext,
+    LogContext,
     ReadStats,
+    as_judge,
     find_values,
     path_names,
     rfc3339_or_none,
@@ -31,13 +31,6 @@ from stream.adapters.compaction.judge import Candidate, Judge
 
 if TYPE_CHECKING:
     from stream.adapters.compaction.prohibitions import ProhibitionMatcher
-
-
-def as_judge(judge: Judge | ProhibitionMatcher | None) -> Judge:
-    """:func:`stream.adapters.compaction.judge_rules.as_judge`, imported when first needed (see compaction_logs)."""
-    from stream.adapters.compaction.judge_rules import as_judge as resolve
-
-    return resolve(judge)
 
 
 #: Record types known to carry nothing for the rules (counted as ignored, not unknown).
@@ -115,14 +108,11 @@ def decode_line(line: bytes) -> tuple[list[Any], json.JSONDecodeError | None]:
         out.append(value)
 
 
-class ClaudeCodeSession:
+class ClaudeCodeSession(LogContext):
     """One session's records (from one or more transcripts) -> the events of its context."""
 
     def __init__(self, session_id: str, judge: Judge | ProhibitionMatcher | None = None) -> None:
-        self.judge = as_judge(judge)
-        self.out = ContextEvents(f"cc:{session_id}")
-        self.judged = JudgedContext(self.judge)
-        self.seen: set[str] = set()
+        super().__init__(f"cc:{session_id}", judge)
         self._uuids: list[str] = []  # file order
         self._uuid_pos: dict[str, int] = {}
         self._boundary: tuple[dict[str, Any], str, str | None] | None = None

@@ -16,10 +16,13 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stream.adapters.common import MAX_ID, short_hash
 from stream.adapters.compaction.judge import Candidate, Carry, Instruction, Judge, Judgement, Usage
+
+if TYPE_CHECKING:
+    from stream.adapters.compaction.prohibitions import ProhibitionMatcher
 
 LIVE = "live"
 DURABLE = "durable"
@@ -512,6 +515,25 @@ class JudgedContext:
             quote = carry.quote[:_QUOTE_CHARS] if carry.quote else None
             wire.update(_x({"x_cue": carry.cue, "x_reason": carry.reason, "x_quote": quote}))
         return wire
+
+
+def as_judge(judge: Judge | ProhibitionMatcher | None) -> Judge:
+    """:func:`stream.adapters.compaction.judge_rules.as_judge`, imported when first needed (a hook call that
+    judges nothing does not load the rules)."""
+    from stream.adapters.compaction.judge_rules import as_judge as resolve
+
+    return resolve(judge)
+
+
+class LogContext:
+    """One context of a compaction log, as every adapter keeps it: its judge, its events (:attr:`out`),
+    its judged texts (:attr:`judged`) and the keys of the records already read (:attr:`seen`)."""
+
+    def __init__(self, context_id: str, judge: Judge | ProhibitionMatcher | None = None) -> None:
+        self.judge = as_judge(judge)
+        self.out = ContextEvents(context_id)
+        self.judged = JudgedContext(self.judge)
+        self.seen: set[str] = set()
 
 
 def _x(fields: dict[str, Any]) -> dict[str, Any]:

@@ -22,15 +22,15 @@ from stream.adapters.common import as_dict, json_value_problem
 from stream.adapters.compaction.compaction_logs import (
     MAX_RAW_PER_CHECKPOINT,
     ContextEvents,
-    JudgedContext,
+    LogContext,
     ReadStats,
+    as_judge,
     find_values,
     path_names,
     rfc3339_or_none,
     texts_of,
 )
 from stream.adapters.compaction.judge import Candidate, Judge
-from stream.adapters.compaction.judge_rules import as_judge
 from stream.adapters.compaction.prohibitions import ProhibitionMatcher
 
 _EVENT_FILE = re.compile(r"^event-(\d+)-.*\.json$")
@@ -117,14 +117,11 @@ def _event_files(events_dir: Path) -> list[Path]:
         return []
 
 
-class OpenHandsContext:
+class OpenHandsContext(LogContext):
     """One conversation's events (from one or more directories) -> the events of its context."""
 
     def __init__(self, conversation: str, judge: Judge | ProhibitionMatcher | None = None) -> None:
-        self.judge = as_judge(judge)
-        self.out = ContextEvents(f"oh:{conversation}")
-        self.judged = JudgedContext(self.judge)
-        self.seen: set[str] = set()
+        super().__init__(f"oh:{conversation}", judge)
         self._paths_by_call: dict[str, list[str]] = {}
         self._known: set[str] = set()
         self._in_view: dict[str, None] = {}  # summary node ids in view, oldest first
