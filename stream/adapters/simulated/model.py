@@ -143,6 +143,30 @@ def estimate_tokens(text: str) -> int:
     return max(1, (len(text) + 3) // 4)
 
 
+class Turns(list[TurnBuilder]):
+    """The turns of one chat-shaped run (a list of messages with roles), built in order."""
+
+    def new(self, label: str) -> TurnBuilder:
+        turn = TurnBuilder(len(self), label)
+        self.append(turn)
+        return turn
+
+    def user(self, mid: str) -> TurnBuilder:
+        """A ``user`` message: a new turn holding its span."""
+        turn = self.new("user")
+        turn.add(f"span:user:{mid}", "raw_span")
+        return turn
+
+    def tool_output(self, message: dict[str, Any], mid: str, source: Any, where: str) -> TurnBuilder:
+        """A ``tool`` message: its output (named by its ``tool_call_id``) joins the latest turn;
+        AdapterError naming ``where`` when there is none yet."""
+        if not self:
+            raise AdapterError(source, f"{where} is a tool output before any step")
+        tcid = message.get("tool_call_id")
+        self[-1].add(f"output:{tcid}" if isinstance(tcid, str) and tcid else f"output:{mid}", "tool_output")
+        return self[-1]
+
+
 def step_tool_calls(cur: TurnBuilder, message: dict[str, Any], mid: str, content: str, source: Any,
                     where: str) -> Iterator[tuple[str, dict[str, Any]]]:
     """Add an assistant message's reasoning span and tool calls (by their real ids) to ``cur``.

@@ -18,7 +18,7 @@ from typing import Any
 
 from stream.adapters.common import AdapterError
 from stream.adapters.simulated.extract import extract_constraints
-from stream.adapters.simulated.model import Format, Trajectory, TurnBuilder, estimate_tokens, step_tool_calls
+from stream.adapters.simulated.model import Format, Trajectory, TurnBuilder, Turns, estimate_tokens, step_tool_calls
 
 WORKDIR = "/testbed"
 #: Words before the real command of a shell line (``sudo``, ``timeout 10``, ``env X=1``, ...).
@@ -345,25 +345,20 @@ def parse(data: dict[str, Any], path: str | Path) -> Trajectory:
 
     shell = ShellState()
     versions: dict[str, int] = {}
-    turns: list[TurnBuilder] = []
+    turns = Turns()
     cur: TurnBuilder | None = None
     task_seen = False
-
-    def new_turn(label: str) -> TurnBuilder:
-        t = TurnBuilder(len(turns), label)
-        turns.append(t)
-        return t
 
     for i, m in enumerate(messages):
         role = m["role"]
         content = _text(m.get("content"))
         mid = f"m{i:04d}"
         if i == 0 and role == "system":
-            cur = new_turn("instructions")
+            cur = turns.new("instructions")
             cur.add("span:system", "raw_span")
         elif role == "user" and not task_seen:
             task_seen = True
-            cur = cur or new_turn("instructions")
+            cur = cur or turns.new("instructions")
             instructions = _between(content, "instructions")
             cur.add("span:task", "raw_span")
             if instructions is not None:  # no <instructions> block: no constraints
@@ -371,10 +366,9 @@ def parse(data: dict[str, Any], path: str | Path) -> Trajectory:
                 for c in extract_constraints(instructions, skip_blocks=("example_response",)):
                     cur.add_constraint(c)
         elif role == "user":
-            cur = new_turn("user")
-            cur.add(f"span:user:{mid}", "raw_span")
+            cur = turns.user(mid)
         elif role == "assistant":
-            cur = new_turn("step")
+            cur = turns.new("step")
             for cid, call in step_tool_calls(cur, m, mid, content, path, f"messages[{i}]"):
                 command = _command_of(call)
                 for op, fpath in file_ops(command, shell) if command else []:
@@ -386,12 +380,9 @@ def parse(data: dict[str, Any], path: str | Path) -> Trajectory:
                         cur.add(f"view:{cid}:{fpath}", "file")
                     cur.add(f"file:{fpath}@v{v}", "file", referent=True)
         elif role == "tool":
-            if cur is None:
-                raise AdapterError(path, f"messages[{i}] is a tool output before any step")
-            tcid = m.get("tool_call_id")
-            cur.add(f"output:{tcid}" if isinstance(tcid, str) and tcid else f"output:{mid}", "tool_output")
+            cur = turns.tool_output(m, mid, path, f"messages[{i}]")
         elif role == "exit":
-            cur = new_turn("submission")
+            cur = turns.new("submission")
             cur.add("span:submission", "raw_span")
         else:
             raise AdapterError(path, f"messages[{i}] has unknown role {role!r}")

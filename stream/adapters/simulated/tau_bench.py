@@ -25,7 +25,7 @@ from typing import Any
 
 from stream.adapters.common import AdapterError
 from stream.adapters.simulated.extract import extract_constraints
-from stream.adapters.simulated.model import Format, Trajectory, TurnBuilder, estimate_tokens, step_tool_calls
+from stream.adapters.simulated.model import Format, Trajectory, TurnBuilder, Turns, estimate_tokens, step_tool_calls
 
 _ENTITY_KEYS = {
     "reservation_id": "reservation",
@@ -115,13 +115,8 @@ def parse_run(run: dict[str, Any], source: str) -> Trajectory:
     instruction = task.get("instruction")
     instruction = instruction if isinstance(instruction, str) else None
 
-    turns: list[TurnBuilder] = []
+    turns = Turns()
     cur: TurnBuilder | None = None
-
-    def new_turn(label: str) -> TurnBuilder:
-        t = TurnBuilder(len(turns), label)
-        turns.append(t)
-        return t
 
     for i, m in enumerate(traj):
         if not isinstance(m, dict) or not isinstance(m.get("role"), str):
@@ -131,17 +126,16 @@ def parse_run(run: dict[str, Any], source: str) -> Trajectory:
         content = content if isinstance(content, str) else ""
         mid = f"m{i:04d}"
         if role == "system":
-            cur = new_turn("policy") if cur is None else cur
+            cur = turns.new("policy") if cur is None else cur
             cur.add("span:policy" if i == 0 else f"span:system:{mid}", "raw_span")
             for c in extract_constraints(content):
                 cur.add_constraint(c)
             if instruction is not None and i == 0:
                 cur.add("span:task", "raw_span")
         elif role == "user":
-            cur = new_turn("user")
-            cur.add(f"span:user:{mid}", "raw_span")
+            cur = turns.user(mid)
         elif role == "assistant":
-            cur = new_turn("step")
+            cur = turns.new("step")
             for _cid, call in step_tool_calls(cur, m, mid, content, source, f"traj[{i}]"):
                 fn = _obj(call.get("function"))
                 args = fn.get("arguments")
@@ -150,10 +144,7 @@ def parse_run(run: dict[str, Any], source: str) -> Trajectory:
                 for kind, eid in entities(_maybe_json(args)):
                     cur.add(f"entity:{kind}:{eid}", "durable_record", referent=True)
         elif role == "tool":
-            if cur is None:
-                raise AdapterError(source, f"traj[{i}] is a tool output before any step")
-            tcid = m.get("tool_call_id")
-            cur.add(f"output:{tcid}" if isinstance(tcid, str) and tcid else f"output:{mid}", "tool_output")
+            cur = turns.tool_output(m, mid, source, f"traj[{i}]")
             for kind, eid in entities(_maybe_json(content)):
                 cur.add(f"entity:{kind}:{eid}", "durable_record", referent=True)
         else:
