@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 from dataclasses import dataclass
-from datetime import datetime
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
@@ -28,6 +26,7 @@ from stream.domain.events import ArtifactEvent, CheckpointEvent, Event
 from stream.domain.keys import constraint_key
 from stream.domain.outputs import encode_record
 from stream.errors import InvalidEvent
+from stream.times import rfc3339_time
 
 _orjson_dumps = orjson.dumps
 
@@ -413,20 +412,6 @@ def _ids(items: list[str] | None) -> tuple[str, ...]:
     return tuple(sorted(set(items))) if items else ()
 
 
-_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
-
-
-def _informational_time(v: Any) -> str | None:
-    """``occurred_at`` verbatim when it is an RFC 3339 date-time, else absent."""
-    if not isinstance(v, str) or not _RFC3339.fullmatch(v):
-        return None
-    try:
-        datetime.fromisoformat(v.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        return None
-    return v
-
-
 def _informational_constraints(v: Any, field: str, models: SimpleNamespace, limits: Limits) -> tuple[str, ...]:
     if v is None:
         return ()
@@ -604,7 +589,7 @@ def decode_event(data: bytes | str, *, max_bytes: int | None = None, limits: Lim
     if m.schema_version is not None and m.schema_version != 1:
         version = repr(m.schema_version) if abs(m.schema_version) <= MAX_INT64 else "beyond 64 bits"
         raise InvalidEvent(f"schema_version: unsupported version {version} (this worker reads 1)")
-    occurred_at = _informational_time(m.occurred_at)
+    occurred_at = rfc3339_time(m.occurred_at)  # informational: absent unless RFC 3339
     if m.type == "artifact":
         kind = m.kind if m.kind in ("raw_span", "tool_output", "file", "durable_record") else None
         return ArtifactEvent(

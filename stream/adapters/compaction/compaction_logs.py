@@ -15,11 +15,11 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from stream.adapters.common import MAX_ID, short_hash
 from stream.adapters.compaction.judge import Candidate, Carry, Instruction, Judge, Judgement, Usage
+from stream.times import rfc3339_time
 
 if TYPE_CHECKING:
     from stream.adapters.compaction.prohibitions import ProhibitionMatcher
@@ -75,7 +75,6 @@ class ReadStats:
 # --------------------------------------------------------------------------- event output
 
 
-_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
 _NAIVE = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?")
 
 
@@ -91,13 +90,7 @@ def rfc3339_or_none(value: Any, *, naive_as_utc: bool = False, stats: ReadStats 
         value = value + "Z"
         if stats is not None:
             stats.naive_times += 1
-    if not _RFC3339.fullmatch(value):
-        return None
-    try:
-        datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        return None
-    return value
+    return rfc3339_time(value)
 
 
 def bounded_id(text: str) -> str:
