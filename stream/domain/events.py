@@ -117,7 +117,8 @@ class CheckpointEvent:
 
 Event = ArtifactEvent | CheckpointEvent
 
-_TUPLE_FIELDS = (
+#: A checkpoint's list fields (tuples here, lists in its records).
+LIST_FIELDS = (
     "children",
     "referents",
     "negative_constraints",
@@ -132,6 +133,6 @@ def event_from_record(rec: dict[str, Any]) -> Event:
     fields = {k: v for k, v in rec.items() if k != "type"}
     if rec["type"] == "artifact":
         return ArtifactEvent(**fields)
-    for name in _TUPLE_FIELDS:
+    for name in LIST_FIELDS:
         fields[name] = tuple(fields.get(name) or ())
     return CheckpointEvent(**fields)

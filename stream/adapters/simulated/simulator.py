@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from stream.adapters.simulated.model import Constraint, Trajectory, Turn
+from stream.domain.events import LIST_FIELDS
 from stream.domain.keys import constraint_key as _key
 
 LEVELS: tuple[str, str, str] = ("leaf", "section", "root")
@@ -43,12 +44,7 @@ FIELD_ORDER: tuple[str, ...] = (
     "level",
     "parent_id",
     "cycle",
-    "children",
-    "referents",
-    "negative_constraints",
-    "raw_negative_constraints",
-    "instructions",
-    "raw_instructions",
+    *LIST_FIELDS,
     "text",
 )
 _ORDER_INDEX = {k: i for i, k in enumerate(FIELD_ORDER)}
