@@ -36,6 +36,8 @@ TABLES = (
 class State(Protocol):
     """What the engine needs: one mutable mapping per table in :data:`TABLES`."""
 
+    __slots__ = ()  # DictState derives from it and keeps its slots
+
     artifacts: MutableMapping[tuple[Any, ...], Any]
     nodes: MutableMapping[tuple[Any, ...], Any]
     required: MutableMapping[tuple[Any, ...], Any]
@@ -68,25 +70,17 @@ def plain(value: Any) -> Any:
     return value
 
 
-class DictState:
-    """In-memory state: one dict per table (offline replay, tests, benchmarks)."""
+class DictState(State):
+    """In-memory state: one dict per table (offline replay, tests, benchmarks); the tables'
+    types are :class:`State`'s."""
 
     __slots__ = TABLES
-    artifacts: MutableMapping[tuple[Any, ...], Any]
-    nodes: MutableMapping[tuple[Any, ...], Any]
-    required: MutableMapping[tuple[Any, ...], Any]
-    reach: MutableMapping[tuple[Any, ...], Any]
-    dependents: MutableMapping[tuple[Any, ...], Any]
-    parents: MutableMapping[tuple[Any, ...], Any]
-    alert_sets: MutableMapping[tuple[Any, ...], Any]
-    seen: MutableMapping[tuple[Any, ...], Any]
-    seq: MutableMapping[tuple[Any, ...], Any]
-    waiting: MutableMapping[tuple[Any, ...], Any]
-    stored_children: MutableMapping[tuple[Any, ...], Any]
 
     def __init__(self) -> None:
-        for name in TABLES:
-            setattr(self, name, {})
+        tables: list[MutableMapping[tuple[Any, ...], Any]] = [{} for _ in TABLES]
+        # named so that mypy sees every table of State assigned (one left out: "cannot instantiate")
+        (self.artifacts, self.nodes, self.required, self.reach, self.dependents, self.parents, self.alert_sets,
+         self.seen, self.seq, self.waiting, self.stored_children) = tables
 
     def __repr__(self) -> str:
         sizes = ", ".join(f"{n}={len(getattr(self, n))}" for n in TABLES)
