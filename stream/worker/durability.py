@@ -28,6 +28,7 @@ from aiokafka.errors import MessageSizeTooLargeError, TopicAuthorizationFailedEr
 
 from stream.domain.events import Event, Source
 from stream.errors import RestoreFailed, StateWriteError
+from stream.retry import backoff
 from stream.settings import Settings
 from stream.worker import statelog
 from stream.worker.outputs import SEND_RETRY_MAX_DELAY, Outputs, is_error
@@ -399,7 +400,7 @@ class Durability:
     async def _retrying(self, p: int, what: str, call: Callable[[], Awaitable[T]]) -> T:
         """Run ``call`` until it succeeds: a restore waits for the broker, never gives up
         (an authorization failure is final)."""
-        delay = 0.2
+        delays = backoff(0.2, SEND_RETRY_MAX_DELAY)
         while True:
             try:
                 return await call()
@@ -408,9 +409,9 @@ class Durability:
             except Exception as exc:
                 if is_error(exc, (TopicAuthorizationFailedError,)):
                     raise StateWriteError(f"{what} of partition {p} was refused ({self.topic!r}): {exc}") from exc
+                delay = next(delays)
                 log.warning("partition %d: %s failed (%r); retrying in %.1fs", p, what, exc, delay)
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, SEND_RETRY_MAX_DELAY)
 
     # ------------------------------------------------------------------ committing
     def _due(self) -> bool:
@@ -505,7 +506,7 @@ class Durability:
 
     async def _send_log(self, batches: Sequence[tuple[int, list[bytes]]]) -> list[int]:
         """Send each partition's records in order; the offset of each last one, acked."""
-        delay = 0.2
+        delays = backoff(0.2, SEND_RETRY_MAX_DELAY)
         while True:
             futures = []
             try:
@@ -518,9 +519,9 @@ class Durability:
             except Exception as exc:
                 if is_error(exc, (TopicAuthorizationFailedError, MessageSizeTooLargeError)):
                     raise StateWriteError(f"the state log {self.topic!r} refused a record: {exc!r}") from exc
+                delay = next(delays)
                 log.warning("writing the state log failed (%r); retrying in %.1fs", exc, delay)
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, SEND_RETRY_MAX_DELAY)
 
     async def _snapshot(self, part: Partition, offsets: dict[str, int]) -> None:
         """Write the whole partition state as stored (covering ``offsets``), then delete the log before it."""

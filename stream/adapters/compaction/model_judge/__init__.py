@@ -45,6 +45,7 @@ from stream.adapters.compaction.model_judge.prompt import (
     user_message,
 )
 from stream.adapters.compaction.prohibitions import make_prohibition
+from stream.retry import backoff
 
 #: Longest rule text kept when the model's span is not found verbatim (the candidate's head is used).
 MAX_RULE_CHARS = 1_000
@@ -148,8 +149,10 @@ class ModelJudge:
         requests = tokens_in = tokens_out = 0
         cost = 0.0
         last = ""
+        waits = backoff(self.backoff, MAX_BACKOFF)
         for attempt in range(attempts):
             reply = None
+            wait: float | None = None  # None: answered
             try:
                 requests += 1
                 self.tally.requests += 1
@@ -160,11 +163,9 @@ class ModelJudge:
             except (Retryable, InvalidAnswer) as exc:
                 last = str(exc)
                 reply = reply or getattr(exc, "reply", None)
-                wait = self.backoff * 2 ** attempt
+                wait = next(waits)
                 if isinstance(exc, Retryable) and exc.retry_after is not None:
                     wait = max(wait, exc.retry_after)
-            else:
-                wait = None
             if reply is not None:
                 used = self._spend(reply)
                 tokens_in, tokens_out, cost = (
