@@ -22,7 +22,7 @@ from typing import Any
 
 from bench.common import (
     PARTITIONS, WorkerProc, add_part_args, broker, command_line, create_topics_ready, loadavg, machine_line,
-    part_footer, part_parser, proc_status, say, send_all, software_line, write_out,
+    part_parser, proc_status, report_end, say, send_all, software_line, write_out,
 )
 from stream import kafka_clients
 from stream.client import AsyncGuard, EventBuilder, Guard, MemoryTransport, StatusView
@@ -319,8 +319,7 @@ def render(argv: list[str], res: dict[str, Any], kafka: str, t_start: float, loa
                   f"(worker group committed past the events, status partition read to its end): p50 "
                   f"{r['p50'] * 1000:.0f} ms, p95 {r['p95'] * 1000:.0f} ms, max {r['max'] * 1000:.0f} ms; the view "
                   f"showed the orphaned leaf not authoritative right after in {r['status_seen']}/{r['samples']}.", ""]
-    lines += [part_footer(t_start, load_start), ""]
-    return "\n".join(lines)
+    return report_end(lines, [], t_start, load_start)
 
 
 def main(argv: list[str] | None = None) -> int:

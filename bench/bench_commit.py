@@ -16,7 +16,7 @@ import time
 import uuid
 
 from bench.common import (
-    add_part_args, broker, command_line, loadavg, machine_line, part_footer, part_parser, say, software_line,
+    add_part_args, broker, command_line, loadavg, machine_line, part_parser, report_end, say, software_line,
     write_out,
 )
 
@@ -89,8 +89,7 @@ def report(results: dict, entries: int, commits: int, title: str, argv: list[str
     for name, r in results.items():
         lines.append(f"| {name} | {r['wall_ms']:.2f} | {r['wall_p90_ms']:.2f} | {r['cpu_ms']:.2f} | "
                      f"{r['wall_ms'] / base['wall_ms']:.1f}x |")
-    lines += ["", part_footer(t0, load), ""]
-    return "\n".join(lines)
+    return report_end([*lines, ""], [], t0, load)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bench.common import (
-    add_part_args, command_line, loadavg, machine_line, part_footer, part_parser, say, software_line, write_out,
+    add_part_args, command_line, loadavg, machine_line, part_parser, report_end, say, software_line, write_out,
 )
 from bench.naive_validator import NaiveValidator
 from stream.domain.engine import Engine
@@ -217,8 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   "as state grows, so its rate flatters it and the ratio is a lower bound (`>=`). The naive "
                   "validator's cost grows with the square of the context size (each eviction rescans every node).",
                   ""]
-    lines.append(part_footer(t_start, load_start))
-    write_out(args.out, "\n".join(lines) + "\n",
+    write_out(args.out, report_end(lines, [], t_start, load_start),
               "engine / naive validator: " + ", ".join(summary) + " artifacts per context")
     return 0
 

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bench.common import (
-    add_part_args, command_line, loadavg, machine_line, part_footer, part_parser, say, software_line, write_out,
+    add_part_args, command_line, loadavg, machine_line, part_parser, report_end, say, software_line, write_out,
 )
 from stream.domain.engine import Engine
 from stream.domain.events import OFFLINE, ArtifactEvent, CheckpointEvent
@@ -404,8 +404,7 @@ def render(argv: list[str], fan: list[dict[str, Any]], arts: list[dict[str, Any]
                   "of the nearest 1,000 nodes each): its medians stay flat, its window mean carries that one "
                   "output-bound event, and the whole-shape figure is what compares (bench part 8: the same "
                   "shapes replayed with decoding and encoding).", ""]
-    lines.append(part_footer(t_start, load_start))
-    return "\n".join(lines) + "\n"
+    return report_end(lines, [], t_start, load_start)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

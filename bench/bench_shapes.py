@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 from bench.common import (
-    add_part_args, command_line, loadavg, machine_line, part_footer, part_parser, say, software_line, write_out,
+    add_part_args, command_line, loadavg, machine_line, part_parser, report_end, say, software_line, write_out,
 )
 from stream.domain.engine import LEDGER_FULL, MAX_LEDGER
 from stream.offline.replay import Replayer
@@ -313,8 +313,7 @@ def report(results: list[dict[str, Any]], title: str, argv: list[str], t_start: 
               "**Done when** (issues 24 and 28.3/28.4, this run):", "",
               "| bound | figure | met? |", "|---|---|---|"]
     lines += [f"| {bound} | {figure} | {'yes' if ok else '**no**'} |" for bound, figure, ok in done_when(results)]
-    lines += ["", part_footer(t_start, load_start), ""]
-    return "\n".join(lines)
+    return report_end([*lines, ""], [], t_start, load_start)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,14 +26,7 @@ from stream.adapters.compaction.openhands import OpenHandsConversation
 from stream.adapters.compaction.openhands import discover as discover_oh
 from stream.adapters.compaction.prohibitions import ProhibitionMatcher
 from stream.offline.replay import replay_lines
-from tests.unit.builders import (
-    AGENT_SERVER,
-    BETA,
-    COMPACTION_LOGS,
-    NCD,
-    ORPHAN,
-    brief,
-)
+from tests.unit.builders import AGENT_SERVER, BETA, COMPACTION_LOGS, NCD, ORPHAN, brief
 
 pytestmark = pytest.mark.unit
 
