@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from stream.adapters.common import as_dict, as_list, json_value_problem
 from stream.adapters.compaction.compaction_logs import (
-    MAX_RAW_PER_CHECKPOINT,
     LogContext,
     ReadStats,
     as_judge,
@@ -333,15 +332,10 @@ class ClaudeCodeSession(LogContext):
         self._inherited = []
         for _, wire in self.judged.always_kept("rule_file"):
             self._rules.setdefault(wire["id"], wire)
-        event = self.out.summary_node(
-            node_id, key, at, children=[self._summary] if self._summary else [], raw=raw,
+        self.summary_node(
+            stats, node_id, key, at, children=[self._summary] if self._summary else [], raw=raw,
             carried=carried, text=text, extra=extra, opaque_reason=reason,
         )
-        if event.get("x_constraints_not_listed"):
-            stats.warn(
-                f"summary {node_id}: {event['x_constraints_not_listed']} more prohibitions than a checkpoint lists "
-                f"(the first {MAX_RAW_PER_CHECKPOINT} are required of it)"
-            )
         for h in covered:
             self.out.release_live(h, key, at)
         self._summary = node_id

@@ -528,6 +528,15 @@ class LogContext:
         self.judged = JudgedContext(self.judge)
         self.seen: set[str] = set()
 
+    def summary_node(self, stats: ReadStats, node_id: str, where: str, at: str | None, **kw: Any) -> dict[str, Any]:
+        """:meth:`ContextEvents.summary_node`, and a warning in ``stats`` when it lists fewer prohibitions
+        than are in force."""
+        event = self.out.summary_node(node_id, where, at, **kw)
+        if event.get("x_constraints_not_listed"):
+            stats.warn(f"summary {node_id}: {event['x_constraints_not_listed']} more prohibitions than a checkpoint "
+                       f"lists (the first {MAX_RAW_PER_CHECKPOINT} are required of it)")
+        return event
+
 
 def _x(fields: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}

@@ -20,7 +20,6 @@ from typing import Any
 
 from stream.adapters.common import as_dict, json_value_problem
 from stream.adapters.compaction.compaction_logs import (
-    MAX_RAW_PER_CHECKPOINT,
     ContextEvents,
     LogContext,
     ReadStats,
@@ -221,13 +220,10 @@ class OpenHandsContext(LogContext):
                 )
             raw, carried, extra = self.judged.judge(text, {f"ev:{f}" for f in raws})
             self._system = [wire for _, wire in self.judged.always_kept("system")]
-            event = self.out.summary_node(
-                node_id, key, at, children=summaries, raw=raw, carried=carried, text=text, extra=extra,
+            self.summary_node(
+                reader.stats, node_id, key, at, children=summaries, raw=raw, carried=carried, text=text, extra=extra,
                 opaque_reason=reason,
             )
-            if event.get("x_constraints_not_listed"):
-                reader.stats.warn(f"summary {node_id}: {event['x_constraints_not_listed']} more prohibitions than a "
-                                  f"checkpoint lists (the first {MAX_RAW_PER_CHECKPOINT} are required of it)")
         for f in raws:
             self.out.release_live(f"ev:{f}", key, at)
         for s in summaries:
