@@ -1,6 +1,8 @@
 """Helpers shared by the benchmark parts (``bench/run_all.py`` and the part scripts).
 
 * the report's facts: machine (CPUs, RAM, load average), software versions, git revision;
+* a part's frame: its options (:func:`part_parser`, :func:`add_part_args`), heading and footer
+  (:func:`report_head`, :func:`report_end`);
 * :func:`broker`: a fresh local Kafka (``stream.devtools.kafka_local``) in a temporary home on
   free ports — or a running one given with ``--bootstrap HOST:PORT`` — always stopped;
 * :class:`WorkerProc`: one ``python -m stream worker`` subprocess with its own web port
