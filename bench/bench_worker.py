@@ -604,18 +604,19 @@ async def _seed_latency(settings: Settings, topics: tuple[str, str]) -> list[str
 
 
 async def _paced_send(settings: Settings, topic: str, contexts: list[str], rate: int, seconds: float,
-                      stamps: dict[str, float]) -> float:
-    """Send rate*seconds flip events at a fixed rate; returns the sending time (s)."""
+                      stamps: dict[str, float], first: int = 0) -> float:
+    """Send rate*seconds flip events at a fixed rate, the ``first`` flips already sent;
+    returns the sending time (s)."""
     p = producer(settings, linger_ms=0)
     await p.start()
     futs = []
     try:
-        n = int(rate * seconds)
+        n = first + int(rate * seconds)
         k = len(contexts)
         t0 = time.monotonic()
-        i = 0
+        i = first
         while i < n:
-            due = min(n, int((time.monotonic() - t0) * rate) + 1)
+            due = min(n, first + int((time.monotonic() - t0) * rate) + 1)
             while i < due:
                 ctx = contexts[i % k]
                 flip = i // k
@@ -817,6 +818,12 @@ class Bench:
             watcher.ready.wait(30)
             if watcher.error:
                 raise watcher.error
+            warm: dict[str, float] = {}  # the warm-up's alerts: awaited, not counted
+            if self.args.latency_warmup:
+                asyncio.run(_paced_send(self.settings, inputs[1], contexts, rate, self.args.latency_warmup, warm))
+                deadline = time.monotonic() + self.args.latency_drain
+                while not all(e in watcher.arrivals for e in warm) and time.monotonic() < deadline:
+                    time.sleep(0.1)
             stamps: dict[str, float] = {}
             if profile:
                 spy.append(subprocess.Popen(
@@ -825,9 +832,9 @@ class Bench:
                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=pdeathsig))
             cpu0, t0, sch0 = cpu_seconds(w.pid), time.monotonic(), main_sched(w.pid)
             send_secs = asyncio.run(_paced_send(self.settings, inputs[1], contexts, rate,
-                                                self.args.latency_seconds, stamps))
+                                                self.args.latency_seconds, stamps, first=len(warm)))
             deadline = time.monotonic() + self.args.latency_drain
-            while len(watcher.arrivals) < len(stamps) and time.monotonic() < deadline:
+            while len(watcher.arrivals) < len(stamps) + len(warm) and time.monotonic() < deadline:
                 if not w.alive():
                     raise RuntimeError(f"latency worker exited:\n{w.log_tail()}")
                 time.sleep(0.2)
@@ -1111,6 +1118,9 @@ def render(bench: Bench, argv: list[str], runtime: float) -> str:
                 f"{'n/a' if r.goal is None else 'yes' if r.met else '**no**'} |")
         lines += [
             "",
+            f"Before the measured seconds, {a.latency_warmup:g} s are sent at the same rate and their alerts "
+            "awaited, not counted (a fresh broker's JIT and the worker's caches warm up as in a long-running "
+            "deployment). "
             f"Alerts are awaited {a.latency_drain:.0f} s after the last send. An alert not received by then "
             "has the latency *send → end of waiting*, a lower bound, shown `≥`; a percentile shown `≥` "
             "falls on such an alert. *processed rate*: alerts received ÷ (last alert − first send) = the "
@@ -1163,6 +1173,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     ap.add_argument("--rates", default="1000,5000", help="latency test rates, events/s (default 1000,5000; '' = skip)")
     ap.add_argument("--latency-seconds", type=float, default=None, help="sending time per rate (default 12)")
+    ap.add_argument("--latency-warmup", type=float, default=None,
+                    help="seconds sent at the same rate before the measured ones, their alerts awaited and not "
+                         "counted: a long-running broker's and worker's steady state (default 5; 0 = none)")
     ap.add_argument("--latency-drain", type=float, default=None,
                     help="wait this long for outstanding alerts after sending (default 10)")
     ap.add_argument("--phases", default="real,synthetic,latency",
@@ -1196,6 +1209,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args.traces_limit = args.traces_limit if args.traces_limit is not None else (3 if q else None)
     args.runs = args.runs if args.runs is not None else (1 if q else 3)
     args.latency_seconds = args.latency_seconds if args.latency_seconds is not None else (4 if q else 12)
+    args.latency_warmup = args.latency_warmup if args.latency_warmup is not None else (2 if q else 5)
     args.latency_drain = args.latency_drain if args.latency_drain is not None else (4 if q else 10)
     args.rate_list = [int(x) for x in args.rates.split(",") if x.strip()]
     args.phase_set = {p.strip() for p in args.phases.split(",") if p.strip()}
