@@ -266,6 +266,25 @@ class Worker(WorkerProc):
         return took
 
 
+class Relay(WorkerProc):
+    """``python -m bench.relay_app``: a raw aiokafka consume -> produce loop in the worker's
+    place (the latency floor of this machine, broker and bench; no engine, no faust)."""
+
+    def __init__(self, bench: Bench, app_id: str, inputs: tuple[str, str], outputs: tuple[str, str, str]) -> None:
+        super().__init__(bench.settings, app_id, inputs, outputs, bench.tmp / f"data-{app_id}",
+                         bench.tmp / f"{app_id}.log")
+
+    def start(self) -> Relay:
+        self._log = open(self.log_path, "ab")
+        self.started_at = time.monotonic()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.relay_app", self.settings.bootstrap_servers, self.app_id, self.inputs[1],
+             self.outputs[0]], cwd=REPO, stdout=self._log, stderr=subprocess.STDOUT,
+            start_new_session=True, preexec_fn=pdeathsig)
+        WorkerProc.live.append(self)
+        return self
+
+
 # ============================================================================ measurements
 
 @dataclass
@@ -564,10 +583,13 @@ class LatencyResult:
     main_on: float
     main_rq: float
     cpu_us_per_event: float = float("nan")  # worker CPU (user + sys) over the window / alerts received
+    relay: bool = False  # the raw aiokafka relay in the worker's place
 
     @property
     def goal(self) -> float | None:
         """Issue 25's p99 goal at this rate (s): 50 ms at 1,000/s, 250 ms at 5,000/s."""
+        if self.relay:
+            return None
         return GOALS.get(self.rate)
 
     @property
@@ -604,18 +626,19 @@ async def _seed_latency(settings: Settings, topics: tuple[str, str]) -> list[str
 
 
 async def _paced_send(settings: Settings, topic: str, contexts: list[str], rate: int, seconds: float,
-                      stamps: dict[str, float]) -> float:
-    """Send rate*seconds flip events at a fixed rate; returns the sending time (s)."""
+                      stamps: dict[str, float], first: int = 0) -> float:
+    """Send rate*seconds flip events at a fixed rate, the ``first`` flips already sent;
+    returns the sending time (s)."""
     p = producer(settings, linger_ms=0)
     await p.start()
     futs = []
     try:
-        n = int(rate * seconds)
+        n = first + int(rate * seconds)
         k = len(contexts)
         t0 = time.monotonic()
-        i = 0
+        i = first
         while i < n:
-            due = min(n, int((time.monotonic() - t0) * rate) + 1)
+            due = min(n, first + int((time.monotonic() - t0) * rate) + 1)
             while i < due:
                 ctx = contexts[i % k]
                 flip = i // k
@@ -798,25 +821,39 @@ class Bench:
         })
 
     # ------------------------------------------------------------------ latency
-    def latency(self, rate: int, *, profile: float = 0.0) -> LatencyResult:
+    def latency(self, rate: int, *, profile: float = 0.0, relay: bool = False) -> LatencyResult:
         """One latency measurement at ``rate``; ``profile`` > 0: py-spy records the worker for
-        that many seconds from the first paced send (the profile's run, not in the table)."""
+        that many seconds from the first paced send (the profile's run, not in the table);
+        ``relay``: the raw aiokafka relay (:class:`Relay`) in the worker's place."""
         tag = f"lat{rate}-{uuid.uuid4().hex[:6]}"
         inputs, outputs = self.topic_set(tag)
         asyncio.run(self.create(tag))
         contexts = asyncio.run(_seed_latency(self.settings, inputs))
-        w = Worker(self, f"bw-{tag}", inputs, outputs).start()
+        w: WorkerProc = (Relay if relay else Worker)(self, f"bw-{tag}", inputs, outputs).start()
         watcher: AlertWatcher | None = None
         spy: list[subprocess.Popen] = []
         spy_file = self.tmp / f"{tag}.pyspy.txt"
         try:
-            asyncio.run(wait_drained(self, w, self.args.timeout))
+            if relay:  # ready when it relays: the warm-up's first alerts come back
+                deadline = time.monotonic() + 60
+                while "relay ready" not in w.log_tail(5) and time.monotonic() < deadline:
+                    if not w.alive():
+                        raise RuntimeError(f"relay exited:\n{w.log_tail()}")
+                    time.sleep(0.2)
+            else:
+                asyncio.run(wait_drained(self, w, self.args.timeout))
             time.sleep(1.0)  # let the first commits settle: the worker is idle and caught up
             watcher = AlertWatcher(self.settings, outputs[0])
             watcher.start()
             watcher.ready.wait(30)
             if watcher.error:
                 raise watcher.error
+            warm: dict[str, float] = {}  # the warm-up's alerts: awaited, not counted
+            if self.args.latency_warmup:
+                asyncio.run(_paced_send(self.settings, inputs[1], contexts, rate, self.args.latency_warmup, warm))
+                deadline = time.monotonic() + self.args.latency_drain
+                while not all(e in watcher.arrivals for e in warm) and time.monotonic() < deadline:
+                    time.sleep(0.1)
             stamps: dict[str, float] = {}
             if profile:
                 spy.append(subprocess.Popen(
@@ -825,9 +862,9 @@ class Bench:
                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=pdeathsig))
             cpu0, t0, sch0 = cpu_seconds(w.pid), time.monotonic(), main_sched(w.pid)
             send_secs = asyncio.run(_paced_send(self.settings, inputs[1], contexts, rate,
-                                                self.args.latency_seconds, stamps))
+                                                self.args.latency_seconds, stamps, first=len(warm)))
             deadline = time.monotonic() + self.args.latency_drain
-            while len(watcher.arrivals) < len(stamps) and time.monotonic() < deadline:
+            while len(watcher.arrivals) < len(stamps) + len(warm) and time.monotonic() < deadline:
                 if not w.alive():
                     raise RuntimeError(f"latency worker exited:\n{w.log_tail()}")
                 time.sleep(0.2)
@@ -864,7 +901,7 @@ class Bench:
             p50_first=p50_between(0, 2), p50_last=p50_between(last_ts - first_ts - 2, float("inf")),
             alert_rate=alert_rate, worker_cpu_share=(cpu1 - cpu0) / (t1 - t0),
             main_on=(sch1[0] - sch0[0]) / 1e9 / (t1 - t0), main_rq=(sch1[1] - sch0[1]) / 1e9 / (t1 - t0),
-            cpu_us_per_event=(cpu1 - cpu0) / max(len(got), 1) * 1e6,
+            cpu_us_per_event=(cpu1 - cpu0) / max(len(got), 1) * 1e6, relay=relay,
         )
         say(f"latency @ {rate}/s: sent {res.sent} at {res.achieved:,.0f}/s, received {res.received} "
             f"({res.received_while_sending} while sending), p50 {fmt_lat(res.p50)} p99 {fmt_lat(res.p99)} "
@@ -1094,16 +1131,17 @@ def render(bench: Bench, argv: list[str], runtime: float) -> str:
             f"### Latency (event -> alert; {LATENCY_CONTEXTS} contexts, each event flips an artifact that a "
             "leaf references, so each opens or resolves one alert)",
             "",
-            "| offered rate | sent | achieved send rate | alerts received (while sending) | processed rate "
+            "| consumer | offered rate | sent | achieved send rate | alerts received (while sending) | processed rate "
             "(alerts/s = events/s) | "
             "p50 | p99 | max | p50 first 2 s | p50 last 2 s | worker CPU use | worker CPU per event | "
             "main thread: on CPU / waiting for a CPU | kept up? | issue 25's goal (p99 ≤ 50 ms at 1,000/s, "
             "≤ 250 ms at 5,000/s) |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for r in bench.results["latency"]:
             lines.append(
-                f"| {r.rate:,}/s × {r.seconds:.0f} s | {r.sent:,} | {r.achieved:,.0f}/s | {r.received:,} "
+                f"| {'raw relay' if r.relay else 'worker'} | {r.rate:,}/s × {r.seconds:.0f} s | {r.sent:,} | "
+                f"{r.achieved:,.0f}/s | {r.received:,} "
                 f"({r.received_while_sending:,}) | {r.alert_rate:,.0f}/s | {fmt_lat(r.p50)} | {fmt_lat(r.p99)} | "
                 f"{fmt_lat(r.max)} | {fmt_lat(r.p50_first)} | {fmt_lat(r.p50_last)} | {r.worker_cpu_share:.0%} | "
                 f"{r.cpu_us_per_event:,.0f} µs | {r.main_on:.0%} / {r.main_rq:.0%} | "
@@ -1111,11 +1149,17 @@ def render(bench: Bench, argv: list[str], runtime: float) -> str:
                 f"{'n/a' if r.goal is None else 'yes' if r.met else '**no**'} |")
         lines += [
             "",
+            f"Before the measured seconds, {a.latency_warmup:g} s are sent at the same rate and their alerts "
+            "awaited, not counted (a fresh broker's JIT and the worker's caches warm up as in a long-running "
+            "deployment). "
             f"Alerts are awaited {a.latency_drain:.0f} s after the last send. An alert not received by then "
             "has the latency *send → end of waiting*, a lower bound, shown `≥`; a percentile shown `≥` "
             "falls on such an alert. *processed rate*: alerts received ÷ (last alert − first send) = the "
             "worker's sustained rate when it falls behind. *kept up*: every alert received and p99 < 1 s. "
-            "CPU figures cover sending plus waiting.",
+            "CPU figures cover sending plus waiting. *raw relay* (`bench/relay_app.py`, `--latency-relay`): a "
+            "raw aiokafka consume -> produce loop in the worker's place on the same broker, the same stream and "
+            "the same paced sender, right after the worker's run at that rate: the latency this machine, broker "
+            "and bench give any Kafka service (its *worker CPU* columns are the relay's).",
             "",
         ]
     if bench.results["errors"]:
@@ -1163,6 +1207,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     ap.add_argument("--rates", default="1000,5000", help="latency test rates, events/s (default 1000,5000; '' = skip)")
     ap.add_argument("--latency-seconds", type=float, default=None, help="sending time per rate (default 12)")
+    ap.add_argument("--latency-warmup", type=float, default=None,
+                    help="seconds sent at the same rate before the measured ones, their alerts awaited and not "
+                         "counted: a long-running broker's and worker's steady state (default 5; 0 = none)")
+    ap.add_argument("--latency-relay", action=argparse.BooleanOptionalAction, default=True,
+                    help="after the worker at each rate, the raw aiokafka relay (bench/relay_app.py) in its place: "
+                         "the floor of this machine and broker (default on)")
     ap.add_argument("--latency-drain", type=float, default=None,
                     help="wait this long for outstanding alerts after sending (default 10)")
     ap.add_argument("--phases", default="real,synthetic,latency",
@@ -1196,6 +1246,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args.traces_limit = args.traces_limit if args.traces_limit is not None else (3 if q else None)
     args.runs = args.runs if args.runs is not None else (1 if q else 3)
     args.latency_seconds = args.latency_seconds if args.latency_seconds is not None else (4 if q else 12)
+    args.latency_warmup = args.latency_warmup if args.latency_warmup is not None else (2 if q else 5)
     args.latency_drain = args.latency_drain if args.latency_drain is not None else (4 if q else 10)
     args.rate_list = [int(x) for x in args.rates.split(",") if x.strip()]
     args.phase_set = {p.strip() for p in args.phases.split(",") if p.strip()}
@@ -1235,6 +1286,9 @@ def main(argv: list[str] | None = None) -> int:
             for rate in args.rate_list:
                 steps.append((f"latency @ {rate}/s",
                               lambda rate=rate: bench.results["latency"].append(bench.latency(rate))))
+                if args.latency_relay:
+                    steps.append((f"raw relay latency @ {rate}/s", lambda rate=rate: bench.results["latency"].append(
+                        bench.latency(rate, relay=True))))
         if args.profile:
             steps.append(("profile", lambda: bench.profile(
                 {"real": real, "synthetic": synth}.get(args.profile_stream))))
@@ -1266,6 +1320,9 @@ def summarize(bench: Bench) -> str:
         parts.append(f"{t['stream'].name} stream: worker {w:,.0f} events/s vs raw aiokafka {raw:,.0f} "
                      f"({f'1/{raw / w:,.0f}' if w else 'no window'})")
     for r in bench.results["latency"]:
+        if r.relay:
+            parts.append(f"raw aiokafka relay at {r.rate:,}/s: p50 {fmt_lat(r.p50)}, p99 {fmt_lat(r.p99)}")
+            continue
         goal = "" if r.goal is None else f", p99 <= {r.goal * 1000:.0f} ms: {'yes' if r.met else 'no'}"
         parts.append(f"at {r.rate:,}/s offered: p50 {fmt_lat(r.p50)}, p99 {fmt_lat(r.p99)}, processed "
                      f"{r.alert_rate:,.0f}/s, kept up: {'yes' if r.kept_up else 'no'}{goal}, worker CPU "

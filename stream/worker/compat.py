@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
+import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, NoReturn, cast
 
@@ -35,6 +36,8 @@ from stream.worker.host import Handler, Host, Request, Response
 
 #: The broker URL scheme of :class:`Transport` (registered in pyproject.toml).
 SCHEME = "cgkafka"
+#: Seconds a thread may hold the GIL while another waits (CPython's default: 0.005).
+GIL_SWITCH_INTERVAL = 0.0005
 
 
 def broker_url(bootstrap: str) -> str:
@@ -62,6 +65,10 @@ class InlineConsumer(faust_aiokafka.Consumer):
     inline_topics: frozenset[str] = frozenset()
 
     def _new_consumer_thread(self) -> InlineConsumerThread:
+        # faust's consumer runs in a thread of its own: each fetch it hands over waited for the
+        # GIL while the agent's thread applied a batch, up to the interpreter's switch interval
+        # (5 ms) at every step of the fetch; a shorter interval cut the latency bench's p99.
+        sys.setswitchinterval(GIL_SWITCH_INTERVAL)
         return InlineConsumerThread(self, loop=self.loop, beacon=self.beacon)
 
     async def commit(self, topics: Any = None, start_new_transaction: bool = True) -> bool:

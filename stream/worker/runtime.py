@@ -47,6 +47,8 @@ STATE_WRITE_EXIT = 70
 #: one topic partition fit one record batch (aiokafka's default 16 KiB held a handler
 #: batch at each full one until the one before was sent: a round trip each).
 PRODUCER_BATCH_BYTES = 256 << 10
+#: The state log's producer lingers: a commit sends its records one by one.
+STATE_LOG_LINGER_MS = 5
 
 
 class Runtime:
@@ -61,7 +63,8 @@ class Runtime:
         self.metrics: Any = Metrics(output_topics=settings.output_topics) if settings.metrics_enabled else NO_METRICS
         self.gaps = Gaps(settings)
         self.outputs = Outputs(settings, on_rejected=self.metrics.output_rejected)
-        self.producer: Any = None
+        self.producer: Any = None  # outputs
+        self.log_producer: Any = None  # the state log (durability)
         self.durability: Durability | None = None
         self.started = asyncio.Event()
         self.input_topics = frozenset(settings.input_topics)
@@ -88,13 +91,22 @@ class Runtime:
         # a batch of small records must fit the smallest limit too: the broker would reject
         # it whole, and the idempotent producer cannot send to that partition again
         batch = min([PRODUCER_BATCH_BYTES, *(limit - BATCH_OVERHEAD for limit in limits.values())])
+        compression = None if s.producer_compression == "none" else s.producer_compression
+        # Two producers, two connections: aiokafka keeps one request in flight per broker and
+        # producer, so a commit's state-log write on the outputs' connection held every output
+        # batch behind it (the latency bench's p99); the commit protocol orders the two by
+        # waiting for acknowledgements, not by a shared producer.
         self.producer = producer(s, enable_idempotence=True, max_request_size=s.max_request_bytes,
                                  linger_ms=s.producer_linger_ms, max_batch_size=max(1024, batch),
-                                 compression_type=None if s.producer_compression == "none" else s.producer_compression)
+                                 compression_type=compression)
+        self.log_producer = producer(s, enable_idempotence=True, max_request_size=s.max_request_bytes,
+                                     linger_ms=STATE_LOG_LINGER_MS, max_batch_size=PRODUCER_BATCH_BYTES,
+                                     compression_type=compression)
         await self.producer.start()
+        await self.log_producer.start()
         self.outputs = Outputs(s, self.producer, limits=limits, on_rejected=self.metrics.output_rejected)
         self.durability = Durability(
-            s, outputs=self.outputs, producer=self.producer,
+            s, outputs=self.outputs, producer=self.log_producer,
             # earliest: if a snapshot deletes the log under a restore, it goes on from the
             # snapshot (which replaces everything before it), never from the log's end
             consumer=lambda: consumer(s, group_id=None, enable_auto_commit=False, auto_offset_reset="earliest",
@@ -114,8 +126,9 @@ class Runtime:
             except Exception:
                 log.exception("the final commit failed; a restart re-processes from the last one")
         await self.gaps.close()
-        if self.producer is not None:
-            await self.producer.stop()
+        for p in (self.producer, self.log_producer):
+            if p is not None:
+                await p.stop()
 
     # ------------------------------------------------------------------ rebalance
     def _numbers(self, tps: Iterable[Any]) -> set[int]:

@@ -1,0 +1,171 @@
+"""Labelled real folds kept as pointers: no text of anyone's session in the repository.
+
+    python -m bench.real_folds pack FOLD_DIR > bench/real_folds/NAME.json
+    python -m bench.real_folds unpack bench/real_folds/NAME.json --mirrors /work/.mirror --out DIR
+    python -m bench.real_folds list
+
+``pack`` turns a fold folder (the layout and labels of ``../shared/real-logs``) into a
+manifest: per transcript its source (repository, commit, path, blob) and the labels with
+every text replaced by a span (line, start, length, sha256) over :func:`line_text`.
+``unpack`` rebuilds the folder from local git snapshots of those repositories (``fetch``
+them first; a blob that differs is refused) and checks every span's hash. Errors: one line
+on stderr, exit 1. Notes and reasons (free text) are not kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent / "real_folds"
+TEXT_FIELDS = ("text",)
+
+
+class FoldError(Exception):
+    """A fold or a manifest that cannot be packed or unpacked (message: what and where)."""
+
+
+def line_text(raw: str) -> str:
+    """Every string of one decoded JSONL line, in document order, joined by newlines."""
+    out: list[str] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    try:
+        walk(json.loads(raw))
+    except ValueError:
+        return raw  # a malformed line is kept as its bytes
+    return "\n".join(out)
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _span(lines: list[str], line: int, text: str, where: str) -> dict[str, Any]:
+    hay = line_text(lines[line - 1]) if 0 < line <= len(lines) else ""
+    start = hay.find(text)
+    if start < 0:
+        raise FoldError(f"{where}: text not found at line {line}")
+    return {"line": line, "start": start, "len": len(text), "sha": _sha(text)}
+
+
+def _text(lines: list[str], span: dict[str, Any], where: str) -> str:
+    hay = line_text(lines[span["line"] - 1])
+    text = hay[span["start"]:span["start"] + span["len"]]
+    if _sha(text) != span["sha"]:
+        raise FoldError(f"{where}: span at line {span['line']} does not hold the labelled text")
+    return text
+
+
+def pack(fold: Path) -> dict[str, Any]:
+    """The manifest of fold folder ``fold``."""
+    files = []
+    for lf in sorted((fold / "labels").glob("*.json")):
+        label = json.loads(lf.read_text())
+        lines = (fold / label["file"]).read_text(encoding="utf-8").split("\n")
+        where = lf.name
+        prohibitions = []
+        for p in label.get("prohibitions", []):
+            q = {k: v for k, v in p.items() if k not in ("text", "note")}
+            q["text"] = _span(lines, p["line"], p["text"], f"{where} {p['id']}")
+            prohibitions.append(q)
+        compactions = []
+        for c in label.get("compactions", []):
+            q = {k: v for k, v in c.items() if k not in ("carried_quotes", "notes")}
+            q["carried_quotes"] = {pid: _span(lines, c["summary_line"], quote, f"{where} quote {pid}")
+                                   for pid, quote in (c.get("carried_quotes") or {}).items()}
+            compactions.append(q)
+        excluded = [{"text": _span(lines, e["line"], e["text"], f"{where} excluded"), "line": e["line"]}
+                    for e in label.get("excluded_candidates", [])
+                    if e.get("text") and e["text"] in line_text(lines[e["line"] - 1])]
+        rest = {k: v for k, v in label.items() if k not in ("prohibitions", "compactions", "excluded_candidates")}
+        files.append({**rest, "prohibitions": prohibitions, "compactions": compactions,
+                      "excluded_candidates": excluded})
+    if not files:
+        raise FoldError(f"{fold}: no labels/*.json")
+    return {"fold": fold.name, "files": files}
+
+
+def _git_show(mirrors: Path, repo: str, commit: str, path: str) -> str:
+    base = mirrors / repo.replace("/", "+")
+    git_dir = next((d for d in (base / "repo", base) if (d / "HEAD").exists() or (d / "objects").is_dir()), None)
+    if git_dir is None:
+        raise FoldError(f"{repo}: no snapshot under {mirrors} (fetch github:{repo} first)")
+    found = subprocess.run(["git", "--git-dir", str(git_dir), "show", f"{commit}:{path}"],
+                           capture_output=True)
+    if found.returncode:
+        raise FoldError(f"{repo}@{commit[:12]}:{path}: {found.stderr.decode(errors='replace').strip()}")
+    return found.stdout.decode("utf-8")
+
+
+def unpack(manifest: dict[str, Any], mirrors: Path, out: Path) -> int:
+    """Rebuild the fold under ``out``; the number of transcripts written."""
+    (out / "labels").mkdir(parents=True, exist_ok=True)
+    for f in manifest["files"]:
+        src = f["source"]
+        body = _git_show(mirrors, src["repo"], src["commit"], src["path"])
+        blob = hashlib.sha1(b"blob %d\0" % len(body.encode()) + body.encode()).hexdigest()
+        if src.get("blob") and blob != src["blob"]:
+            raise FoldError(f"{f['file']}: blob {blob[:12]} is not the labelled {src['blob'][:12]}")
+        lines = body.split("\n")
+        where = f["file"]
+        label = {k: v for k, v in f.items() if k not in ("prohibitions", "compactions", "excluded_candidates")}
+        label["prohibitions"] = [{**p, "text": _text(lines, p["text"], f"{where} {p['id']}")}
+                                 for p in f["prohibitions"]]
+        label["compactions"] = [{**c, "carried_quotes": {pid: _text(lines, s, f"{where} quote {pid}")
+                                                         for pid, s in c["carried_quotes"].items()}}
+                                for c in f["compactions"]]
+        label["excluded_candidates"] = [{"line": e["line"], "text": _text(lines, e["text"], f"{where} excluded"),
+                                         "reason": "(reason not kept)"} for e in f["excluded_candidates"]]
+        target = out / f["file"]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(body, encoding="utf-8")
+        (out / "labels" / f"{f['session_id']}.json").write_text(json.dumps(label, indent=1, ensure_ascii=False))
+    return len(manifest["files"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.real_folds", description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("pack", help="print the manifest of a fold folder")
+    p.add_argument("fold", type=Path)
+    u = sub.add_parser("unpack", help="rebuild a fold folder from git snapshots")
+    u.add_argument("manifest", type=Path)
+    u.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
+    u.add_argument("--out", type=Path, required=True)
+    sub.add_parser("list", help="the manifests kept in bench/real_folds")
+    a = ap.parse_args(argv)
+    try:
+        if a.cmd == "pack":
+            json.dump(pack(a.fold), sys.stdout, indent=1, ensure_ascii=False)
+            print()
+        elif a.cmd == "unpack":
+            n = unpack(json.loads(a.manifest.read_text()), a.mirrors, a.out)
+            print(f"{n} transcripts and labels written to {a.out}", file=sys.stderr)
+        else:
+            for m in sorted(HERE.glob("*.json")):
+                d = json.loads(m.read_text())
+                repos = sorted({f["source"]["repo"] for f in d["files"]})
+                print(f"{m.stem}: {len(d['files'])} transcripts, {len(repos)} repositories")
+    except (FoldError, OSError, ValueError, KeyError) as exc:
+        print(f"real_folds: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,89 @@
+"""bench.real_folds: a fold packed to text-free pointers and rebuilt from a git snapshot."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bench import real_folds
+
+LINES = [
+    {"type": "user", "message": {"role": "user", "content": "please refactor, but don't touch the CLI flags"}},
+    {"type": "system", "subtype": "compact_boundary"},
+    {"type": "user", "isCompactSummary": True, "message": {"content": "Summary: refactor; keep CLI flags as is"}},
+]
+
+
+def _fold(tmp: Path) -> tuple[Path, Path, str]:
+    body = "\n".join(json.dumps(x) for x in LINES) + "\n"
+    repo = tmp / "mirror" / "someone+logs" / "repo"
+    subprocess.run(["git", "init", "-q", "--bare", str(repo)], check=True)
+    blob = subprocess.run(["git", "--git-dir", str(repo), "hash-object", "-w", "--stdin"], input=body.encode(),
+                          capture_output=True, check=True).stdout.decode().strip()
+    tree = subprocess.run(["git", "--git-dir", str(repo), "mktree"], input=f"100644 blob {blob}\tfull.jsonl\n".encode(),
+                          capture_output=True, check=True).stdout.decode().strip()
+    commit = subprocess.run(["git", "--git-dir", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com",
+                             "commit-tree", tree, "-m", "x"], capture_output=True, check=True).stdout.decode().strip()
+    fold = tmp / "F"
+    (fold / "labels").mkdir(parents=True)
+    (fold / "someone__logs").mkdir()
+    (fold / "someone__logs" / "s1.jsonl").write_text(body)
+    label = {"file": "someone__logs/s1.jsonl", "session_id": "s1", "format": "claude-code-jsonl",
+             "source": {"repo": "someone/logs", "commit": commit, "path": "full.jsonl", "blob": blob},
+             "prohibitions": [{"id": "P1", "line": 1, "text": "don't touch the CLI flags", "form": "explicit",
+                               "note": "free text that is not kept"}],
+             "compactions": [{"boundary_line": 2, "summary_line": 3, "in_force": ["P1"], "carried": ["P1"],
+                              "dropped": [], "carried_quotes": {"P1": "keep CLI flags as is"}, "notes": "x"}],
+             "excluded_candidates": [{"line": 1, "text": "please refactor", "reason": "a request"}]}
+    (fold / "labels" / "s1.json").write_text(json.dumps(label))
+    return fold, tmp / "mirror", body
+
+
+def test_pack_keeps_no_text_and_unpack_restores_it(tmp_path: Path) -> None:
+    fold, mirrors, body = _fold(tmp_path)
+    manifest = real_folds.pack(fold)
+    flat = json.dumps(manifest)
+    for text in ("touch the CLI flags", "keep CLI flags", "please refactor", "free text"):
+        assert text not in flat
+    out = tmp_path / "out"
+    assert real_folds.unpack(manifest, mirrors, out) == 1
+    assert (out / "someone__logs" / "s1.jsonl").read_text() == body
+    label = json.loads((out / "labels" / "s1.json").read_text())
+    assert label["prohibitions"][0]["text"] == "don't touch the CLI flags"
+    assert label["compactions"][0]["carried_quotes"] == {"P1": "keep CLI flags as is"}
+    assert label["excluded_candidates"][0]["text"] == "please refactor"
+
+
+def test_pack_refuses_a_text_not_at_its_line(tmp_path: Path) -> None:
+    fold, _, _ = _fold(tmp_path)
+    lf = fold / "labels" / "s1.json"
+    label = json.loads(lf.read_text())
+    label["prohibitions"][0]["line"] = 3
+    lf.write_text(json.dumps(label))
+    with pytest.raises(real_folds.FoldError, match="not found at line 3"):
+        real_folds.pack(fold)
+
+
+def test_unpack_refuses_another_blob_and_a_missing_snapshot(tmp_path: Path) -> None:
+    fold, mirrors, _ = _fold(tmp_path)
+    manifest = real_folds.pack(fold)
+    manifest["files"][0]["source"]["blob"] = "0" * 40
+    with pytest.raises(real_folds.FoldError, match="is not the labelled"):
+        real_folds.unpack(manifest, mirrors, tmp_path / "o1")
+    with pytest.raises(real_folds.FoldError, match="no snapshot"):
+        real_folds.unpack(manifest, tmp_path / "nowhere", tmp_path / "o2")
+
+
+def test_the_kept_manifests_are_text_free_pointers() -> None:
+    for m in sorted(real_folds.HERE.glob("*.json")):
+        d = json.loads(m.read_text())
+        for f in d["files"]:
+            for p in f["prohibitions"]:
+                assert set(p["text"]) == {"line", "start", "len", "sha"}, m.name
+                assert "note" not in p
+            for c in f["compactions"]:
+                assert "notes" not in c
+                assert all(set(s) == {"line", "start", "len", "sha"} for s in c["carried_quotes"].values())
