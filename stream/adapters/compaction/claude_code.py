@@ -17,15 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from stream.adapters.common import as_dict, as_list, json_value_problem
-from stream.adapters.compaction.compaction_logs import (
-    LogContext,
-    ReadStats,
-    as_judge,
-    find_values,
-    path_names,
-    rfc3339_or_none,
-    texts_of,
-)
+from stream.adapters.compaction import compaction_logs as logs
+from stream.adapters.compaction.compaction_logs import LogContext, ReadStats
 from stream.adapters.compaction.judge import Candidate, Judge
 
 if TYPE_CHECKING:
@@ -143,7 +136,7 @@ class ClaudeCodeSession(LogContext):
         self.seen.add(key)
         stats = file.stats
         rtype = rec.get("type")
-        at = rfc3339_or_none(rec.get("timestamp"))
+        at = logs.rfc3339_or_none(rec.get("timestamp"))
         uuid = rec.get("uuid") if isinstance(rec.get("uuid"), str) and rec.get("uuid") else None
         self._check_links(rec, stats)
         if uuid is not None and uuid not in self._uuid_pos:
@@ -222,10 +215,10 @@ class ClaudeCodeSession(LogContext):
             answers = _answers(rec.get("toolUseResult"))
             for b in blocks if not answers else ():  # older / other records: the answers only in the result's text
                 if isinstance(b, dict) and b.get("type") == "tool_result":
-                    answers += _answers_in_text("\n".join(texts_of(b.get("content"))))
+                    answers += _answers_in_text("\n".join(logs.texts_of(b.get("content"))))
             for question, answer in answers:  # one utterance each: joined, a long answer ran into the next
                 candidate(answer, "answer", question)
-            for p in _strings(find_values(rec.get("toolUseResult"), "filePath")):
+            for p in _strings(logs.find_values(rec.get("toolUseResult"), "filePath")):
                 self._file(p, holder, key, file, at)
         else:
             for b in blocks:
@@ -235,7 +228,7 @@ class ClaudeCodeSession(LogContext):
                             self._file(p, holder, key, file, at)
 
     def _file(self, path: str, holder: str, key: str, file: ClaudeCodeTranscript, at: str | None) -> None:
-        self.out.hold(f"file:{path}", "file", key, at, live=holder, durable=file.holder, names=path_names(path))
+        self.out.hold(f"file:{path}", "file", key, at, live=holder, durable=file.holder, names=logs.path_names(path))
 
     def _queue(self, rec: dict[str, Any], key: str, file: ClaudeCodeTranscript, lineno: int, at: str | None) -> None:
         op = rec.get("operation")
@@ -276,7 +269,7 @@ class ClaudeCodeSession(LogContext):
         prompt = att.get("prompt")
         if att.get("type") == "queued_command" and isinstance(prompt, (str, list)):
             origin = as_dict(att.get("origin"))
-            text = prompt if isinstance(prompt, str) else "\n".join(texts_of(prompt))
+            text = prompt if isinstance(prompt, str) else "\n".join(logs.texts_of(prompt))
             if (
                 origin.get("kind", "human") == "human" and text.strip()
             ):  # a message the user typed while the agent worked
@@ -285,7 +278,7 @@ class ClaudeCodeSession(LogContext):
         if att.get("type") != "nested_memory":
             file.stats.ignored[f"attachment:{att.get('type')}"] += 1
             return
-        text = "\n".join(texts_of(att.get("content"), keys=("content", "text")))
+        text = "\n".join(logs.texts_of(att.get("content"), keys=("content", "text")))
         if text.strip():
             self.judged.add(Candidate(f"{key}#0", text, "rule_file", at, ("line", lineno)), f"rule:{key}")
             self._rules_in_view.add(text)
@@ -302,7 +295,7 @@ class ClaudeCodeSession(LogContext):
         self._boundary = None
         self._summary_line = lineno
         msg = as_dict(rec.get("message"))
-        text = "\n".join(texts_of(msg.get("content"))).strip() or None
+        text = "\n".join(logs.texts_of(msg.get("content"))).strip() or None
         if text is not None:
             m = _TRANSCRIPT_PATH.search(text)
             if m:  # the recovery path the summary names: durable while the transcript exists
@@ -391,7 +384,7 @@ class ClaudeCodeTranscript:
     def __init__(self, path: str | Path, judge: Judge | ProhibitionMatcher | None = None,
                  sessions: dict[str, ClaudeCodeSession] | None = None) -> None:
         self.path = Path(path)
-        self.judge = as_judge(judge)
+        self.judge = logs.as_judge(judge)
         self.stats = ReadStats(source=str(self.path))
         self.sessions = sessions if sessions is not None else {}
         self.session: ClaudeCodeSession | None = None
@@ -552,7 +545,7 @@ def _answers_in_text(text: str) -> list[tuple[str, str]]:
 def _rejection_feedback(block: dict[str, Any]) -> str | None:
     """The user's words of a rejected tool call ("... the user said:\\n<words>"), if any."""
     content = block.get("content")
-    text = content if isinstance(content, str) else "\n".join(texts_of(content))
+    text = content if isinstance(content, str) else "\n".join(logs.texts_of(content))
     if _REJECTED not in text:
         return None
     m = _FEEDBACK.search(text)

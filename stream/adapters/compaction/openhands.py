@@ -19,16 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from stream.adapters.common import as_dict, json_value_problem
-from stream.adapters.compaction.compaction_logs import (
-    ContextEvents,
-    LogContext,
-    ReadStats,
-    as_judge,
-    find_values,
-    path_names,
-    rfc3339_or_none,
-    texts_of,
-)
+from stream.adapters.compaction import compaction_logs as logs
+from stream.adapters.compaction.compaction_logs import ContextEvents, LogContext, ReadStats
 from stream.adapters.compaction.judge import Candidate, Judge
 from stream.adapters.compaction.prohibitions import ProhibitionMatcher
 
@@ -140,9 +132,9 @@ class OpenHandsContext(LogContext):
             return
         self.seen.add(key)
         kind = ev["kind"]
-        at = rfc3339_or_none(ev.get("timestamp"), naive_as_utc=True, stats=reader.stats)
+        at = logs.rfc3339_or_none(ev.get("timestamp"), naive_as_utc=True, stats=reader.stats)
         if kind == "SystemPromptEvent":
-            text = "\n".join(texts_of(ev.get("system_prompt")))
+            text = "\n".join(logs.texts_of(ev.get("system_prompt")))
             self.judged.add(Candidate(f"{key}#0", text, "system", at, ("event", index)), f"system:{key}")
         elif kind in RAW_KINDS:
             self._raw_item(ev, kind, key, durable, reader, index, at)
@@ -163,7 +155,7 @@ class OpenHandsContext(LogContext):
         if kind == "MessageEvent":
             if ev.get("source") == "user":  # extended_content is context the SDK adds, not the user's words
                 msg = as_dict(ev.get("llm_message"))
-                self.judged.add(Candidate(f"{key}#0", "\n".join(texts_of(msg.get("content"))), "typed", at,
+                self.judged.add(Candidate(f"{key}#0", "\n".join(logs.texts_of(msg.get("content"))), "typed", at,
                                           ("event", index)), holder)
             return
         if kind == "UserRejectObservation":
@@ -187,7 +179,7 @@ class OpenHandsContext(LogContext):
             self.out.hold(f"call:{call_id}", "tool_output", key, at, live=holder, durable=durable, names=names)
             paths = self._paths_by_call.get(call_id, []) + _paths(ev.get("observation"))
             for p in dict.fromkeys(paths):
-                self.out.hold(f"file:{p}", "file", key, at, live=holder, durable=durable, names=path_names(p))
+                self.out.hold(f"file:{p}", "file", key, at, live=holder, durable=durable, names=logs.path_names(p))
 
     def _condensation(self, ev: dict[str, Any], key: str, reader: OpenHandsConversation, at: str | None) -> None:
         forgotten = ev.get("forgotten_event_ids")
@@ -252,7 +244,7 @@ class OpenHandsConversation:
                  contexts: dict[str, OpenHandsContext] | None = None) -> None:
         self.path = Path(path)
         self.events_dir = events_dir_of(self.path) or self.path
-        self.judge = as_judge(judge)
+        self.judge = logs.as_judge(judge)
         self.stats = ReadStats(source=str(self.path))
         conv = conversation_id(self.events_dir)
         contexts = contexts if contexts is not None else {}
@@ -362,14 +354,14 @@ _WAIT = object()
 def _paths(value: Any) -> list[str]:
     out: list[str] = []
     for key in _PATH_KEYS:
-        for v in find_values(value, key):
+        for v in logs.find_values(value, key):
             if isinstance(v, str) and v.strip() and "\n" not in v:
                 out.append(v.strip())
     return out
 
 
 def _save_dir(ev: dict[str, Any]) -> str | None:
-    for v in find_values(ev, "full_output_save_dir"):
+    for v in logs.find_values(ev, "full_output_save_dir"):
         if isinstance(v, str) and v.strip():
             return v.strip()
     return None
