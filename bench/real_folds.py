@@ -1,14 +1,15 @@
 """Labelled real folds kept as pointers: no text of anyone's session in the repository.
 
     python -m bench.real_folds pack FOLD_DIR > bench/real_folds/NAME.json
-    python -m bench.real_folds unpack bench/real_folds/NAME.json --mirrors /work/.mirror --out DIR
+    python -m bench.real_folds unpack NAME --mirrors DIR --out DIR   # NAME: P, Q, R or a manifest path
     python -m bench.real_folds list
 
 ``pack`` turns a fold folder (the layout and labels of ``../shared/real-logs``) into a
 manifest: per transcript its source (repository, commit, path, blob) and the labels with
 every text replaced by a span (line, start, length, sha256) over :func:`line_text`.
-``unpack`` rebuilds the folder from local git snapshots of those repositories (``fetch``
-them first; a blob that differs is refused) and checks every span's hash. Errors: one line
+``unpack`` rebuilds the folder from local git clones of those repositories (``--mirrors``: one
+bare clone per repository, ``git clone --bare https://github.com/OWNER/NAME MIRRORS/OWNER+NAME``;
+a blob that differs is refused) and checks every span's hash. Errors: one line
 on stderr, exit 1. Notes and reasons (free text) are not kept.
 """
 
@@ -104,7 +105,8 @@ def _git_show(mirrors: Path, repo: str, commit: str, path: str) -> str:
     base = mirrors / repo.replace("/", "+")
     git_dir = next((d for d in (base / "repo", base) if (d / "HEAD").exists() or (d / "objects").is_dir()), None)
     if git_dir is None:
-        raise FoldError(f"{repo}: no snapshot under {mirrors} (fetch github:{repo} first)")
+        raise FoldError(f"{repo}: no clone under {mirrors} "
+                        f"(git clone --bare https://github.com/{repo} {base})")
     found = subprocess.run(["git", "--git-dir", str(git_dir), "show", f"{commit}:{path}"],
                            capture_output=True)
     if found.returncode:
@@ -139,14 +141,17 @@ def unpack(manifest: dict[str, Any], mirrors: Path, out: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.real_folds", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m bench.real_folds", description=__doc__.split("\n\n")[0],
+                                 epilog="\n\n".join(__doc__.split("\n\n")[1:]),
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("pack", help="print the manifest of a fold folder")
-    p.add_argument("fold", type=Path)
-    u = sub.add_parser("unpack", help="rebuild a fold folder from git snapshots")
-    u.add_argument("manifest", type=Path)
-    u.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
-    u.add_argument("--out", type=Path, required=True)
+    p.add_argument("fold", type=Path, help="a fold folder: labels/*.json and the transcripts they name")
+    u = sub.add_parser("unpack", help="rebuild a fold folder from git clones")
+    u.add_argument("manifest", help="a kept fold's name (P, Q, R: bench/real_folds/NAME.json) or a manifest path")
+    u.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"),
+                   help="folder of bare clones named OWNER+NAME (or OWNER+NAME/repo) (default: %(default)s)")
+    u.add_argument("--out", type=Path, required=True, help="folder to write the fold into")
     sub.add_parser("list", help="the manifests kept in bench/real_folds")
     a = ap.parse_args(argv)
     try:
@@ -154,7 +159,13 @@ def main(argv: list[str] | None = None) -> int:
             json.dump(pack(a.fold), sys.stdout, indent=1, ensure_ascii=False)
             print()
         elif a.cmd == "unpack":
-            n = unpack(json.loads(a.manifest.read_text()), a.mirrors, a.out)
+            path = Path(a.manifest)
+            if not path.exists() and (HERE / f"{a.manifest}.json").exists():
+                path = HERE / f"{a.manifest}.json"
+            if not path.exists():
+                known = ", ".join(m.stem for m in sorted(HERE.glob("*.json")))
+                raise FoldError(f"{a.manifest}: no such manifest (kept folds: {known})")
+            n = unpack(json.loads(path.read_text()), a.mirrors, a.out)
             print(f"{n} transcripts and labels written to {a.out}", file=sys.stderr)
         else:
             for m in sorted(HERE.glob("*.json")):

@@ -73,7 +73,7 @@ def test_unpack_refuses_another_blob_and_a_missing_snapshot(tmp_path: Path) -> N
     manifest["files"][0]["source"]["blob"] = "0" * 40
     with pytest.raises(real_folds.FoldError, match="is not the labelled"):
         real_folds.unpack(manifest, mirrors, tmp_path / "o1")
-    with pytest.raises(real_folds.FoldError, match="no snapshot"):
+    with pytest.raises(real_folds.FoldError, match="no clone under"):
         real_folds.unpack(manifest, tmp_path / "nowhere", tmp_path / "o2")
 
 
