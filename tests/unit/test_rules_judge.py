@@ -455,3 +455,33 @@ def test_a_rule_file_read_once_stays_in_view_after_a_boundary_except_at_recall()
     from stream.adapters.compaction import cues
     assert cues.PRECISION_LEVELS["precise"].rule_files_kept and cues.PRECISION_LEVELS["balanced"].rule_files_kept
     assert not cues.PRECISION_LEVELS["recall"].rule_files_kept
+
+
+# --------------------------------------------------------------------------- round 5: plan lines in Japanese
+
+
+def test_a_japanese_plan_line_is_read_when_a_parenthetical_reason_closes_it_or_it_says_out_of_scope():
+    plan = ("## 方針\n- `parse_input()` は使わない（理由はモードの遷移先が違うため）。\n"
+            "- 一括削除は対象外。\n- `save()` は呼ばず `flush()` だけ使う\n"
+            "- 設定画面への適用は `apply_theme` に限定する\n")
+    cues_read = {cue for _, _, cue in read(plan, "plan", precision="precise")}
+    assert {"ja:neg-item", "ja:out-of-scope", "ja:zu-clause", "ja:limit-to"} <= cues_read
+    # near misses: a description that is not a plan line, a "no need", a question
+    assert read("このモジュールは外部ライブラリを使わない設計です（読みやすさのため）", "typed") == []
+    assert read("- 削除は不要（あとで確認）", "plan") == []
+    assert read("- これは対象外ですか？", "plan") == []
+
+
+def test_a_foreign_plan_rule_whose_code_names_the_summary_names_but_never_beside_a_negation_is_dropped_at_precise():
+    rule = "# 計画\n\n- `parse_input()` は使わない（遷移先が違う）。"
+    dropped = "Summary: implemented the mode switch; `parse_input()` handles the Esc key now."
+    [(_, carried, cue)] = judge_one(rule, dropped, channel="plan")
+    assert (carried, cue) == (False, "plan-named-unstated")
+    kept = "Summary: implemented the mode switch without `parse_input()` (plan: not used)."
+    assert judge_one(rule, kept, channel="plan")[0][1:] == (True, "code-name")
+    excluded = "Summary: `parse_input()` explicitly excluded from the new path."
+    assert judge_one(rule, excluded, channel="plan")[0][1:] == (True, "code-name")
+    # no code name at all: nothing to tell a translation from a drop, so only balanced alerts
+    bare = "# 計画\n\n- いずれも振る舞い変更なし（リファクタのみ）。"
+    assert judge_one(bare, dropped, channel="plan")[0][1:] == (True, "below-precision:plan-unstated")
+    assert judge_one(bare, dropped, channel="plan", precision="balanced")[0][1:] == (False, "plan-unstated")

@@ -61,7 +61,8 @@ _CODE_NAME = re.compile(
     r"\b[a-z]+_[a-z_]+\b|\b[A-Za-z][a-z0-9]+[A-Z]\w*\b)"
 )
 _NEGATION_OR_KEEP = re.compile(r"\b(?:not?|never|don'?t|without|avoid\w*|keep\w*|kept|unchanged|untouched|preserv\w*|"
-                               r"off[- ]limits|forbid\w*|prohibit\w*)\b|ない|不|别|禁止|保持|지\s*마|금지|유지", re.I)
+                               r"off[- ]limits|forbid\w*|prohibit\w*|out\s+of\s+scope|exclud\w*|only|limit\w*|"
+                               r"restrict\w*|instead)\b|ない|不|别|禁止|保持|지\s*마|금지|유지", re.I)
 
 
 def tokens(text: str) -> list[str]:
@@ -324,7 +325,10 @@ class RulesJudge:
             return "unquoted-again-traced" if left or share >= KEPT_WORDS else "unquoted-again"
         no_trace = not left and (bool(code_names(i.text)) or lang == "en" and share < NO_TRACE)
         if c.channel == "plan":
-            return "plan-no-trace" if no_trace else "plan-unstated"
+            if no_trace:
+                return "plan-no-trace"
+            # another language's rule: its code names are there, never beside a negation / keep word (_carry)
+            return "plan-named-unstated" if lang != "en" and left else "plan-unstated"
         if c.channel in _USER_WORDS and now.lists_user_messages:
             if len(c.text) > QUOTABLE:
                 return "not-quoted-long-no-trace" if no_trace else "not-quoted-long"
@@ -334,6 +338,10 @@ class RulesJudge:
 
 #: A list item (or a plan's line) longer than this is a paragraph, not a constraint: item cues do not read it.
 ITEM_CHARS = 240
+
+
+#: A parenthetical (a reason, an example) that closes a sentence: cues anchored at the end read what is before it.
+_TRAILING_PAREN = re.compile(r"\s*[（(][^（）()]{1,200}[）)]\s*[。.．]?\s*$")
 
 
 def _read_foreign(table: cues.ForeignTable, lines: list[tuple[str, bool]], source: str) -> list[Prohibition]:
@@ -352,10 +360,11 @@ def _read_foreign(table: cues.ForeignTable, lines: list[tuple[str, bool]], sourc
             s = sentence.strip()
             if len(s) < 3 or any(pattern.search(s) for _, pattern in table.veto):
                 continue
+            core = _TRAILING_PAREN.sub("", s)  # "X は使わない（理由）": the reason is not the rule's end
             for cue, pattern in table.instruction:
                 if cue.scope == "item" and not item:
                     continue
-                if pattern.search(s):
+                if pattern.search(s) or (core != s and pattern.search(core)):
                     out.append(make_prohibition(s[:500], source=source, form=cue.form or "explicit",
                                                 cue=f"{table.lang}:{cue.name}"))
                     break
