@@ -485,3 +485,12 @@ def test_a_foreign_plan_rule_whose_code_names_the_summary_names_but_never_beside
     bare = "# 計画\n\n- いずれも振る舞い変更なし（リファクタのみ）。"
     assert judge_one(bare, dropped, channel="plan")[0][1:] == (True, "below-precision:plan-unstated")
     assert judge_one(bare, dropped, channel="plan", precision="balanced")[0][1:] == (False, "plan-unstated")
+
+
+def test_japanese_keep_and_elliptic_requests_and_a_kanji_only_line_of_a_japanese_message():
+    plan = "# 計画\n\n- `data-role` 属性はそのまま残す（理由は上記）\n- 実行時間: 大幅短縮（初期化不要）\n"
+    found = read(plan, "plan", precision="precise")
+    assert [(form, cue) for _, form, cue in found] == [("preserve", "ja:keep-plain")]  # 不要 is "unneeded" in ja
+    assert read("ログは残さないで、毎回確認しないように", precision="precise")
+    assert read("エラーが出ないように修正しました。", precision="precise") == []  # a report, not a request
+    assert read("# Plan\n\n**Generated files (read-only):**\n- gen/a.py\n", "plan", precision="precise")

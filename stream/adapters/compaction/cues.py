@@ -165,6 +165,8 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 r"(?:ては|ちゃ|じゃ|では)(?:いけない|いけません|だめ|ダメ|駄目|ならない|なりません)",
             ),
             ("not-to-do", "explicit", "high", r"しないこと|しないように(?:して|お願い|ください|下さい|しましょう)"),
+            # a request cut short at "so that it does not": "毎回尋ねないように。"
+            ("not-to-do-elliptic", "explicit", "medium", r"(?<!でき)(?<!いけ)(?<!なら)(?<!から)ないように\s*[。．.!！]?\s*$"),
             ("forbidden", "explicit", "medium", r"禁止|厳禁"),
             (
                 "keep-as-is",
@@ -204,6 +206,9 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 r"|(?:触ら|使わ|変え|消さ|書か|いじら|壊さ|増やさ|動かさ|呼ば|作ら)ず)(?=[\s、，,。）)]|$)",
                 "item",
             ),
+            # a plan line's plain (dictionary) form of a keep verb: "`X` 属性はそのまま残す", "既存の API を維持する"
+            ("keep-plain", "preserve", "medium",
+             r"(?:その|この|現状の)?まま(?:残す|にする|とする|維持する|使う)|(?:を|は)(?:維持|保持)する|(?:は|を)変更しない", "item"),
             # a restriction of a plan line / list item: "X の適用は Y に限定する"
             ("limit-to", "contrastive", "medium", r"(?:のみ|だけ)?に(?:限定|限る|限ります|留める|とどめる)", "item"),
             # a scope exclusion closing a plan line / list item: "X は対象外", "X はスコープ外"
@@ -942,6 +947,8 @@ def language_in(line: str, main: str) -> str:
     """The language of one line of a message whose language is ``main``: a line too short to tell (a plan bullet
     "Sin dependencias nuevas") or not plainly English is read in the message's language."""
     lang = language_of(line)
+    if main == "ja" and lang == "zh":
+        return "ja"  # a line of kanji alone ("実行時間: 大幅短縮") in a Japanese message is Japanese
     if main == "en" or lang not in ("en", "und"):
         return lang
     words = re.findall(r"[^\W\d_]+(?:'[^\W\d_]+)?", _CODE.sub(" ", line).lower())

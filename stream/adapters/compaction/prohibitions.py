@@ -1142,7 +1142,7 @@ _REMOVAL_HOST = _Lazy(
 #: A parenthetical that keeps its host as it is: "API contracts (unchanged)", "the schema (no changes)".
 _PAREN_KEEP = _Lazy(
     "_PAREN_KEEP",
-    r"^(?:stays?\s+)?(?:unchanged|untouched|unmodified|as[- ]is|keep\s+(?:it\s+)?as[- ]is|no\s+changes?|"
+    r"^(?:stays?\s+)?(?:unchanged|untouched|unmodified|as[- ]is|keep\s+(?:it\s+)?as[- ]is|no\s+changes?|read[- ]only|"
     r"do\s+not\s+change|don'?t\s+change|stays?\s+the\s+same|kept\s+as[- ]is)$",
     re.I,
 )
