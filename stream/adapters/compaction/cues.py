@@ -166,7 +166,8 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ),
             ("not-to-do", "explicit", "high", r"しないこと|しないように(?:して|お願い|ください|下さい|しましょう)"),
             # a request cut short at "so that it does not": "毎回尋ねないように。"
-            ("not-to-do-elliptic", "explicit", "medium", r"(?<!でき)(?<!いけ)(?<!なら)(?<!から)ないように\s*[。．.!！]?\s*$"),
+            ("not-to-do-elliptic", "explicit", "medium",
+             r"(?<!でき)(?<!いけ)(?<!なら)(?<!から)ないように\s*[。．.!！]?\s*$"),
             ("forbidden", "explicit", "medium", r"禁止|厳禁"),
             (
                 "keep-as-is",
@@ -208,7 +209,8 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ),
             # a plan line's plain (dictionary) form of a keep verb: "`X` 属性はそのまま残す", "既存の API を維持する"
             ("keep-plain", "preserve", "medium",
-             r"(?:その|この|現状の)?まま(?:残す|にする|とする|維持する|使う)|(?:を|は)(?:維持|保持)する|(?:は|を)変更しない", "item"),
+             r"(?:その|この|現状の)?まま(?:残す|にする|とする|維持する|使う)"
+             r"|(?:を|は)(?:維持|保持)する|(?:は|を)変更しない", "item"),
             # a restriction of a plan line / list item: "X の適用は Y に限定する"
             ("limit-to", "contrastive", "medium", r"(?:のみ|だけ)?に(?:限定|限る|限ります|留める|とどめる)", "item"),
             # a scope exclusion closing a plan line / list item: "X は対象外", "X はスコープ外"
