@@ -310,8 +310,18 @@ def test_a_rule_quoted_once_then_gone_is_a_precise_drop_only_when_nothing_of_it_
     gone = 'Summary.\n\n6. All user messages:\n   - "now the totals row"\n'
     named = gone + "\n7. Pending Tasks:\n   - add a totals row to the report built from ledger.py\n"
     assert judge_one(rule, gone, (first,)) == [(rule, False, "unquoted-again")]
-    assert judge_one(rule, named, (first,)) == [(rule, True, "below-precision:unquoted-again-traced")]
-    assert judge_one(rule, named, (first,), precision="balanced") == [(rule, False, "unquoted-again-traced")]
+    # named only in a sentence with no negation, keep or deferral word: the thing is there, the rule is not
+    assert judge_one(rule, named, (first,)) == [(rule, False, "unquoted-again-unstated")]
+    # named beside a negation the matcher cannot read as the rule: it may be a paraphrase, balanced only
+    hedged = gone + "\n7. Pending Tasks:\n   - the totals come from ledger.py, which is not the report's source\n"
+    assert judge_one(rule, hedged, (first,)) == [(rule, True, "below-precision:unquoted-again-traced")]
+    assert judge_one(rule, hedged, (first,), precision="balanced") == [(rule, False, "unquoted-again-traced")]
+    # a generic code name ("PR") beside some negation, without the rule's words, is a coincidence
+    rule2 = "Don't open the upstream PR for now."
+    first2 = f'Summary.\n\n6. All user messages:\n   - "{rule2}"\n'
+    merged = gone + "\n7. Pending Tasks:\n   - merge PR #12, not before the tests pass\n"
+    assert judge_one(rule2, merged, (first2,)) == [("Don't open the upstream PR for now", False,
+                                                   "unquoted-again-unstated")]
 
 
 def test_a_plan_rule_alerts_at_precise_when_the_summary_names_none_of_its_code_names():
@@ -319,10 +329,12 @@ def test_a_plan_rule_alerts_at_precise_when_the_summary_names_none_of_its_code_n
     assert judge_one(plan, "Summary: the export button was added.", channel="plan") == [
         ("Do not modify `schema.sql`", False, "plan-no-trace")]
     said = "Summary: the export button was added; the migration in schema.sql is next."
-    assert judge_one(plan, said, channel="plan") == [
+    assert judge_one(plan, said, channel="plan") == [("Do not modify `schema.sql`", False, "plan-named-unstated")]
+    near = "Summary: the export button was added; schema.sql is not part of the export."
+    assert judge_one(plan, near, channel="plan") == [
         ("Do not modify `schema.sql`", True, "below-precision:plan-unstated")
     ]
-    assert judge_one(plan, said, channel="plan", precision="balanced")[0][1:] == (False, "plan-unstated")
+    assert judge_one(plan, near, channel="plan", precision="balanced")[0][1:] == (False, "plan-unstated")
 
 
 #: A sentence in each language that describes (no rule): the plan's language is told by it.
@@ -494,3 +506,23 @@ def test_japanese_keep_and_elliptic_requests_and_a_kanji_only_line_of_a_japanese
     assert read("ログは残さないで、毎回確認しないように", precision="precise")
     assert read("エラーが出ないように修正しました。", precision="precise") == []  # a report, not a request
     assert read("# Plan\n\n**Generated files (read-only):**\n- gen/a.py\n", "plan", precision="precise")
+
+
+def test_a_deferral_marker_closing_the_clause_an_order_of_work_and_paired_refusals_are_read():
+    assert [(f, c) for _, f, c in read("Let's worry about the Java 21 upgrade later on.", precision="precise")] == [
+        ("defer", "defer-marker")]
+    assert read("we can deal with the cache invalidation afterwards", precision="precise")
+    assert [(f, c) for _, f, c in read("We should first agree on a design before writing any code.",
+                                       precision="precise")] == [("restraint", "restraint")]
+    assert read("I looked at it later on.", precision="precise") == []  # a report
+    steps = "# Plan\n\n## Step 4\n1. Save the session state\n2. No state transitions, no cleanup\n"
+    assert {c for _, _, c in read(steps, "plan", precision="precise")} == {"no-x-paired"}
+    assert read("# Plan\n\n## Step 4\n1. Save the session state\n2. No errors, no warnings\n", "plan",
+                precision="precise") == []  # a report of a step
+
+
+def test_a_non_latin_rules_plain_latin_words_speak_for_it_only_when_it_names_nothing_more_specific():
+    from stream.adapters.compaction.judge_rules import code_names
+
+    assert code_names("`render_text()` は使わない（format が違う）") == {"render_text()"}
+    assert code_names("Redisのキャッシュは使わないで") == {"redis"}

@@ -87,6 +87,8 @@ def _english_rows() -> tuple[Cue, ...]:
             "a 'no X' item of a list of decisions / constraints",
         ),
         _en("no-x-instruction-list", "explicit", "low", p._NO_NP.pattern, "a 'no X' item of a list of instructions"),
+        _en("no-x-paired", "explicit", "medium", p._NO_PAIR.pattern,
+            "a plan step or instruction item that is only refusals: 'No X, no Y'"),
         _en("no-x-parenthetical", "explicit", "medium", p._NO_NP.pattern, "(no X) on an instruction or a decision"),
         _en("no-x-forceful", "explicit", "medium", p._NO_NP_DIRECTIVE.pattern, "no new X / no X in this PR / pls no X"),
         _en("no-x-then-instead", "explicit", "low", p._NO_NP.pattern, "no X, do Y instead"),
@@ -712,7 +714,17 @@ DROP_CUES: tuple[Cue, ...] = (
         "*",
         "drop",
         None,
-        "the same, but this summary still names one of the rule's code names",
+        "the same, but this summary still names one of the rule's code names (or, in English, two thirds of its naming "
+        "words), in a sentence with a negation, keep or deferral word",
+        "medium",
+    ),
+    Cue(
+        "unquoted-again-unstated",
+        "*",
+        "drop",
+        None,
+        "an earlier summary quoted the rule; this one names its code names only in sentences without a negation, keep "
+        "or deferral word (the thing is there, the rule about it is not)",
         "medium",
     ),
     Cue(
@@ -738,8 +750,8 @@ DROP_CUES: tuple[Cue, ...] = (
         "*",
         "drop",
         None,
-        "a plan rule in another language than English whose code names the summary still names, but never beside a "
-        "negation, keep or scope word (the thing is there, the rule about it is not)",
+        "a plan rule whose code names the summary still names, but never beside a negation, keep, deferral or scope "
+        "word (the thing is there, the rule about it is not)",
         "medium",
     ),
     Cue(
@@ -833,8 +845,8 @@ class Level:
 #: drop scored 40 / 28 (pasted documents, templates, status dumps). A rule file read once (nested CLAUDE.md) counts
 #: as in view after a boundary at precise and balanced, as the labels take it (root alerts for it: H 0 / 10, no gold
 #: rule from a rule file in any fold); recall still asks for its re-injection.
-_PRECISE = frozenset({"unquoted-again", "removed", "plan-no-trace", "plan-named-unstated", "not-quoted-no-trace",
-                      "unmatched"})
+_PRECISE = frozenset({"unquoted-again", "unquoted-again-unstated", "removed", "plan-no-trace", "plan-named-unstated",
+                      "not-quoted-no-trace", "unmatched"})
 _LONG = frozenset({"not-quoted-long", "not-quoted-long-no-trace"})
 _BALANCED = _PRECISE | _LONG | {"unquoted-again-traced", "plan-unstated", "not-quoted"}
 #: The levels of the precision setting (``--judge-precision`` / ``CG_JUDGE_PRECISION``); measured in docs/REAL_LOGS.md.

@@ -61,8 +61,8 @@ _CODE_NAME = re.compile(
     r"\b[a-z]+_[a-z_]+\b|\b[A-Za-z][a-z0-9]+[A-Z]\w*\b)"
 )
 _NEGATION_OR_KEEP = re.compile(r"\b(?:not?|never|don'?t|without|avoid\w*|keep\w*|kept|unchanged|untouched|preserv\w*|"
-                               r"off[- ]limits|forbid\w*|prohibit\w*|out\s+of\s+scope|exclud\w*|only|limit\w*|"
-                               r"restrict\w*|instead)\b|ない|不|别|禁止|保持|지\s*마|금지|유지", re.I)
+                               r"off[- ]limits|forbid\w*|prohibit\w*|out\s+of\s+scope|exclud\w*|limited\s+to|"
+                               r"restricted\s+to|instead)\b|ない|不|别|禁止|保持|지\s*마|금지|유지", re.I)
 
 
 def tokens(text: str) -> list[str]:
@@ -150,9 +150,11 @@ _NON_LATIN = re.compile(rf"[{_CJK}\u0400-\u04ff]")
 @lru_cache(maxsize=65_536)
 def code_names(rule: str) -> frozenset[str]:
     """What a rule names that survives translation and paraphrase: back-ticked spans, paths, file names, identifiers,
-    acronyms, numbers of two digits or more, flags; in a rule in a non-Latin script, every Latin-script word too."""
+    acronyms, numbers of two digits or more, flags; in a rule in a non-Latin script that has none of those, its
+    Latin-script words ("Redis" in a Japanese rule)."""
     names = {(m.group(1) or m.group(2) or "").strip() for m in _NAME.finditer(rule)}
-    if _NON_LATIN.search(rule):
+    names = {n for n in names if len(n.strip()) >= 2}
+    if _NON_LATIN.search(rule) and not names:  # the most specific names speak for it: plain words only when none
         names |= set(_LATIN_WORD.findall(rule))
     return frozenset(unicodedata.normalize("NFKC", n).casefold().rstrip(".") for n in names if len(n.strip()) >= 2)
 
@@ -321,14 +323,18 @@ class RulesJudge:
             return matcher_cue
         left = traced(i.text, now)
         share = trace_share(i.text, now) if lang == "en" else 0.0
+        # what is left of it is only named: no sentence that names it has a negation, keep or deferral word
+        named_only = (bool(left) or share >= KEPT_WORDS) and not _restated_near(i.text, i.form, left, now.text,
+                                                                                lang == "en")
         if any(quoted_share(i.text, s) >= QUOTED for s in before):
-            return "unquoted-again-traced" if left or share >= KEPT_WORDS else "unquoted-again"
+            if not left and share < KEPT_WORDS:
+                return "unquoted-again"
+            return "unquoted-again-unstated" if named_only else "unquoted-again-traced"
         no_trace = not left and (bool(code_names(i.text)) or lang == "en" and share < NO_TRACE)
         if c.channel == "plan":
             if no_trace:
                 return "plan-no-trace"
-            # another language's rule: its code names are there, never beside a negation / keep word (_carry)
-            return "plan-named-unstated" if lang != "en" and left else "plan-unstated"
+            return "plan-named-unstated" if named_only else "plan-unstated"
         if c.channel in _USER_WORDS and now.lists_user_messages:
             if len(c.text) > QUOTABLE:
                 return "not-quoted-long-no-trace" if no_trace else "not-quoted-long"
@@ -378,6 +384,48 @@ _REMOVAL = re.compile(
     r"substituíd\w*|rimoss\w*|sostituit\w*|удал[её]н\w*|замен[её]н\w*)\b|削除|置き換え|删除|删掉|替换|替換|삭제|제거|교체",
     re.I,
 )
+
+
+#: Words near a rule's name that may restate it (any table's language): a negation, keep or scope word, and by the
+#: rule's form a deferral (defer) or an ask / wait word (restraint).
+_RESTATING = re.compile(_NEGATION_OR_KEEP.pattern + r"|\b(?:retain\w*|intact|read[- ]only|declin\w*|reject\w*|"
+                        r"refus\w*)\b|そのまま", re.I)
+_RESTATING_BY_FORM = {
+    "defer": re.compile(r"\b(?:later|defer\w*|postpon\w*|for\s+now|until|follow[- ]?up|separate\w*)\b"
+                        r"|後で|保留|以后|之后|暂|나중", re.I),
+    "restraint": re.compile(r"\b(?:ask\w*|wait\w*|first|before|approv\w*|confirm\w*|manual\w*|review\w*)\b"
+                            r"|確認|承認|确认|확인", re.I),
+}
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n")
+
+
+@lru_cache(maxsize=64)
+def _sentences_of(summary: str) -> tuple[str, ...]:
+    return tuple(s for s in _SENTENCE_END.split(unicodedata.normalize("NFKC", summary).casefold()) if s.strip())
+
+
+def _naming_words(rule: str) -> frozenset[str]:
+    return frozenset(w for w in tokens(rule)
+                     if (len(w) >= 4 or any(ch.isdigit() for ch in w)) and w not in _PLAIN_WORDS)
+
+
+def _restated_near(rule: str, form: str, names: tuple[str, ...], summary: str, english: bool) -> bool:
+    """Whether a summary sentence that names the rule — one of ``names`` (its code names the summary still names, whole
+    tokens), or in English half of its naming words — has a word that could restate it (:data:`_RESTATING`, by form;
+    in English with half of its naming words beside it): then the trace may be a paraphrase, else only a mention."""
+    named = re.compile("|".join(rf"(?<![\w]){re.escape(n)}(?![\w])" for n in names)) if names else None
+    naming = _naming_words(rule) if english else frozenset()
+    stems = {w[: max(4, len(w) - 2)] for w in naming}
+    extra = _RESTATING_BY_FORM.get(form)
+    for sentence in _sentences_of(summary):
+        share = (sum(any(t.startswith(st) for t in tokens(sentence)) for st in stems) / len(stems)) if stems else 0.0
+        if not (named is not None and named.search(sentence) or share >= 0.5):
+            continue
+        if len(stems) >= 2 and share < 0.5:
+            continue  # a code name alone ("PR", "21") beside some negation: a coincidence, not a restatement
+        if _RESTATING.search(sentence) or extra is not None and extra.search(sentence):
+            return True
+    return False
 
 
 def _code_name_kept(rule: str, summary: str, preserve: bool = False, removed: bool = False) -> str | None:

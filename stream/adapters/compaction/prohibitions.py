@@ -925,7 +925,11 @@ _DEFER = _Lazy("_DEFER",
     r"|^(?:let'?s\s+not|don'?t|do\s+not)\s+bother\s+with\s+.{1,60}?\s+(?:for\s+now|yet|right\s+now|until|till|before)\b"
     r"|^(?:let'?s\s+|please\s+)?(?:skip|leave\s+out|hold\s+off\s+on)\s+.{1,60}?\s+(?:for\s+now|for\s+later|until\s+later|"
     r"for\s+this\s+(?:pr|change|release|round|pass|iteration)|in\s+this\s+(?:pr|change|release|round|pass|iteration)|this\s+time)\b"
-    r"|\bdefer(?:red)?\s+(?:to|until)\s+(?:phase|v\d|later|the\s+next|a\s+later|a\s+follow)",
+    r"|\bdefer(?:red)?\s+(?:to|until)\s+(?:phase|v\d|later|the\s+next|a\s+later|a\s+follow)"
+    # "let's worry about X later on", "we can deal with the cache afterwards": a deferral marker closing the clause
+    r"|^(?:let'?s\s+|we\s+(?:can|should|will|could)\s+)(?:worry\s+about|deal\s+with|think\s+about|look\s+(?:at|into)|"
+    r"get\s+to|revisit|handle|tackle|address|do)\s+.{1,60}?\s+(?:later(?:\s+on)?|afterwards|another\s+time|"
+    r"in\s+a\s+(?:follow[- ]?up|later\s+\w+|separate\s+\w+))\s*[.!]*$",
     re.IGNORECASE,
 )
 _RESTRAINT = _Lazy("_RESTRAINT",
@@ -938,7 +942,10 @@ _RESTRAINT = _Lazy("_RESTRAINT",
     r"|\bthen\s+i'?ll\s+(?:instruct|tell\s+you|let\s+you\s+know|decide)"
     r"|\b(?:wait\s+for\s+(?:me|my)\b|check\s+with\s+me\s+(?:before|first)|ask\s+(?:me\s+)?(?:before|first)\b|"
     r"(?:should|must)\s+(?:always\s+)?ask\s+(?:me\s+)?(?:before|first|or\b)|(?:specifically\s+)?be\s+told\s+to|"
-    r"only\s+when\s+i\s+(?:say|tell|ask)|until\s+i\s+(?:say|tell|ask|confirm|approve))",
+    r"only\s+when\s+i\s+(?:say|tell|ask)|until\s+i\s+(?:say|tell|ask|confirm|approve))"
+    # an order of work: "we should first get a good design before looking into implementation"
+    r"|^(?:we|you|let'?s)\s+(?:should\s+|must\s+|need\s+to\s+|have\s+to\s+)?first\s+\w.{2,80}?\s+before\s+"
+    r"(?:(?:we|you)\s+)?(?:\w+ing|start|begin|implement|touch|change|write|code)\b",
     re.IGNORECASE,
 )
 _IMPLICIT = _Lazy("_IMPLICIT",
@@ -1313,6 +1320,9 @@ def classify_cue(unit: Unit, clause: str, parenthetical: bool, *, source: str) -
                 "explicit",
                 lang + "no-x-parenthetical",
             )  # not "Remove the hover styles (no `cursor-pointer`)": examples
+        if unit.imperative_list and _NO_PAIR.match(_plain(unit.text).strip(" .;*_")) and not any(
+                _NO_RESULT.match(part.strip()) for part in re.split(r"[,;]\s*(?:and\s+|or\s+)?", _plain(unit.text))):
+            return "explicit", lang + "no-x-paired"  # a step that is "No state transitions, no cleanup": two refusals
         if unit.imperative_list:
             return "explicit", lang + "no-x-instruction-list"
         if _then_imperative(clause, unit.sentence):
@@ -1402,6 +1412,8 @@ _NO_RESULT = _Lazy("_NO_RESULT",
     r"failing|reaction|feedback|news|update|updates|answer|time|one|longer|way|conflicts?|hurry|rush|worries|"
     r"downtime|delay|lag|leaks?|panics?|exceptions?\s+(?:thrown|raised))\b", re.I)
 #: ... or where it finds none ("no Docker here", "no tests cover it though").
+#: A list item that is only refusals: "No X, no Y" (each "no" before a noun phrase of its own).
+_NO_PAIR = _Lazy("_NO_PAIR", r"^no\s+[^,;]{2,60}(?:[,;]\s*(?:and\s+|or\s+)?no\s+[^,;]{2,60})+$", re.I)
 _NO_REPORT_TAIL = _Lazy(
     "_NO_REPORT_TAIL",
     r"\b(?:here|there|anywhere|though|so\s+far|now|yet|today|either|at\s+the\s+moment)\s*[.!]*$",
