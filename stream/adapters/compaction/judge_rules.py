@@ -415,10 +415,12 @@ def _restated_near(rule: str, form: str, names: tuple[str, ...], summary: str, e
     in English with half of its naming words beside it): then the trace may be a paraphrase, else only a mention."""
     named = re.compile("|".join(rf"(?<![\w]){re.escape(n)}(?![\w])" for n in names)) if names else None
     naming = _naming_words(rule) if english else frozenset()
-    stems = {w[: max(4, len(w) - 2)] for w in naming}
+    stems = {w if len(w) <= 5 else w[:-2] for w in naming}  # "opened" says "open"; "openjdk" does not
     extra = _RESTATING_BY_FORM.get(form)
     for sentence in _sentences_of(summary):
-        share = (sum(any(t.startswith(st) for t in tokens(sentence)) for st in stems) / len(stems)) if stems else 0.0
+        words = tokens(sentence)
+        share = (sum(any(t == st or len(st) > 5 and t.startswith(st) for t in words) for st in stems) / len(stems)
+                 if stems else 0.0)
         if not (named is not None and named.search(sentence) or share >= 0.5):
             continue
         if len(stems) >= 2 and share < 0.5:
