@@ -526,3 +526,18 @@ def test_a_non_latin_rules_plain_latin_words_speak_for_it_only_when_it_names_not
 
     assert code_names("`render_text()` は使わない（format が違う）") == {"render_text()"}
     assert code_names("Redisのキャッシュは使わないで") == {"redis"}
+
+
+def test_polish_has_a_table_of_its_own_negative_imperatives_must_not_keep_and_list_items():
+    assert [c for _, _, c in read("Proszę nie zmieniaj plików konfiguracyjnych w katalogu config.")] == [
+        "pl:nie-imperative"]
+    assert [c for _, _, c in read("Nie wolno commitować bezpośrednio do gałęzi main, to jest ważne.")] == [
+        "pl:must-not"]
+    assert [f for _, f, _ in read("Zostaw ten moduł bez zmian, tak jak jest teraz w repozytorium.")] == ["preserve"]
+    plan = ("# Plan wdrożenia\n\nTen plan opisuje eksport raportów do pliku CSV dla działu księgowości.\n\n"
+            "## Zasady\n- Bez nowych zależności w projekcie\n")
+    assert [c for _, _, c in read(plan, "plan")] == ["pl:neg-item"]
+    # near misses: a question, a non-necessity, a description
+    assert read("Czy możesz nie dodawać nowych zależności do tego projektu?") == []
+    assert read("Nie trzeba zmieniać README w tym zadaniu, jest aktualne.") == []
+    assert read("Ten moduł nie działa poprawnie od wczoraj i nie wiem dlaczego.") == []

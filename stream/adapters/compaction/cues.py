@@ -448,6 +448,50 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ("no-need", r"\b(?:pas\s+besoin|pas\s+nécessaire|pas\s+obligé)\b"),
         ],
     },
+    "pl": {
+        "instruction": [
+            # "nie" + a 2nd-person imperative (-aj / -uj / -ij / -yj and the irregular ones), or a polite infinitive
+            (
+                "nie-imperative",
+                "explicit",
+                "high",
+                r"\bnie\s+(?:(?:\S+\s+){0,2}?)(?:\w+(?:aj|uj|ij|yj)(?:cie|my)?|rób|róbcie|twórz|pisz|ruszaj|dotykaj|usuwaj|"
+                r"zmieniaj|dodawaj|commituj|pushuj|instaluj|używaj|wrzucaj|kasuj|psuj|zmień|usuń|dodaj|rusz)\b"
+                r"|\b(?:proszę|prosze)\s+(?:\S+\s+){0,3}?nie\s+\w+(?:ać|ić|yć|eć|ować)\b",
+            ),
+            ("must-not", "explicit", "high", r"\bnie\s+(?:wolno|możesz|mozesz|powinieneś|powinienes|należy|nalezy)\b"
+             r"|\bzakaz\w*\b|\bzabronion\w*\b|\bw\s+żadnym\s+wypadku\b|\bnigdy\s+nie\b"),
+            ("avoid", "explicit", "high", r"^(?:proszę\s+)?unikaj\w*\b"),
+            (
+                "keep-as-is",
+                "preserve",
+                "medium",
+                r"\b(?:zostaw|pozostaw|zachowaj|utrzymaj)\w*\b.{0,40}?\b(?:bez\s+zmian|tak\s+jak\s+jest|jak\s+jest|nietknięt\w*)\b"
+                r"|^(?:proszę\s+)?(?:zachowaj|utrzymaj)\s+\w",
+            ),
+            ("later", "defer", "medium",
+             r"\b(?:na\s+później|zostaw\w*\s+(?:to\s+)?na\s+później|odłóż\w*|później\s+się\s+tym)"),
+            (
+                "ask-first",
+                "restraint",
+                "medium",
+                r"\b(?:zapytaj|spytaj)\s+mnie\s+(?:przed|najpierw|zanim)\b|\bpoczekaj\s+na\s+(?:moją|moja|mój|moje)\s+\w+"
+                r"|\bsam\s+(?:to\s+)?zrobię\b|\bzrobię\s+to\s+sam\b",
+            ),
+            (
+                "neg-item",
+                "explicit",
+                "medium",
+                r"^(?:\W*)(?:bez\s+\w|nie\s+\w|żadn\w*\s+\w|zadn\w*\s+\w|nigdy\s+\w)",
+                "item",
+            ),
+        ],
+        "veto": [
+            ("question", r"\?"),
+            ("hedged", r"\b(?:może|moze|chyba|wydaje\s+mi\s+się|myślę|nie\s+wiem)\b"),
+            ("no-need", r"\bnie\s+(?:trzeba|musisz|musimy|potrzeba|jest\s+potrzebn\w*)\b"),
+        ],
+    },
     "de": {
         "instruction": [
             ("bitte-nicht", "explicit", "high", r"\bbitte\s+(?:\S+\s+){0,5}?(?:nicht|nie|niemals|keine?n?)\b"),
@@ -978,7 +1022,8 @@ _FUNCTION_WORDS = {
     "de": frozenset("der die das und ist nicht ein eine mit für auf zu den dem des nur auch".split()),
     "it": frozenset("il lo la gli le di del della che per con non una è sono questo questa anche".split()),
     "vi": frozenset("không của và là có cho này các những được với một trong để".split()),
+    "pl": frozenset("nie się jest to na w z że do jak co ale czy od po tak tylko jeszcze już".split()),
 }
 
 #: Tables of Latin-script languages: their lines are cut into sentences like English ones.
-LATIN_TABLES = frozenset({"es", "pt", "fr", "de", "it", "vi"})
+LATIN_TABLES = frozenset({"es", "pt", "fr", "de", "it", "vi", "pl"})

@@ -381,7 +381,7 @@ def _read_foreign(table: cues.ForeignTable, lines: list[tuple[str, bool]], sourc
 _REMOVAL = re.compile(
     r"\b(?:remov\w*|delet\w*|dropp\w*|replac\w*|rewr[io]t\w*|renam\w*|migrat\w*\s+away|got\s+rid|"
     r"entfernt|gelöscht|ersetzt|supprimé\w*|remplacé\w*|eliminad\w*|borrad\w*|reemplazad\w*|removid\w*|"
-    r"substituíd\w*|rimoss\w*|sostituit\w*|удал[её]н\w*|замен[её]н\w*)\b|削除|置き換え|删除|删掉|替换|替換|삭제|제거|교체",
+    r"substituíd\w*|rimoss\w*|sostituit\w*|usunięt\w*|zastąpion\w*|удал[её]н\w*|замен[её]н\w*)\b|削除|置き換え|删除|删掉|替换|替換|삭제|제거|교체",
     re.I,
 )
 
@@ -415,11 +415,12 @@ def _restated_near(rule: str, form: str, names: tuple[str, ...], summary: str, e
     in English with half of its naming words beside it): then the trace may be a paraphrase, else only a mention."""
     named = re.compile("|".join(rf"(?<![\w]){re.escape(n)}(?![\w])" for n in names)) if names else None
     naming = _naming_words(rule) if english else frozenset()
-    stems = {w if len(w) <= 5 else w[:-2] for w in naming}  # "opened" says "open"; "openjdk" does not
+    # a word of five letters or less is matched whole ("open" is not "openjdk"), a longer one by its stem
+    stems = {(w, True) if len(w) <= 5 else (w[:-2], False) for w in naming}
     extra = _RESTATING_BY_FORM.get(form)
     for sentence in _sentences_of(summary):
         words = tokens(sentence)
-        share = (sum(any(t == st or len(st) > 5 and t.startswith(st) for t in words) for st in stems) / len(stems)
+        share = (sum(any(t == st if whole else t.startswith(st) for t in words) for st, whole in stems) / len(stems)
                  if stems else 0.0)
         if not (named is not None and named.search(sentence) or share >= 0.5):
             continue
