@@ -400,8 +400,10 @@ _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n")
 
 
 @lru_cache(maxsize=64)
-def _sentences_of(summary: str) -> tuple[str, ...]:
-    return tuple(s for s in _SENTENCE_END.split(unicodedata.normalize("NFKC", summary).casefold()) if s.strip())
+def _sentences_of(summary: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """A summary's sentences (NFKC, casefolded), each with its words."""
+    parts = _SENTENCE_END.split(unicodedata.normalize("NFKC", summary).casefold())
+    return tuple((s, frozenset(tokens(s))) for s in parts if s.strip())
 
 
 def _naming_words(rule: str) -> frozenset[str]:
@@ -418,10 +420,9 @@ def _restated_near(rule: str, form: str, names: tuple[str, ...], summary: str, e
     # a word of five letters or less is matched whole ("open" is not "openjdk"), a longer one by its stem
     stems = {(w, True) if len(w) <= 5 else (w[:-2], False) for w in naming}
     extra = _RESTATING_BY_FORM.get(form)
-    for sentence in _sentences_of(summary):
-        words = tokens(sentence)
-        share = (sum(any(t == st if whole else t.startswith(st) for t in words) for st, whole in stems) / len(stems)
-                 if stems else 0.0)
+    for sentence, words in _sentences_of(summary):
+        share = (sum(st in words if whole else any(t.startswith(st) for t in words) for st, whole in stems)
+                 / len(stems) if stems else 0.0)
         if not (named is not None and named.search(sentence) or share >= 0.5):
             continue
         if len(stems) >= 2 and share < 0.5:
