@@ -233,17 +233,17 @@ def test_a_rule_missing_from_a_user_message_list_alerts_at_precise_only_when_not
     assert judge_one(short, traced) == [(short, True, "below-precision:not-quoted")]  # its words are still there
     assert judge_one(short, traced, precision="balanced") == [(short, False, "not-quoted")]
     long = "Here is the whole spec of the exporter. " * 12 + "don't rename the config keys."
-    # a long message's rule the list does not quote alerts at balanced only (pasted documents: poor on every fold)
+    # a long message's rule the list does not quote alerts at recall only (pasted documents: poor on every fold)
     assert judge_one(long, SUMMARY_2) == [
         ("don't rename the config keys", True, "below-precision:not-quoted-long-no-trace")
     ]
-    assert judge_one(long, SUMMARY_2, precision="balanced") == [("don't rename the config keys", False,
-                                                                  "not-quoted-long-no-trace")]
+    assert judge_one(long, SUMMARY_2, precision="recall") == [("don't rename the config keys", False,
+                                                                "not-quoted-long-no-trace")]
     medium = "Here is the whole spec of the exporter. " * 12 + "Keep the existing config keys."
     assert judge_one(medium, SUMMARY_2) == [
         ("Keep the existing config keys", True, "below-precision:not-quoted-long-no-trace")
     ]
-    assert judge_one(medium, SUMMARY_2, precision="balanced")[0][1:] == (False, "not-quoted-long-no-trace")
+    assert judge_one(medium, SUMMARY_2, precision="recall")[0][1:] == (False, "not-quoted-long-no-trace")
 
 
 def test_an_opaque_summary_carries_nothing_and_says_so():
@@ -430,17 +430,18 @@ def test_the_instructions_of_a_prompt_the_user_writes_for_another_model_are_not_
     assert [t for t, _, _ in read("Prompt système :\n  Ne réponds jamais au client.\n")] == []
 
 
-def test_a_long_messages_rule_the_list_does_not_quote_alerts_at_balanced_only_for_a_strong_instruction_cue_too():
+def test_a_long_messages_rule_the_list_does_not_quote_alerts_at_recall_only_for_a_strong_instruction_cue_too():
     spec = "This is the spec of the importer, section by section. " * 10
     strong = spec + "Do not touch the ledger tables."
     summary = SUMMARY_2 + "\n7. Pending Tasks:\n   - finish the importer spec: the ledger tables come next\n"
     assert judge_one(strong, summary) == [("Do not touch the ledger tables", True, "below-precision:not-quoted-long")]
-    assert judge_one(strong, summary, precision="balanced") == [
+    assert judge_one(strong, summary, precision="balanced")[0][1] is True
+    assert judge_one(strong, summary, precision="recall") == [
         ("Do not touch the ledger tables", False, "not-quoted-long")
     ]
     medium = spec + "Keep the existing ledger tables."
     assert judge_one(medium, summary) == [("Keep the existing ledger tables", True, "below-precision:not-quoted-long")]
-    assert judge_one(medium, summary, precision="balanced")[0][1:] == (False, "not-quoted-long")
+    assert judge_one(medium, summary, precision="recall")[0][1:] == (False, "not-quoted-long")
 
 
 def test_a_long_prompt_that_casts_the_agent_in_a_role_is_a_template_not_the_users_words():

@@ -885,21 +885,23 @@ class Level:
 #: Precise: both decisions strong — an instruction cue of strength high or medium and a structural drop (a quote
 #: lost with no code name left, a plan rule none of whose code names is left, a keep rule whose thing was removed),
 #: or, for an English rule and a summary with no list of the user's messages (OpenHands), no restatement at all.
-#: A long message's rule the summary's list does not quote is balanced: across the four folds (DEV, T, T2, H) that
-#: drop scored 40 / 28 (pasted documents, templates, status dumps). A rule file read once (nested CLAUDE.md) counts
+#: The thing left of the rule only a mention (no sentence naming it has a negation / keep / deferral word) is
+#: precise too (``*-unstated``). A long message's rule the summary's list does not quote is recall only: across the
+#: four folds of round 4 (DEV, T, T2, H) that drop scored 40 / 28, on round 5's P + R 0 / 64 (pasted documents,
+#: templates, status dumps). A rule file read once (nested CLAUDE.md) counts
 #: as in view after a boundary at precise and balanced, as the labels take it (root alerts for it: H 0 / 10, no gold
 #: rule from a rule file in any fold); recall still asks for its re-injection.
 _PRECISE = frozenset({"unquoted-again", "unquoted-again-unstated", "removed", "plan-no-trace", "plan-named-unstated",
                       "not-quoted-no-trace", "unmatched"})
 _LONG = frozenset({"not-quoted-long", "not-quoted-long-no-trace"})
-_BALANCED = _PRECISE | _LONG | {"unquoted-again-traced", "plan-unstated", "not-quoted"}
+_BALANCED = _PRECISE | {"unquoted-again-traced", "plan-unstated", "not-quoted"}
 #: The levels of the precision setting (``--judge-precision`` / ``CG_JUDGE_PRECISION``); measured in docs/REAL_LOGS.md.
 PRECISION_LEVELS: dict[str, Level] = {
     "precise": Level("precise", frozenset({"high", "medium"}), _PRECISE,
                      _PRECISE - {"unmatched", "not-quoted-no-trace"}, False, rule_files_kept=True),
     "balanced": Level("balanced", frozenset(STRENGTHS), _BALANCED, _BALANCED - {"unmatched"}, False,
                       rule_files_kept=True),
-    "recall": Level("recall", frozenset(STRENGTHS), _BALANCED | {"uncertain"}, _BALANCED, True),
+    "recall": Level("recall", frozenset(STRENGTHS), _BALANCED | _LONG | {"uncertain"}, _BALANCED | _LONG, True),
 }
 DEFAULT_PRECISION = "precise"
 
