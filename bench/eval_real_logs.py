@@ -348,7 +348,12 @@ def extraction_report(cases: list[Case]) -> tuple[list[str], list[str], Counter]
                 continue  # the always-kept channel: the root carries it, it never alerts
             forms[(obj.get("form", "?"), "gold" if pid else "other")] += 1
             if pid is None:
-                extra.append(f"{case.name[:8]} {_describe(obj)}")
+                excluded = any(x.get("line") == obj.get("line")
+                               and same_prohibition(obj.get("text", ""), x.get("text", ""))
+                               for x in case.label.get("excluded_candidates") or [])
+                forms[(str(obj.get("x_cue") or "?"), "reviewed negative")] += excluded
+                extra.append(f"{case.name[:8]} {_describe(obj)}" + (" (a reviewed negative of the labels)"
+                                                                    if excluded else ""))
     return missed, extra, forms
 
 
@@ -602,6 +607,9 @@ def main(argv: list[str] | None = None) -> int:
             for f in FORMS:
                 print(f"  {f:<12} {forms_seen[(f, 'labelled')]:>8} {forms_seen[(f, 'labelled and read')]:>5} "
                       f"{forms_seen[(f, 'gold')]:>11} {forms_seen[(f, 'other')]:>12}")
+            negatives = sorted((k, v) for (k, kind), v in forms_seen.items() if kind == "reviewed negative" and v)
+            print("\nread though the labels reviewed it as not a prohibition (excluded_candidates), by cue: "
+                  + (", ".join(f"{k} {v}" for k, v in negatives) if negatives else "none"))
         print()
     print(f"{time.monotonic() - started:.1f}s", file=sys.stderr)
     if args.json:
