@@ -542,3 +542,13 @@ def test_polish_has_a_table_of_its_own_negative_imperatives_must_not_keep_and_li
     assert read("Czy możesz nie dodawać nowych zależności do tego projektu?") == []
     assert read("Nie trzeba zmieniać README w tym zadaniu, jest aktualne.") == []
     assert read("Ten moduł nie działa poprawnie od wczoraj i nie wiem dlaczego.") == []
+
+
+def test_a_sentence_that_names_the_thing_with_a_restating_word_of_the_rules_form_keeps_it_below_precise():
+    limit = "# 計画\n\n- ヘルパーの適用は `apply_theme` に限定する\n"
+    only = "Summary: the helper now serves `apply_theme` only; the dialogs were left as they were."
+    assert judge_one(limit, only, channel="plan")[0][1] is True
+    unrelated = "Summary: `apply_theme` was renamed in the settings screen."
+    assert judge_one(limit, unrelated, channel="plan")[0][1:] == (False, "plan-named-unstated")
+    skip = "# 計画\n\n- `legacy_sync()` は呼ばず `sync()` を使う\n"
+    assert judge_one(skip, "Summary: `legacy_sync()` was omitted from the new path.", channel="plan")[0][1] is True
