@@ -796,3 +796,17 @@ def test_an_answer_that_names_no_thing_is_matched_by_the_action_the_question_pro
     # an answer with a thing of its own, or a question that proposes no action, keeps the answer's words
     assert M.prohibitions("no, leave the docs alone", about="Should I also update the docs?")[0].about == ""
     assert M.prohibitions("not in this phase", about="What may the server learn?")[0].about == ""
+
+
+def test_an_instructions_purpose_that_forbids_a_result_preserve_verbs_and_run_it_by_me_first():
+    from stream.adapters.compaction.prohibitions import ProhibitionMatcher
+
+    m = ProhibitionMatcher()
+    (p,) = m.prohibitions("add a lock around the writer to prevent two workers from writing the same file")
+    assert (p.form, p.cue) == ("explicit", "purpose-prevent")
+    assert m.prohibitions("add a test to avoid regressions") == []  # a generic purpose
+    assert m.prohibitions("I added a lock to prevent races") == []  # a report
+    (p,) = m.prohibitions("maintain backward compatibility with the v1 API")
+    assert p.form == "preserve"
+    (p,) = m.prohibitions("run it by me first before touching the public API")
+    assert p.form == "restraint"

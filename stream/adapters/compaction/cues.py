@@ -63,6 +63,8 @@ def _english_rows() -> tuple[Cue, ...]:
         _en("forbidden", "explicit", "high", p._FORBIDDEN.pattern, "V-ing X is forbidden / X is off-limits"),
         _en("fronted-please-not", "explicit", "medium", p._FRONTED_PLEASE_NOT.pattern, "X please not V"),
         _en("out-of-scope-lead", "explicit", "high", r"^(?:out of scope|non-goals?):", "Out of scope: X"),
+        _en("purpose-prevent", "explicit", "medium", r"^<imperative> ... to prevent / avoid X",
+            "an instruction whose purpose forbids a result: 'add a lock to prevent two workers from writing'"),
         _en(
             "negated-list-item",
             "explicit",

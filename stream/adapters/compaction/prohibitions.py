@@ -1239,6 +1239,18 @@ _EXPLICIT_FRAMES: tuple[tuple[str, re.Pattern[str] | _Lazy, str], ...] = (
     ("forbidden", _FORBIDDEN, "c"),
     ("fronted-please-not", _FRONTED_PLEASE_NOT, "c"),
     ("out-of-scope-lead", re.compile(r"^(?:out\s+of\s+scope(?:\s+for\s+now)?|non-goals?)\s*:\s*\S", re.I), "c"),
+    # an instruction whose purpose forbids a result: "add a lock around the writer to prevent two workers from ..."
+    (
+        "purpose-prevent",
+        re.compile(
+            r"^(?:please\s+)?(?:add|use|make|wrap|put|set|guard|lock|move|split|validate|check|change|update|configure|pin|"
+            r"gate|limit|restrict|mark|filter|scope)\b.{3,120}?\s(?:to|so\s+as\s+to|in\s+order\s+to)\s+(?:prevent|avoid|"
+            r"stop)\s+(?!(?:any\s+|the\s+|further\s+)?(?:issues?|problems?|errors?|bugs?|breakage|confusion|conflicts?|"
+            r"regressions?|mistakes?|duplication|that|this|it)\b)[\w`]",
+            re.I,
+        ),
+        "c",
+    ),
     (
         "avoid-modal",
         re.compile(
@@ -1371,7 +1383,7 @@ _HEDGED = _Lazy("_HEDGED",
 #: Preserve rules with another verb than "keep": "maintain X", "stick with X", "leave X unchanged",
 #: "Keep unchanged: ...".
 _PRESERVE_VERB = _Lazy("_PRESERVE_VERB",
-    r"^(?:please\s+)?(?:(?:maintain|preserve|retain)\s+(?:the\s+|our\s+|all\s+|existing\s+|current\s+|backward|backwards|"
+    r"^(?:please\s+)?(?:(?:maintain|preserve|retain)\s+(?:the\s+|our\s+|all\s+|existing\s+|current\s+|backwards?\s+|"
     r"compatibility|`)[\w`*-]"
     r"|(?:stick|stay)\s+with\s+(?:the\s+|our\s+|existing\s+|current\s+|`)?[\w`]"
     r"|leave\s+.{1,60}?\s+(?:unchanged|unmodified|untouched|as\s+(?:it\s+is|they\s+are|is))\b"
@@ -1385,7 +1397,9 @@ _CONSULT = _Lazy("_CONSULT",
     r"^(?:please\s+)?(?:always\s+)?(?:ask|check\s+with|consult|confirm\s+with|ping)\s+me\s+(?:first\b|before\s+\w)"
     r"|^(?:please\s+)?(?:let|have)\s+me\s+(?:review|approve|sign\s+off\s+on)\b.{0,60}\bbefore\s+(?:you|we|it|anything)\b"
     r"|^(?:please\s+)?(?:get|wait\s+for)\s+my\s+(?:approval|ok(?:ay)?|sign[- ]off|go[- ]ahead|confirmation)\s+before\b"
-    r"|\bask\s+me\s+to\s+(?:test|run|check|verify|try|review|approve|merge|deploy|commit|push|confirm)\b",
+    r"|\bask\s+me\s+to\s+(?:test|run|check|verify|try|review|approve|merge|deploy|commit|push|confirm)\b"
+    r"|^(?:please\s+)?(?:always\s+)?run\s+(?:it|this|that|them|those|(?:the|any|your)\s+\w+(?:\s+\w+)?)\s+by\s+me\s+"
+    r"(?:first\b|before\s+\w)",
     re.IGNORECASE,
 )
 #: A dislike stated as a rule: "i don't like it when you X", "i hate when you X" (about the agent's conduct).
