@@ -552,3 +552,12 @@ def test_a_sentence_that_names_the_thing_with_a_restating_word_of_the_rules_form
     assert judge_one(limit, unrelated, channel="plan")[0][1:] == (False, "plan-named-unstated")
     skip = "# 計画\n\n- `legacy_sync()` は呼ばず `sync()` を使う\n"
     assert judge_one(skip, "Summary: `legacy_sync()` was omitted from the new path.", channel="plan")[0][1] is True
+
+
+def test_korean_and_chinese_plan_lines_scope_exclusions_plain_keeps_and_restrictions():
+    ko = ("# 계획\n\n이 계획은 내보내기 기능을 구현하는 방법을 설명합니다.\n\n- 기존 API는 유지한다\n"
+          "- 대량 삭제는 범위 밖\n- 현재 캐시는 동작하지 않는다\n")
+    assert {c for _, _, c in read(ko, "plan", precision="precise")} == {"ko:keep-plain", "ko:out-of-scope"}
+    zh = ("# 计划\n\n这个计划说明如何实现导出功能。\n\n- 批量删除不在本次范围内\n"
+          "- 新的辅助函数仅限于 `export_csv` 使用\n")
+    assert {c for _, _, c in read(zh, "plan", precision="precise")} == {"zh:out-of-scope", "zh:limit-to"}

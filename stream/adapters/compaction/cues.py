@@ -258,6 +258,9 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ),
             ("skip-for-now", "defer", "medium", r"(?:暂时|暫時|先)(?:跳过|跳過|不做|搁置|擱置|不管)"),
             ("rather-than", "contrastive", "medium", r"而(?:不是|非)\S"),
+            # a plan line's scope exclusion and restriction: "X 不在本次范围内", "仅限于 X"
+            ("out-of-scope", "explicit", "medium", r"(?:不在|超出)(?:本次|这次|此次)?(?:的)?(?:范围|範圍)", "item"),
+            ("limit-to", "contrastive", "medium", r"(?:仅|僅|只)(?:限于|限於|用于|用於)", "item"),
             (
                 "neg-item",
                 "explicit",
@@ -294,11 +297,17 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 r"|(?:변경|수정|추가|삭제|사용|도입)\s*(?:금지|없음|안\s*함)\s*[.]?\s*$",
                 "item",
             ),
+            # a plan line's scope exclusion and plain-form keep: "X는 범위 밖", "X 제외", "기존 API는 유지한다"
+            ("out-of-scope", "explicit", "medium",
+             r"(?:범위\s*(?:밖|외)|대상\s*(?:밖|외)|(?:에서|은|는)?\s*제외)(?:한다|함|합니다)?\s*[.]?\s*$", "item"),
+            ("keep-plain", "preserve", "medium", r"(?:유지한다|유지함|그대로\s*(?:둔다|둠|유지))\s*[.]?\s*$", "item"),
         ],
         "veto": [
             ("question", r"[?？]\s*$|(?:까|나요|니|냐)\s*$"),
             ("hedged", r"아마|혹시|것\s*같"),
             ("no-need", r"필요\s*없|안\s*해도\s*(?:돼|됩니다|괜찮)"),
+            # "현재 캐시는 동작하지 않는다": a state, not a rule
+            ("description", r"^\W*(?:현재|아직|이미|기존에는|원래)\s"),
         ],
     },
     "es": {
