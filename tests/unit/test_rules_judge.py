@@ -561,3 +561,14 @@ def test_korean_and_chinese_plan_lines_scope_exclusions_plain_keeps_and_restrict
     zh = ("# 计划\n\n这个计划说明如何实现导出功能。\n\n- 批量删除不在本次范围内\n"
           "- 新的辅助函数仅限于 `export_csv` 使用\n")
     assert {c for _, _, c in read(zh, "plan", precision="precise")} == {"zh:out-of-scope", "zh:limit-to"}
+
+
+def test_a_restating_word_must_stand_beside_the_rules_name_not_anywhere_in_its_sentence():
+    rule = "Don't open the upstream PR for now."
+    first = f'Summary.\n\n6. All user messages:\n   - "{rule}"\n'
+    gone = 'Summary.\n\n6. All user messages:\n   - "now the totals row"\n'
+    far = gone + ("\n7. Pending Tasks:\n   - traced the upstream rename to a PR body annotation in the weekly report, "
+                  "which says unchanged\n")
+    assert judge_one(rule, far, (first,))[0][1:] == (False, "unquoted-again-unstated")
+    near = gone + "\n7. Pending Tasks:\n   - the upstream PR stays unopened for now, as the user asked\n"
+    assert judge_one(rule, near, (first,))[0][1] is True

@@ -412,15 +412,22 @@ def _naming_words(rule: str) -> frozenset[str]:
                      if (len(w) >= 4 or any(ch.isdigit() for ch in w)) and w not in _PLAIN_WORDS)
 
 
+#: How far (characters) a restating word may stand from the rule's name in a summary sentence to be "beside" it.
+NEAR = 40
+
+
 def _restated_near(rule: str, form: str, names: tuple[str, ...], summary: str, english: bool) -> bool:
     """Whether a summary sentence that names the rule — one of ``names`` (its code names the summary still names, whole
-    tokens), or in English half of its naming words — has a word that could restate it (:data:`_RESTATING`, by form;
-    in English with half of its naming words beside it): then the trace may be a paraphrase, else only a mention."""
+    tokens), or in English half of its naming words — has a word that could restate it (:data:`_RESTATING`, by form)
+    within :data:`NEAR` characters of one of them: then the trace may be a paraphrase, else only a mention."""
     named = re.compile("|".join(rf"(?<![\w]){re.escape(n)}(?![\w])" for n in names)) if names else None
     naming = _naming_words(rule) if english else frozenset()
     # a word of five letters or less is matched whole ("open" is not "openjdk"), a longer one by its stem
     stems = {(w, True) if len(w) <= 5 else (w[:-2], False) for w in naming}
     extra = _RESTATING_BY_FORM.get(form)
+    parts = [rf"(?<![\w]){re.escape(n)}(?![\w])" for n in names]
+    parts += [rf"(?<![\w]){re.escape(st)}" + (r"(?![\w])" if whole else "") for st, whole in stems]
+    anchor = re.compile("|".join(parts)) if parts else None
     for sentence, words in _sentences_of(summary):
         share = (sum(st in words if whole else any(t.startswith(st) for t in words) for st, whole in stems)
                  / len(stems) if stems else 0.0)
@@ -428,8 +435,11 @@ def _restated_near(rule: str, form: str, names: tuple[str, ...], summary: str, e
             continue
         if len(stems) >= 2 and share < 0.5:
             continue  # a code name alone ("PR", "21") beside some negation: a coincidence, not a restatement
-        if _RESTATING.search(sentence) or extra is not None and extra.search(sentence):
-            return True
+        anchors = [m.start() for m in (anchor.finditer(sentence) if anchor is not None else ())]
+        for pattern in (_RESTATING, extra):
+            for m in pattern.finditer(sentence) if pattern is not None else ():
+                if any(abs(m.start() - a) <= NEAR for a in anchors):
+                    return True
     return False
 
 
