@@ -299,6 +299,12 @@ def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, 
             buf = []
             reviewing = True
             continue
+        bold = _BOLD_HEADING.match(stripped)
+        if bold and _PAREN_KEEP_HEADING.search(bold.group(1)):  # "**Source files (read-only):**" over a list
+            yield from flush()
+            yield bold.group(1).strip(" :"), section, False, False, block
+            block += 1
+            continue
         m = _HEADING.match(line)
         if m:
             yield from flush()
@@ -1157,6 +1163,8 @@ _PAREN_KEEP = _Lazy(
 _NO_CHANGES_TO = _Lazy("_NO_CHANGES_TO", r"^no\s+(?:changes?|modifications?|edits?)\s+(?:to|in)\s+\S.{0,80}$", re.I)
 #: A plan heading that names a work item ("Task 1: Storage integration tests"): what it says is to be done.
 _TASK_HEADING = _Lazy("_TASK_HEADING", r"^(?:\W*)(?:task|phase|part|milestone|stage)\s*[\d#:.-]", re.I)
+#: A bold line that heads a list like a heading: "**Files to modify:**", "**Source files (read-only):**".
+_BOLD_HEADING = _Lazy("_BOLD_HEADING", r"^\*\*([^*\n]{2,80}?)(?::\*\*|\*\*:?)\s*$")
 _PAREN_KEEP_HEADING = _Lazy(
     "_PAREN_KEEP_HEADING",
     r"\((?:unchanged|untouched|unmodified|as[- ]is|keep\s+as[- ]is|no\s+changes?|do\s+not\s+change|"
