@@ -819,3 +819,15 @@ def test_a_bold_lead_in_that_marks_a_list_read_only_is_a_keep_rule_of_a_plan():
             "**Source files (read-only):**\n- `src/a.py` - where the content comes from\n")
     assert [(p.form, p.cue) for p in ProhibitionMatcher().prohibitions(plan, source="plan")] == [
         ("preserve", "paren-unchanged")]
+
+
+def test_a_directive_clause_after_an_opinion_that_rejects_an_alternative_with_rather_than_is_contrastive():
+    from stream.adapters.compaction.prohibitions import ProhibitionMatcher
+
+    m = ProhibitionMatcher()
+    text = ('I think the notes belong under "archive", so update the guide to say that, rather than adopting '
+            'the template\'s folder "notes/old/"')
+    assert [(p.form, p.cue) for p in m.prohibitions(text)] == [("contrastive", "contrast")]
+    assert m.prohibitions("I think we could use pathlib, rather than os.path") == []  # a suggestion
+    plan = "# Plan\n\n## Steps\n1. Update the caller to pass `root` instead of `project_dir`\n"
+    assert m.prohibitions(plan, source="plan") == []  # an edit, not a rule

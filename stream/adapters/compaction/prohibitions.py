@@ -977,6 +977,9 @@ _CONTRAST = _Lazy("_CONTRAST",
     r"([\w`_*'\"~-].{2,120}|\.{1,2}/.{0,120})$",  # (a path: "not ./...")
     re.IGNORECASE,
 )
+#: The rejected alternative of a directive: "..., rather than adopting X".
+#: ("instead of" is not one: in a plan's step it is an edit, "pass `a` instead of `b`", not a rule: a reviewed negative)
+_RATHER = _Lazy("_RATHER", r"(?:,\s*|\s)rather\s+than\s+(?:[a-z]+ing\b|the\b|a\b|an\b|`|\"|')", re.I)
 #: A leading phrase before a directive: "for the tests use X, not Y", "in the handler, return early".
 _LEADING_PHRASE = _Lazy("_LEADING_PHRASE",
     r"^(?:for|in|on|with|inside|within|during|at|about|regarding)\s+(?:[\w`.'/-]+\s+){1,4}?,?\s*"
@@ -1550,7 +1553,13 @@ def sentence_forms(unit: Unit) -> list[tuple[str, str, str]]:
 def contrastive(unit: Unit) -> list[str]:
     """The contrast a directive sentence draws: "do X, not Y" (the whole), "not X-ing but do Y" (the "not" part)."""
     core = _strip_markers(_plain(_PAREN.sub(" ", unit.text)).strip())
-    if is_question(core) or _OPINION.match(core) or _POSSIBILITY.search(core):
+    if is_question(core):
+        return []
+    if _OPINION.match(core) or _POSSIBILITY.search(core):  # "I think X, so update Y, rather than Z": the directive
+        for clause, par in clauses(unit.text)[1:]:
+            d = _LEADING_PHRASE.sub("", _strip_markers(_plain(clause).strip()))
+            if not par and (_DIRECTIVE.match(d) or starts_imperative(d)) and _RATHER.search(d):
+                return [d]
         return []
     m = _NOT_ING_BUT.match(core)
     if m:
@@ -1565,6 +1574,8 @@ def contrastive(unit: Unit) -> list[str]:
         d = _LEADING_PHRASE.sub("", c)
         if _CHOICE_NOT.match(d) or (c != core and _DIRECTIVE.match(d) and _CONTRAST.search(d)):
             return [c]
+        if (_DIRECTIVE.match(d) or starts_imperative(d)) and _RATHER.search(d):
+            return [c]  # "so update the whitepaper to say that, rather than adopting the example's category"
     return []
 
 
