@@ -572,3 +572,10 @@ def test_a_restating_word_must_stand_beside_the_rules_name_not_anywhere_in_its_s
     assert judge_one(rule, far, (first,))[0][1:] == (False, "unquoted-again-unstated")
     near = gone + "\n7. Pending Tasks:\n   - the upstream PR stays unopened for now, as the user asked\n"
     assert judge_one(rule, near, (first,))[0][1] is True
+
+
+def test_japanese_stop_it_and_keep_it_as_it_is_requests_but_not_reports_or_no_need():
+    assert [c for _, _, c in read("毎回コミットするのはやめてください。")] == ["ja:stop-it"]
+    assert [f for _, f, _ in read("いや、元の案のままいこう。")] == ["preserve"]
+    assert read("テストを書くのはやめてしまった。") == []  # a report
+    assert read("このファイルは変更しなくていいです。") == []  # no need
