@@ -579,3 +579,7 @@ def test_japanese_stop_it_and_keep_it_as_it_is_requests_but_not_reports_or_no_ne
     assert [f for _, f, _ in read("いや、元の案のままいこう。")] == ["preserve"]
     assert read("テストを書くのはやめてしまった。") == []  # a report
     assert read("このファイルは変更しなくていいです。") == []  # no need
+
+
+def test_korean_stop_it():
+    assert [c for _, _, c in read("매번 커밋하는 건 그만하세요.")] == ["ko:stop-it"]
