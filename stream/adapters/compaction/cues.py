@@ -285,7 +285,8 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
         "instruction": [
             ("neg-imperative", "explicit", "high", r"지\s*(?:마|말아|말고|말라|말\s*것|맙시다|마세요|마십시오)"),
             ("must-not", "explicit", "high", r"(?:면|으면)\s*안\s*(?:돼|됩니다|된다|되요|돼요|됨)"),
-            ("stop-it", "explicit", "high", r"(?:은|는|을|를)?\s*그만\s*(?:해|하세요|해\s*주세요|하자|합시다|둬|두세요)"),
+            ("stop-it", "explicit", "high",
+             r"(?:은|는|을|를)?\s*그만\s*(?:해|하세요|해\s*주세요|하자|합시다|둬|두세요)"),
             ("forbidden", "explicit", "medium", r"금지"),
             (
                 "keep-as-is",
