@@ -389,11 +389,13 @@ _REMOVAL = re.compile(
 #: Words near a rule's name that may restate it (any table's language): a negation, keep or scope word, and by the
 #: rule's form a deferral (defer) or an ask / wait word (restraint).
 _RESTATING = re.compile(_NEGATION_OR_KEEP.pattern + r"|\b(?:retain\w*|intact|read[- ]only|declin\w*|reject\w*|"
-                        r"refus\w*|omit\w*|skipp\w*|left\s+out|unused|bypass\w*)\b|そのまま", re.I)
+                        r"refus\w*|omit\w*|skipp\w*|left\s+out|unused|bypass\w*|stop\w*|refrain\w*|against|"
+                        r"disallow\w*|bann\w*|remain\w*|as[- ]is|untouched)\b|そのまま", re.I)
 _RESTATING_BY_FORM = {
     "defer": re.compile(r"\b(?:later|defer\w*|postpon\w*|for\s+now|until|follow[- ]?up|separate\w*)\b"
                         r"|後で|保留|以后|之后|暂|나중", re.I),
-    "contrastive": re.compile(r"\b(?:only|rather|solely|exclusively)\b|だけ|のみ|只|仅|僅", re.I),
+    "contrastive": re.compile(r"\b(?:only|rather|solely|exclusively|over|in\s+favou?r\s+of|prefer\w*)\b"
+                              r"|だけ|のみ|只|仅|僅", re.I),
     "restraint": re.compile(r"\b(?:ask\w*|wait\w*|first|before|approv\w*|confirm\w*|manual\w*|review\w*)\b"
                             r"|確認|承認|确认|확인", re.I),
 }
