@@ -583,3 +583,12 @@ def test_japanese_stop_it_and_keep_it_as_it_is_requests_but_not_reports_or_no_ne
 
 def test_korean_stop_it():
     assert [c for _, _, c in read("매번 커밋하는 건 그만하세요.")] == ["ko:stop-it"]
+
+
+def test_indonesian_and_ukrainian_have_tables_of_their_own():
+    assert [c for _, _, c in read("Tolong jangan ubah file konfigurasi di folder config.")] == ["id:jangan"]
+    assert [c for _, _, c in read("Kamu tidak boleh commit langsung ke branch main.")] == ["id:must-not"]
+    assert read("Tidak perlu ubah README untuk tugas ini.") == []  # no need
+    assert [c for _, _, c in read("Будь ласка, не змінюй конфігураційні файли в каталозі config.")] == [
+        "uk:neg-imperative"]
+    assert read("Не потрібно змінювати README для цього завдання.") == []  # no need

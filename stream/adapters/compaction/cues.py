@@ -606,6 +606,48 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ("no-need", r"\bне\s+(?:нужно|надо|обязательно)\b"),
         ],
     },
+    "uk": {
+        "instruction": [
+            (
+                "neg-imperative",
+                "explicit",
+                "high",
+                r"(?:^|[\s,.;:!—-])не\s+(?:\w+\s+)?(?:чіпай|чіпайте|змінюй|змінюйте|видаляй|видаляйте|додавай|додавайте|"
+                r"роби|робіть|комміть|пуш|використовуй|використовуйте|ламай|ламайте|запускай|запускайте|пиши|пишіть|"
+                r"створюй|створюйте|редагуй|редагуйте|переписуй|переписуйте|\w+(?:айте|яйте|уйте|іть))\b",
+            ),
+            ("never", "explicit", "high", r"\bніколи\s+не\b"),
+            ("forbidden", "explicit", "medium", r"\b(?:заборонено|не\s+можна)\b"),
+            ("keep-as-is", "preserve", "medium",
+             r"\b(?:залиш|залиште|збережи|збережіть)\b.{0,40}?\b(?:як\s+є|без\s+змін)\b"),
+            ("neg-item", "explicit", "medium",
+             r"^(?:\W*)(?:не\s+\w+(?:ати|яти|іти|ити|ути)(?:ся)?\b|без\s+\w|жодних\s+\w|ніколи\s+не\b)", "item"),
+            ("ask-first", "restraint", "medium",
+             r"\b(?:спитай|запитай)\s+(?:мене\s+)?(?:спочатку|перед)|\bчекай\s+(?:на\s+)?мого\s+(?:підтвердження|схвалення)"),
+        ],
+        "veto": [
+            ("question", r"\?"),
+            ("hedged", r"\b(?:може|мабуть|можливо|здається)\b"),
+            ("no-need", r"\bне\s+(?:потрібно|треба|обов'язково)\b"),
+        ],
+    },
+    "id": {
+        "instruction": [
+            ("jangan", "explicit", "high", r"\b(?:tolong\s+|mohon\s+)?jangan\s+\w"),
+            ("must-not", "explicit", "high", r"\b(?:tidak\s+boleh|dilarang)\b"),
+            ("keep-as-is", "preserve", "medium",
+             r"\b(?:biarkan|pertahankan)\b.{0,40}?\b(?:seperti\s+(?:itu|apa\s+adanya)|apa\s+adanya|tanpa\s+perubahan)\b"
+             r"|^(?:tolong\s+)?pertahankan\s+\w"),
+            ("neg-item", "explicit", "medium", r"^(?:\W*)(?:tanpa\s+\w|tidak\s+(?:ada\s+)?\w+|jangan\s+\w)", "item"),
+            ("ask-first", "restraint", "medium", r"\btanya(?:kan)?\s+(?:saya|aku)\s+(?:dulu|sebelum)\b"
+                                                 r"|\btunggu\s+(?:persetujuan|konfirmasi)\s+(?:saya|aku)\b"),
+        ],
+        "veto": [
+            ("question", r"\?"),
+            ("hedged", r"\b(?:mungkin|kayaknya|sepertinya)\b"),
+            ("no-need", r"\btidak\s+(?:perlu|usah|harus)\b|\bgak\s+usah\b|\bnggak\s+usah\b"),
+        ],
+    },
     "it": {
         "instruction": [
             (
@@ -1043,7 +1085,8 @@ _FUNCTION_WORDS = {
     "it": frozenset("il lo la gli le di del della che per con non una è sono questo questa anche".split()),
     "vi": frozenset("không của và là có cho này các những được với một trong để".split()),
     "pl": frozenset("nie się jest to na w z że do jak co ale czy od po tak tylko jeszcze już".split()),
+    "id": frozenset("yang dan di ini itu untuk dengan tidak dari ke ada akan juga saja bisa sudah".split()),
 }
 
 #: Tables of Latin-script languages: their lines are cut into sentences like English ones.
-LATIN_TABLES = frozenset({"es", "pt", "fr", "de", "it", "vi", "pl"})
+LATIN_TABLES = frozenset({"es", "pt", "fr", "de", "it", "vi", "pl", "id"})
