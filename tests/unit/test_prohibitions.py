@@ -831,3 +831,14 @@ def test_a_directive_clause_after_an_opinion_that_rejects_an_alternative_with_ra
     assert m.prohibitions("I think we could use pathlib, rather than os.path") == []  # a suggestion
     plan = "# Plan\n\n## Steps\n1. Update the caller to pass `root` instead of `project_dir`\n"
     assert m.prohibitions(plan, source="plan") == []  # an edit, not a rule
+
+
+def test_a_one_word_rule_is_carried_by_a_negation_that_governs_it_not_by_one_four_words_away():
+    from stream.adapters.compaction.prohibitions import ProhibitionMatcher, make_prohibition
+
+    m = ProhibitionMatcher()
+    rule = make_prohibition("no new test", source="user", form="explicit", cue="no-x-forceful")
+    assert m.judge_cue("Committed as-is, without a new test.", rule)[0] == "carried"
+    assert m.judge_cue("We decided against a new test for it.", rule)[0] == "carried"
+    assert m.judge_cue("Ran the smoke test: `wakil ingest transcript` without `--yes` aborted.", rule)[0] == "dropped"
+    assert m.judge_cue("Ran a manual smoke test against a workspace.", rule)[0] == "dropped"  # a preposition

@@ -389,7 +389,7 @@ _REMOVAL = re.compile(
 #: Words near a rule's name that may restate it (any table's language): a negation, keep or scope word, and by the
 #: rule's form a deferral (defer) or an ask / wait word (restraint).
 _RESTATING = re.compile(_NEGATION_OR_KEEP.pattern + r"|\b(?:retain\w*|intact|read[- ]only|declin\w*|reject\w*|"
-                        r"refus\w*|omit\w*|skipp\w*|left\s+out|unused|bypass\w*|stop\w*|refrain\w*|against|"
+                        r"refus\w*|omit\w*|skipp\w*|left\s+out|unused|bypass\w*|stop\w*|refrain\w*|(?:decided|advised)\s+against|"
                         r"disallow\w*|bann\w*|remain\w*|as[- ]is|untouched)\b|そのまま", re.I)
 _RESTATING_BY_FORM = {
     "defer": re.compile(r"\b(?:later|defer\w*|postpon\w*|for\s+now|until|follow[- ]?up|separate\w*)\b"

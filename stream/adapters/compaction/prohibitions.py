@@ -1610,7 +1610,8 @@ _NOT_UN_PARTICIPLE = frozenset("united unified unleashed unnamed undertaked unde
 _SUMMARY_NEGATION = _Lazy("_SUMMARY_NEGATION",
     r"\b(?:not|no|never|none|nothing|don't|dont|doesn't|didn't|won't|wouldn't|mustn't|shouldn't|cannot|can't|"
     r"avoid\w*|forb[ia]d\w*|prohibit\w*|without|refrain\w*|instead|rather|except|exclud\w*|skip\w*|"
-    r"declin\w*|reject\w*|against|ignor\w*|omit\w*|dropp?\w*|revert\w*|remov\w*|stop\w*|only|"
+    r"declin\w*|reject\w*|(?:decided|decides|deciding|advised|argued|voted|chose|went|recommended)\s+against|"
+    r"ignor\w*|omit\w*|dropp?\w*|revert\w*|remov\w*|stop\w*|only|"
     r"out\s+of\s+scope|non-goals?|defer\w*|later|exempt\w*|off[- ]limits|no[- ]go|banned|disallowed|at\s+most|"
     r"no\s+more\s+than|not\s+more\s+than|at\s+the\s+most|capped|(?:stay\w*|keep\w*|kept|left|leave)\s+out)\b",
     re.IGNORECASE,
@@ -2249,8 +2250,10 @@ class ProhibitionMatcher:
                 negated and len(wanted) == 1
             ):  # one word, so the negation must be about it: "(no new deps), j/k test" is not
                 # (a negation that opens the sentence governs all of it: "Out of scope (per the plan): NEON, threads")
+                # it governs the words after it ("no new test", "without tests") or closes the two before ("tests
+                # skipped"): not a "without `--yes`" four words on
                 negated = any(_SUMMARY_NEGATION.match(" ".join(s.words[i : i + 4])) and (i <= 1 or any(
-                    s.says_at(j, wanted) for j in range(i - 4, i + 5))) for i in range(len(s.words)))
+                    s.says_at(j, wanted) for j in range(i - 2, i + 4))) for i in range(len(s.words)))
             cued = (negated or s.user_keeps or (cue is not None and bool(cue.search(s.text)))
                     or bool(undone and (not thing or s.near(key, undone, 4, 4, self.threshold))))
             if cued and said >= self.threshold * len(wanted):
