@@ -842,3 +842,12 @@ def test_a_one_word_rule_is_carried_by_a_negation_that_governs_it_not_by_one_fou
     assert m.judge_cue("We decided against a new test for it.", rule)[0] == "carried"
     assert m.judge_cue("Ran the smoke test: `wakil ingest transcript` without `--yes` aborted.", rule)[0] == "dropped"
     assert m.judge_cue("Ran a manual smoke test against a workspace.", rule)[0] == "dropped"  # a preposition
+
+
+def test_a_plans_decision_that_an_action_is_not_recommended_is_read_in_a_plan_only():
+    from stream.adapters.compaction.prohibitions import ProhibitionMatcher
+
+    m = ProhibitionMatcher()
+    plan = "# Plan\n\n## Steps\n1. Add the export.\n2. Caching the results is not recommended.\n"
+    assert [p.cue for p in m.prohibitions(plan, source="plan")] == ["plan-not-recommended"]
+    assert m.prohibitions("caching is not recommended by the vendor") == []  # a typed remark

@@ -134,6 +134,8 @@ def _english_rows() -> tuple[Cue, ...]:
             "a requirement (should not be V-ed / No changes to X) in a plan's context section",
         ),
         _en("plan-no-x", "explicit", "medium", p._NO_NP.pattern, "a plan's sentence or item that is only 'No X'"),
+        _en("plan-not-recommended", "explicit", "medium", p._NOT_RECOMMENDED.pattern,
+            "a plan's decision against an action: 'X is not recommended at this time'"),
         _en("plan-paren-not", "contrastive", "medium", p._PAREN_NOT.pattern, "a plan item with '(not Y)'"),
         _en("paren-unchanged", "preserve", "medium", p._PAREN_KEEP.pattern, "X (unchanged) / ### X (no changes)"),
         _en(

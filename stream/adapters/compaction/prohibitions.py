@@ -977,6 +977,9 @@ _CONTRAST = _Lazy("_CONTRAST",
     r"([\w`_*'\"~-].{2,120}|\.{1,2}/.{0,120})$",  # (a path: "not ./...")
     re.IGNORECASE,
 )
+#: A plan's decision against an action: "X (is) not recommended (at this time)", "X is discouraged".
+_NOT_RECOMMENDED = _Lazy("_NOT_RECOMMENDED", r"^(?:[\w`.*/-]+\s+){0,6}?(?:is\s+|are\s+)?(?:\w+\s+and\s+)?"
+                         r"(?:not\s+recommended|discouraged)\b", re.I)
 #: The rejected alternative of a directive: "..., rather than adopting X".
 #: ("instead of" is not one: in a plan's step it is an edit, "pass `a` instead of `b`", not a rule: a reviewed negative)
 _RATHER = _Lazy("_RATHER", r"(?:,\s*|\s)rather\s+than\s+(?:[a-z]+ing\b|the\b|a\b|an\b|`|\"|')", re.I)
@@ -1322,6 +1325,8 @@ def classify_cue(unit: Unit, clause: str, parenthetical: bool, *, source: str) -
     for name, pattern, on in _EXPLICIT_FRAMES:
         if pattern.match(raw if on == "raw" else c):
             return "explicit", lang + name
+    if source == "plan" and _NOT_RECOMMENDED.search(c):
+        return "explicit", "plan-not-recommended"  # a plan's decision: "CLAUDE.md update is not recommended now"
     if _PURPOSE_NOT.match(raw) and source in ("user", "plan") and _purpose_of_directive(clause, sent):
         return "explicit", "purpose-not"  # "refactor X so that it doesn't touch the cache": the result must not
     np = _no_np(c)
