@@ -92,6 +92,7 @@ class Case:
         default_factory=list
     )  # (line / event, texts read) after the last compaction
     drop_cues: list[dict[str, str]] = field(default_factory=list)  # per compaction: our id -> the drop cue of its node
+    carry_cues: list[dict[str, str]] = field(default_factory=list)  # per compaction: our id -> its carry cue there
     skipped_languages: Counter = field(default_factory=Counter)  # texts the judge could not read, by language
 
     @property
@@ -191,6 +192,7 @@ def run_case(label: dict[str, Any], root: Path, judge: Judge | ProhibitionMatche
     last_set: dict[str, list[str]] = {}  # summary node -> its last alert set
     root_sets: dict[str, list[str]] = {}  # summary node -> root's last alert set while it was in view
     not_carried: dict[str, dict[str, str]] = {}  # summary node -> our id -> drop cue
+    carried_by: dict[str, dict[str, str]] = {}  # summary node -> our id -> carry cue
     raw_ids: set[str] = set()
     for n, e in enumerate(events, 1):
         if e["type"] == "checkpoint":
@@ -204,6 +206,7 @@ def run_case(label: dict[str, Any], root: Path, judge: Judge | ProhibitionMatche
                 root_view = list(e["children"])
             else:
                 not_carried[e["node_id"]] = {d["id"]: d.get("cue") or "?" for d in e.get("x_not_carried") or []}
+                carried_by[e["node_id"]] = {d["id"]: d.get("x_cue") or "?" for d in e.get("negative_constraints") or []}
         for a in rp.feed(encode_event(e).encode("utf-8"), n) or []:
             if a.get("type") != "alert" or a["rule"] != NCD:
                 continue
@@ -217,6 +220,7 @@ def run_case(label: dict[str, Any], root: Path, judge: Judge | ProhibitionMatche
     for node in case.summaries:
         case.predicted.append(set(last_set.get(node, [])) | set(root_sets.get(node, [])))
         case.drop_cues.append(not_carried.get(node, {}))
+        case.carry_cues.append(carried_by.get(node, {}))
     case.mapping = {cid: map_to_gold(obj, gold) for cid, obj in case.constraints.items()}
     return case
 
@@ -234,6 +238,7 @@ class Score:
     fn_items: list[str] = field(default_factory=list)
     unscored: list[str] = field(default_factory=list)
     cues: Counter = field(default_factory=Counter)  # ("instruction" | "drop", cue, "tp" | "fp") -> alerts
+    groups: Counter = field(default_factory=Counter)  # (group, "tp" | "fp" | "fn") -> items
 
     def add(self, other: Score) -> None:
         self.tp += other.tp
@@ -244,6 +249,7 @@ class Score:
         self.fn_items += other.fn_items
         self.unscored += other.unscored
         self.cues.update(other.cues)
+        self.groups.update(other.groups)
 
     def count_cues(self, obj: dict[str, Any], drop: str | None, outcome: str) -> None:
         self.cues[("instruction", str(obj.get("x_cue") or "?"), outcome)] += 1
@@ -265,6 +271,14 @@ def score(case: Case) -> Score:
         dropped, carried = set(comp.get("dropped", [])), set(comp.get("carried", []))
         not_in_force = set(comp.get("not_in_force", []))
         drops = case.drop_cues[i] if i < len(case.drop_cues) else {}
+        carries = case.carry_cues[i] if i < len(case.carry_cues) else {}
+        ordinal = "1st compaction" if i == 0 else "2nd+ compaction"
+
+        def group(pid: str | None, outcome: str, ordinal: str = ordinal) -> None:
+            s.groups[(ordinal, outcome)] += 1
+            g = case.gold.get(pid) if pid else None
+            channel = "plan" if g is not None and (g.source == "plan" or g.channel.startswith("plan")) else "user"
+            s.groups[(f"{ordinal}, {channel}" if g is not None else f"{ordinal}, not gold", outcome)] += 1
         alerted_gold: dict[str, str] = {}  # gold pid -> our id
         extra: dict[str, tuple[str, str]] = {}
         for cid in sorted(case.predicted[i]):
@@ -280,11 +294,13 @@ def score(case: Case) -> Score:
             if pid in dropped:
                 s.tp += 1
                 s.count_cues(obj, drops.get(cid), "tp")
+                group(pid, "tp")
             elif pid in not_in_force or pid not in carried:
                 s.unscored.append(f"{where}: {pid} \"{g.text}\" (not in force: revoked)")
             else:
                 s.fp += 1
                 s.count_cues(obj, drops.get(cid), "fp")
+                group(pid, "fp")
                 s.fp_items.append(
                     f'{where}: {pid} "{g.text}" [{g.form}] labelled carried: '
                     f"{comp.get('carried_quotes', {}).get(pid, '')!r} (cues {obj.get('x_cue')}, {drops.get(cid)})"
@@ -292,12 +308,16 @@ def score(case: Case) -> Score:
         for text, cid in extra.values():
             s.fp += 1
             s.count_cues(case.constraints.get(cid, {}), drops.get(cid), "fp")
+            group(None, "fp")
             s.fp_items.append(text + " (not a gold prohibition)")
         for pid in sorted(dropped - set(alerted_gold)):
             g = case.gold[pid]
-            read = any(v == pid for v in case.mapping.values())
-            why = "read, but judged carried" if read else "never read as a prohibition"
+            ours = [c for c, v in case.mapping.items() if v == pid]
+            cue = next((carries[c] for c in ours if c in carries), None)
+            why = ("never read as a prohibition" if not ours else
+                   f"read, but judged carried ({cue})" if cue else "read, but not in force or not covered here")
             s.fn += 1
+            group(pid, "fn")
             s.fn_items.append(f"{where}: {pid} \"{g.text}\" [{g.form}, {g.channel}] — {why}")
         s.tn += len(carried - set(alerted_gold))
     return s
@@ -328,7 +348,12 @@ def extraction_report(cases: list[Case]) -> tuple[list[str], list[str], Counter]
                 continue  # the always-kept channel: the root carries it, it never alerts
             forms[(obj.get("form", "?"), "gold" if pid else "other")] += 1
             if pid is None:
-                extra.append(f"{case.name[:8]} {_describe(obj)}")
+                excluded = any(x.get("line") == obj.get("line")
+                               and same_prohibition(obj.get("text", ""), x.get("text", ""))
+                               for x in case.label.get("excluded_candidates") or [])
+                forms[(str(obj.get("x_cue") or "?"), "reviewed negative")] += excluded
+                extra.append(f"{case.name[:8]} {_describe(obj)}" + (" (a reviewed negative of the labels)"
+                                                                    if excluded else ""))
     return missed, extra, forms
 
 
@@ -541,6 +566,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {'kind':<12} {'cue':<34} {'TP':>3} {'FP':>3} {'precision':>9}")
         for row in cue_table(s):
             print(row)
+        print("\nby compaction ordinal and the gold rule's channel (2nd / later compactions apart):")
+        print(f"  {'group':<28} {'precision':>9} {'recall':>6}   TP  FP  FN")
+        for grp in sorted({g for g, _ in s.groups}):
+            tp, fp, fn = (s.groups[(grp, o)] for o in ("tp", "fp", "fn"))
+            print(f"  {grp:<28} {_fmt(tp / (tp + fp) if tp + fp else None):>9} "
+                  f"{_fmt(tp / (tp + fn) if tp + fn else None):>6}  {tp:>3} {fp:>3} {fn:>3}")
         figures[lvl] = {name: {"precision": sc.precision, "recall": sc.recall, "tp": sc.tp, "fp": sc.fp, "fn": sc.fn,
                                "tn": sc.tn} for name, sc in scores.items()}
         if not args.quiet:
@@ -576,6 +607,9 @@ def main(argv: list[str] | None = None) -> int:
             for f in FORMS:
                 print(f"  {f:<12} {forms_seen[(f, 'labelled')]:>8} {forms_seen[(f, 'labelled and read')]:>5} "
                       f"{forms_seen[(f, 'gold')]:>11} {forms_seen[(f, 'other')]:>12}")
+            negatives = sorted((k, v) for (k, kind), v in forms_seen.items() if kind == "reviewed negative" and v)
+            print("\nread though the labels reviewed it as not a prohibition (excluded_candidates), by cue: "
+                  + (", ".join(f"{k} {v}" for k, v in negatives) if negatives else "none"))
         print()
     print(f"{time.monotonic() - started:.1f}s", file=sys.stderr)
     if args.json:

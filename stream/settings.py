@@ -250,8 +250,8 @@ class Settings(BaseSettings):
     judge_precision: Literal["precise", "balanced", "recall"] = Field(
         "precise",
         description="The rules judge's precision / recall trade-off (--judge-precision): precise alerts only on "
-        "structural drops read by strong cues (default); balanced adds the rest of the cues, the rules of long "
-        "messages a summary only describes and every unmatched drop; recall also alerts on partial restatements "
+        "structural drops read by strong cues (default); balanced adds the rest of the cues and every unmatched "
+        "drop; recall also alerts on the rules of long messages a summary only describes, on partial restatements "
         "and on rule files not re-injected after a compaction. Measured per level in docs/REAL_LOGS.md.",
     )
 

@@ -796,3 +796,58 @@ def test_an_answer_that_names_no_thing_is_matched_by_the_action_the_question_pro
     # an answer with a thing of its own, or a question that proposes no action, keeps the answer's words
     assert M.prohibitions("no, leave the docs alone", about="Should I also update the docs?")[0].about == ""
     assert M.prohibitions("not in this phase", about="What may the server learn?")[0].about == ""
+
+
+def test_an_instructions_purpose_that_forbids_a_result_preserve_verbs_and_run_it_by_me_first():
+    from stream.adapters.compaction.prohibitions import ProhibitionMatcher
+
+    m = ProhibitionMatcher()
+    (p,) = m.prohibitions("add a lock around the writer to prevent two workers from writing the same file")
+    assert (p.form, p.cue) == ("explicit", "purpose-prevent")
+    assert m.prohibitions("add a test to avoid regressions") == []  # a generic purpose
+    assert m.prohibitions("I added a lock to prevent races") == []  # a report
+    (p,) = m.prohibitions("maintain backward compatibility with the v1 API")
+    assert p.form == "preserve"
+    (p,) = m.prohibitions("run it by me first before touching the public API")
+    assert p.form == "restraint"
+
+
+def test_a_bold_lead_in_that_marks_a_list_read_only_is_a_keep_rule_of_a_plan():
+    from stream.adapters.compaction.prohibitions import ProhibitionMatcher
+
+    plan = ("# Plan\n\n## Critical Files\n\n**Files to create:**\n- `docs/a.md` - the new guide\n\n"
+            "**Source files (read-only):**\n- `src/a.py` - where the content comes from\n")
+    assert [(p.form, p.cue) for p in ProhibitionMatcher().prohibitions(plan, source="plan")] == [
+        ("preserve", "paren-unchanged")]
+
+
+def test_a_directive_clause_after_an_opinion_that_rejects_an_alternative_with_rather_than_is_contrastive():
+    from stream.adapters.compaction.prohibitions import ProhibitionMatcher
+
+    m = ProhibitionMatcher()
+    text = ('I think the notes belong under "archive", so update the guide to say that, rather than adopting '
+            'the template\'s folder "notes/old/"')
+    assert [(p.form, p.cue) for p in m.prohibitions(text)] == [("contrastive", "contrast")]
+    assert m.prohibitions("I think we could use pathlib, rather than os.path") == []  # a suggestion
+    plan = "# Plan\n\n## Steps\n1. Update the caller to pass `root` instead of `project_dir`\n"
+    assert m.prohibitions(plan, source="plan") == []  # an edit, not a rule
+
+
+def test_a_one_word_rule_is_carried_by_a_negation_that_governs_it_not_by_one_four_words_away():
+    from stream.adapters.compaction.prohibitions import ProhibitionMatcher, make_prohibition
+
+    m = ProhibitionMatcher()
+    rule = make_prohibition("no new test", source="user", form="explicit", cue="no-x-forceful")
+    assert m.judge_cue("Committed as-is, without a new test.", rule)[0] == "carried"
+    assert m.judge_cue("We decided against a new test for it.", rule)[0] == "carried"
+    assert m.judge_cue("Ran the smoke test: `wakil ingest transcript` without `--yes` aborted.", rule)[0] == "dropped"
+    assert m.judge_cue("Ran a manual smoke test against a workspace.", rule)[0] == "dropped"  # a preposition
+
+
+def test_a_plans_decision_that_an_action_is_not_recommended_is_read_in_a_plan_only():
+    from stream.adapters.compaction.prohibitions import ProhibitionMatcher
+
+    m = ProhibitionMatcher()
+    plan = "# Plan\n\n## Steps\n1. Add the export.\n2. Caching the results is not recommended.\n"
+    assert [p.cue for p in m.prohibitions(plan, source="plan")] == ["plan-not-recommended"]
+    assert m.prohibitions("caching is not recommended by the vendor") == []  # a typed remark

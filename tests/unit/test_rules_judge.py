@@ -233,17 +233,17 @@ def test_a_rule_missing_from_a_user_message_list_alerts_at_precise_only_when_not
     assert judge_one(short, traced) == [(short, True, "below-precision:not-quoted")]  # its words are still there
     assert judge_one(short, traced, precision="balanced") == [(short, False, "not-quoted")]
     long = "Here is the whole spec of the exporter. " * 12 + "don't rename the config keys."
-    # a long message's rule the list does not quote alerts at balanced only (pasted documents: poor on every fold)
+    # a long message's rule the list does not quote alerts at recall only (pasted documents: poor on every fold)
     assert judge_one(long, SUMMARY_2) == [
         ("don't rename the config keys", True, "below-precision:not-quoted-long-no-trace")
     ]
-    assert judge_one(long, SUMMARY_2, precision="balanced") == [("don't rename the config keys", False,
-                                                                  "not-quoted-long-no-trace")]
+    assert judge_one(long, SUMMARY_2, precision="recall") == [("don't rename the config keys", False,
+                                                                "not-quoted-long-no-trace")]
     medium = "Here is the whole spec of the exporter. " * 12 + "Keep the existing config keys."
     assert judge_one(medium, SUMMARY_2) == [
         ("Keep the existing config keys", True, "below-precision:not-quoted-long-no-trace")
     ]
-    assert judge_one(medium, SUMMARY_2, precision="balanced")[0][1:] == (False, "not-quoted-long-no-trace")
+    assert judge_one(medium, SUMMARY_2, precision="recall")[0][1:] == (False, "not-quoted-long-no-trace")
 
 
 def test_an_opaque_summary_carries_nothing_and_says_so():
@@ -310,8 +310,18 @@ def test_a_rule_quoted_once_then_gone_is_a_precise_drop_only_when_nothing_of_it_
     gone = 'Summary.\n\n6. All user messages:\n   - "now the totals row"\n'
     named = gone + "\n7. Pending Tasks:\n   - add a totals row to the report built from ledger.py\n"
     assert judge_one(rule, gone, (first,)) == [(rule, False, "unquoted-again")]
-    assert judge_one(rule, named, (first,)) == [(rule, True, "below-precision:unquoted-again-traced")]
-    assert judge_one(rule, named, (first,), precision="balanced") == [(rule, False, "unquoted-again-traced")]
+    # named only in a sentence with no negation, keep or deferral word: the thing is there, the rule is not
+    assert judge_one(rule, named, (first,)) == [(rule, False, "unquoted-again-unstated")]
+    # named beside a negation the matcher cannot read as the rule: it may be a paraphrase, balanced only
+    hedged = gone + "\n7. Pending Tasks:\n   - the totals come from ledger.py, which is not the report's source\n"
+    assert judge_one(rule, hedged, (first,)) == [(rule, True, "below-precision:unquoted-again-traced")]
+    assert judge_one(rule, hedged, (first,), precision="balanced") == [(rule, False, "unquoted-again-traced")]
+    # a generic code name ("PR") beside some negation, without the rule's words, is a coincidence
+    rule2 = "Don't open the upstream PR for now."
+    first2 = f'Summary.\n\n6. All user messages:\n   - "{rule2}"\n'
+    merged = gone + "\n7. Pending Tasks:\n   - merge PR #12, not before the tests pass\n"
+    assert judge_one(rule2, merged, (first2,)) == [("Don't open the upstream PR for now", False,
+                                                   "unquoted-again-unstated")]
 
 
 def test_a_plan_rule_alerts_at_precise_when_the_summary_names_none_of_its_code_names():
@@ -319,10 +329,12 @@ def test_a_plan_rule_alerts_at_precise_when_the_summary_names_none_of_its_code_n
     assert judge_one(plan, "Summary: the export button was added.", channel="plan") == [
         ("Do not modify `schema.sql`", False, "plan-no-trace")]
     said = "Summary: the export button was added; the migration in schema.sql is next."
-    assert judge_one(plan, said, channel="plan") == [
+    assert judge_one(plan, said, channel="plan") == [("Do not modify `schema.sql`", False, "plan-named-unstated")]
+    near = "Summary: the export button was added; schema.sql is not part of the export."
+    assert judge_one(plan, near, channel="plan") == [
         ("Do not modify `schema.sql`", True, "below-precision:plan-unstated")
     ]
-    assert judge_one(plan, said, channel="plan", precision="balanced")[0][1:] == (False, "plan-unstated")
+    assert judge_one(plan, near, channel="plan", precision="balanced")[0][1:] == (False, "plan-unstated")
 
 
 #: A sentence in each language that describes (no rule): the plan's language is told by it.
@@ -418,17 +430,18 @@ def test_the_instructions_of_a_prompt_the_user_writes_for_another_model_are_not_
     assert [t for t, _, _ in read("Prompt système :\n  Ne réponds jamais au client.\n")] == []
 
 
-def test_a_long_messages_rule_the_list_does_not_quote_alerts_at_balanced_only_for_a_strong_instruction_cue_too():
+def test_a_long_messages_rule_the_list_does_not_quote_alerts_at_recall_only_for_a_strong_instruction_cue_too():
     spec = "This is the spec of the importer, section by section. " * 10
     strong = spec + "Do not touch the ledger tables."
     summary = SUMMARY_2 + "\n7. Pending Tasks:\n   - finish the importer spec: the ledger tables come next\n"
     assert judge_one(strong, summary) == [("Do not touch the ledger tables", True, "below-precision:not-quoted-long")]
-    assert judge_one(strong, summary, precision="balanced") == [
+    assert judge_one(strong, summary, precision="balanced")[0][1] is True
+    assert judge_one(strong, summary, precision="recall") == [
         ("Do not touch the ledger tables", False, "not-quoted-long")
     ]
     medium = spec + "Keep the existing ledger tables."
     assert judge_one(medium, summary) == [("Keep the existing ledger tables", True, "below-precision:not-quoted-long")]
-    assert judge_one(medium, summary, precision="balanced")[0][1:] == (False, "not-quoted-long")
+    assert judge_one(medium, summary, precision="recall")[0][1:] == (False, "not-quoted-long")
 
 
 def test_a_long_prompt_that_casts_the_agent_in_a_role_is_a_template_not_the_users_words():
@@ -455,3 +468,127 @@ def test_a_rule_file_read_once_stays_in_view_after_a_boundary_except_at_recall()
     from stream.adapters.compaction import cues
     assert cues.PRECISION_LEVELS["precise"].rule_files_kept and cues.PRECISION_LEVELS["balanced"].rule_files_kept
     assert not cues.PRECISION_LEVELS["recall"].rule_files_kept
+
+
+# --------------------------------------------------------------------------- round 5: plan lines in Japanese
+
+
+def test_a_japanese_plan_line_is_read_when_a_parenthetical_reason_closes_it_or_it_says_out_of_scope():
+    plan = ("## 方針\n- `parse_input()` は使わない（理由はモードの遷移先が違うため）。\n"
+            "- 一括削除は対象外。\n- `save()` は呼ばず `flush()` だけ使う\n"
+            "- 設定画面への適用は `apply_theme` に限定する\n")
+    cues_read = {cue for _, _, cue in read(plan, "plan", precision="precise")}
+    assert {"ja:neg-item", "ja:out-of-scope", "ja:zu-clause", "ja:limit-to"} <= cues_read
+    # near misses: a description that is not a plan line, a "no need", a question
+    assert read("このモジュールは外部ライブラリを使わない設計です（読みやすさのため）", "typed") == []
+    assert read("- 削除は不要（あとで確認）", "plan") == []
+    assert read("- これは対象外ですか？", "plan") == []
+
+
+def test_a_foreign_plan_rule_whose_code_names_the_summary_names_but_never_beside_a_negation_is_dropped_at_precise():
+    rule = "# 計画\n\n- `parse_input()` は使わない（遷移先が違う）。"
+    dropped = "Summary: implemented the mode switch; `parse_input()` handles the Esc key now."
+    [(_, carried, cue)] = judge_one(rule, dropped, channel="plan")
+    assert (carried, cue) == (False, "plan-named-unstated")
+    kept = "Summary: implemented the mode switch without `parse_input()` (plan: not used)."
+    assert judge_one(rule, kept, channel="plan")[0][1:] == (True, "code-name")
+    excluded = "Summary: `parse_input()` explicitly excluded from the new path."
+    assert judge_one(rule, excluded, channel="plan")[0][1:] == (True, "code-name")
+    # no code name at all: nothing to tell a translation from a drop, so only balanced alerts
+    bare = "# 計画\n\n- いずれも振る舞い変更なし（リファクタのみ）。"
+    assert judge_one(bare, dropped, channel="plan")[0][1:] == (True, "below-precision:plan-unstated")
+    assert judge_one(bare, dropped, channel="plan", precision="balanced")[0][1:] == (False, "plan-unstated")
+
+
+def test_japanese_keep_and_elliptic_requests_and_a_kanji_only_line_of_a_japanese_message():
+    plan = "# 計画\n\n- `data-role` 属性はそのまま残す（理由は上記）\n- 実行時間: 大幅短縮（初期化不要）\n"
+    found = read(plan, "plan", precision="precise")
+    assert [(form, cue) for _, form, cue in found] == [("preserve", "ja:keep-plain")]  # 不要 is "unneeded" in ja
+    assert read("ログは残さないで、毎回確認しないように", precision="precise")
+    assert read("エラーが出ないように修正しました。", precision="precise") == []  # a report, not a request
+    assert read("# Plan\n\n**Generated files (read-only):**\n- gen/a.py\n", "plan", precision="precise")
+
+
+def test_a_deferral_marker_closing_the_clause_an_order_of_work_and_paired_refusals_are_read():
+    assert [(f, c) for _, f, c in read("Let's worry about the Java 21 upgrade later on.", precision="precise")] == [
+        ("defer", "defer-marker")]
+    assert read("we can deal with the cache invalidation afterwards", precision="precise")
+    assert [(f, c) for _, f, c in read("We should first agree on a design before writing any code.",
+                                       precision="precise")] == [("restraint", "restraint")]
+    assert read("I looked at it later on.", precision="precise") == []  # a report
+    steps = "# Plan\n\n## Step 4\n1. Save the session state\n2. No state transitions, no cleanup\n"
+    assert {c for _, _, c in read(steps, "plan", precision="precise")} == {"no-x-paired"}
+    assert read("# Plan\n\n## Step 4\n1. Save the session state\n2. No errors, no warnings\n", "plan",
+                precision="precise") == []  # a report of a step
+
+
+def test_a_non_latin_rules_plain_latin_words_speak_for_it_only_when_it_names_nothing_more_specific():
+    from stream.adapters.compaction.judge_rules import code_names
+
+    assert code_names("`render_text()` は使わない（format が違う）") == {"render_text()"}
+    assert code_names("Redisのキャッシュは使わないで") == {"redis"}
+
+
+def test_polish_has_a_table_of_its_own_negative_imperatives_must_not_keep_and_list_items():
+    assert [c for _, _, c in read("Proszę nie zmieniaj plików konfiguracyjnych w katalogu config.")] == [
+        "pl:nie-imperative"]
+    assert [c for _, _, c in read("Nie wolno commitować bezpośrednio do gałęzi main, to jest ważne.")] == [
+        "pl:must-not"]
+    assert [f for _, f, _ in read("Zostaw ten moduł bez zmian, tak jak jest teraz w repozytorium.")] == ["preserve"]
+    plan = ("# Plan wdrożenia\n\nTen plan opisuje eksport raportów do pliku CSV dla działu księgowości.\n\n"
+            "## Zasady\n- Bez nowych zależności w projekcie\n")
+    assert [c for _, _, c in read(plan, "plan")] == ["pl:neg-item"]
+    # near misses: a question, a non-necessity, a description
+    assert read("Czy możesz nie dodawać nowych zależności do tego projektu?") == []
+    assert read("Nie trzeba zmieniać README w tym zadaniu, jest aktualne.") == []
+    assert read("Ten moduł nie działa poprawnie od wczoraj i nie wiem dlaczego.") == []
+
+
+def test_a_sentence_that_names_the_thing_with_a_restating_word_of_the_rules_form_keeps_it_below_precise():
+    limit = "# 計画\n\n- ヘルパーの適用は `apply_theme` に限定する\n"
+    only = "Summary: the helper now serves `apply_theme` only; the dialogs were left as they were."
+    assert judge_one(limit, only, channel="plan")[0][1] is True
+    unrelated = "Summary: `apply_theme` was renamed in the settings screen."
+    assert judge_one(limit, unrelated, channel="plan")[0][1:] == (False, "plan-named-unstated")
+    skip = "# 計画\n\n- `legacy_sync()` は呼ばず `sync()` を使う\n"
+    assert judge_one(skip, "Summary: `legacy_sync()` was omitted from the new path.", channel="plan")[0][1] is True
+
+
+def test_korean_and_chinese_plan_lines_scope_exclusions_plain_keeps_and_restrictions():
+    ko = ("# 계획\n\n이 계획은 내보내기 기능을 구현하는 방법을 설명합니다.\n\n- 기존 API는 유지한다\n"
+          "- 대량 삭제는 범위 밖\n- 현재 캐시는 동작하지 않는다\n")
+    assert {c for _, _, c in read(ko, "plan", precision="precise")} == {"ko:keep-plain", "ko:out-of-scope"}
+    zh = ("# 计划\n\n这个计划说明如何实现导出功能。\n\n- 批量删除不在本次范围内\n"
+          "- 新的辅助函数仅限于 `export_csv` 使用\n")
+    assert {c for _, _, c in read(zh, "plan", precision="precise")} == {"zh:out-of-scope", "zh:limit-to"}
+
+
+def test_a_restating_word_must_stand_beside_the_rules_name_not_anywhere_in_its_sentence():
+    rule = "Don't open the upstream PR for now."
+    first = f'Summary.\n\n6. All user messages:\n   - "{rule}"\n'
+    gone = 'Summary.\n\n6. All user messages:\n   - "now the totals row"\n'
+    far = gone + ("\n7. Pending Tasks:\n   - traced the upstream rename to a PR body annotation in the weekly report, "
+                  "which says unchanged\n")
+    assert judge_one(rule, far, (first,))[0][1:] == (False, "unquoted-again-unstated")
+    near = gone + "\n7. Pending Tasks:\n   - the upstream PR stays unopened for now, as the user asked\n"
+    assert judge_one(rule, near, (first,))[0][1] is True
+
+
+def test_japanese_stop_it_and_keep_it_as_it_is_requests_but_not_reports_or_no_need():
+    assert [c for _, _, c in read("毎回コミットするのはやめてください。")] == ["ja:stop-it"]
+    assert [f for _, f, _ in read("いや、元の案のままいこう。")] == ["preserve"]
+    assert read("テストを書くのはやめてしまった。") == []  # a report
+    assert read("このファイルは変更しなくていいです。") == []  # no need
+
+
+def test_korean_stop_it():
+    assert [c for _, _, c in read("매번 커밋하는 건 그만하세요.")] == ["ko:stop-it"]
+
+
+def test_indonesian_and_ukrainian_have_tables_of_their_own():
+    assert [c for _, _, c in read("Tolong jangan ubah file konfigurasi di folder config.")] == ["id:jangan"]
+    assert [c for _, _, c in read("Kamu tidak boleh commit langsung ke branch main.")] == ["id:must-not"]
+    assert read("Tidak perlu ubah README untuk tugas ini.") == []  # no need
+    assert [c for _, _, c in read("Будь ласка, не змінюй конфігураційні файли в каталозі config.")] == [
+        "uk:neg-imperative"]
+    assert read("Не потрібно змінювати README для цього завдання.") == []  # no need

@@ -63,6 +63,8 @@ def _english_rows() -> tuple[Cue, ...]:
         _en("forbidden", "explicit", "high", p._FORBIDDEN.pattern, "V-ing X is forbidden / X is off-limits"),
         _en("fronted-please-not", "explicit", "medium", p._FRONTED_PLEASE_NOT.pattern, "X please not V"),
         _en("out-of-scope-lead", "explicit", "high", r"^(?:out of scope|non-goals?):", "Out of scope: X"),
+        _en("purpose-prevent", "explicit", "medium", r"^<imperative> ... to prevent / avoid X",
+            "an instruction whose purpose forbids a result: 'add a lock to prevent two workers from writing'"),
         _en(
             "negated-list-item",
             "explicit",
@@ -87,6 +89,8 @@ def _english_rows() -> tuple[Cue, ...]:
             "a 'no X' item of a list of decisions / constraints",
         ),
         _en("no-x-instruction-list", "explicit", "low", p._NO_NP.pattern, "a 'no X' item of a list of instructions"),
+        _en("no-x-paired", "explicit", "medium", p._NO_PAIR.pattern,
+            "a plan step or instruction item that is only refusals: 'No X, no Y'"),
         _en("no-x-parenthetical", "explicit", "medium", p._NO_NP.pattern, "(no X) on an instruction or a decision"),
         _en("no-x-forceful", "explicit", "medium", p._NO_NP_DIRECTIVE.pattern, "no new X / no X in this PR / pls no X"),
         _en("no-x-then-instead", "explicit", "low", p._NO_NP.pattern, "no X, do Y instead"),
@@ -130,6 +134,8 @@ def _english_rows() -> tuple[Cue, ...]:
             "a requirement (should not be V-ed / No changes to X) in a plan's context section",
         ),
         _en("plan-no-x", "explicit", "medium", p._NO_NP.pattern, "a plan's sentence or item that is only 'No X'"),
+        _en("plan-not-recommended", "explicit", "medium", p._NOT_RECOMMENDED.pattern,
+            "a plan's decision against an action: 'X is not recommended at this time'"),
         _en("plan-paren-not", "contrastive", "medium", p._PAREN_NOT.pattern, "a plan item with '(not Y)'"),
         _en("paren-unchanged", "preserve", "medium", p._PAREN_KEEP.pattern, "X (unchanged) / ### X (no changes)"),
         _en(
@@ -165,12 +171,20 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 r"(?:ては|ちゃ|じゃ|では)(?:いけない|いけません|だめ|ダメ|駄目|ならない|なりません)",
             ),
             ("not-to-do", "explicit", "high", r"しないこと|しないように(?:して|お願い|ください|下さい|しましょう)"),
+            # "X はやめてください" / "X するのはやめよう": stop doing X (not "やめてしまった", a report)
+            ("stop-it", "explicit", "high",
+             r"(?:のは|は|を|も)(?:やめ|止め)(?:て(?!しま|い[たる]|から|お[りい])(?:ください|下さい|ほしい|欲しい|くれ|ね|よ)?"
+             r"|ましょう|よう)"),
+            # a request cut short at "so that it does not": "毎回尋ねないように。"
+            ("not-to-do-elliptic", "explicit", "medium",
+             r"(?<!でき)(?<!いけ)(?<!なら)(?<!から)ないように\s*[。．.!！]?\s*$"),
             ("forbidden", "explicit", "medium", r"禁止|厳禁"),
             (
                 "keep-as-is",
                 "preserve",
                 "medium",
-                r"(?:その|この)?ままに?して(?:ください|下さい|おいて)?|そのままで(?:いい|お願い|残)|を?維持して|を?残して(?:ください|下さい|おいて)|変更しないで",
+                r"(?:その|この)?ままに?して(?:ください|下さい|おいて)?|そのままで(?:いい|お願い|残)|を?維持して|を?残して(?:ください|下さい|おいて)|変更しないで"
+                r"|のままで?(?:いこう|行こう|いきましょう|行きましょう|お願い)",
             ),
             (
                 "later",
@@ -191,15 +205,33 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 "explicit",
                 "medium",
                 r"(?:変更|修正|追加|削除|導入|使用|編集|作成|実装|公開|コミット|プッシュ|マージ|リネーム|リファクタ\w*)(?:は|を)?(?:し|せ)(?:ない|ず|ません)(?:こと|ように)?\s*[。.]?\s*$"
-                r"|(?:触ら|使わ|変え|消さ|入れ|書か|いじら|壊さ|増やさ|足さ|加え|動かさ|戻さ|作ら|残さ)(?:ない|ず|ません)(?:こと|ように)?\s*[。.]?\s*$"
+                r"|(?:触ら|使わ|変え|消さ|入れ|書か|いじら|壊さ|増やさ|足さ|加え|動かさ|戻さ|作ら|残さ|呼ば)(?:ない|ず|ません)(?:こと|ように)?\s*[。.]?\s*$"
                 r"|(?:は|の)?(?:なし|無し)\s*[。.)）]?\s*$|禁止\s*[。.]?\s*$",
                 "item",
             ),
+            # the -zu (without doing) form of an action verb inside a plan line: "`f()` は呼ばず `g()` で計算"
+            (
+                "zu-clause",
+                "explicit",
+                "medium",
+                r"(?:(?:変更|修正|追加|削除|導入|使用|編集|作成|実装|公開|コミット|プッシュ|マージ)(?:は|を)?せず"
+                r"|(?:触ら|使わ|変え|消さ|書か|いじら|壊さ|増やさ|動かさ|呼ば|作ら)ず)(?=[\s、，,。）)]|$)",
+                "item",
+            ),
+            # a plan line's plain (dictionary) form of a keep verb: "`X` 属性はそのまま残す", "既存の API を維持する"
+            ("keep-plain", "preserve", "medium",
+             r"(?:その|この|現状の)?まま(?:残す|にする|とする|維持する|使う)"
+             r"|(?:を|は)(?:維持|保持)する|(?:は|を)変更しない", "item"),
+            # a restriction of a plan line / list item: "X の適用は Y に限定する"
+            ("limit-to", "contrastive", "medium", r"(?:のみ|だけ)?に(?:限定|限る|限ります|留める|とどめる)", "item"),
+            # a scope exclusion closing a plan line / list item: "X は対象外", "X はスコープ外"
+            ("out-of-scope", "explicit", "medium",
+             r"(?:は|も)?(?:対象外|スコープ外|範囲外)(?:とする|です|にする)?\s*[。.]?\s*$", "item"),
         ],
         "veto": [
             ("question", r"[?？]\s*$|(?:ですか|ますか|でしょうか|かな)\s*[。]?\s*$"),
             ("hedged", r"かも|たぶん|多分|もしかして|かもしれ"),
-            ("no-need", r"なくても(?:いい|大丈夫|良い)|必要(?:は)?ない|必要ありません|不要"),
+            ("no-need", r"なくても(?:いい|大丈夫|良い)|なくて(?:いい|良い|大丈夫)|必要(?:は)?ない|必要ありません|不要"),
         ],
     },
     "zh": {
@@ -233,6 +265,9 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ),
             ("skip-for-now", "defer", "medium", r"(?:暂时|暫時|先)(?:跳过|跳過|不做|搁置|擱置|不管)"),
             ("rather-than", "contrastive", "medium", r"而(?:不是|非)\S"),
+            # a plan line's scope exclusion and restriction: "X 不在本次范围内", "仅限于 X"
+            ("out-of-scope", "explicit", "medium", r"(?:不在|超出)(?:本次|这次|此次)?(?:的)?(?:范围|範圍)", "item"),
+            ("limit-to", "contrastive", "medium", r"(?:仅|僅|只)(?:限于|限於|用于|用於)", "item"),
             (
                 "neg-item",
                 "explicit",
@@ -252,6 +287,8 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
         "instruction": [
             ("neg-imperative", "explicit", "high", r"지\s*(?:마|말아|말고|말라|말\s*것|맙시다|마세요|마십시오)"),
             ("must-not", "explicit", "high", r"(?:면|으면)\s*안\s*(?:돼|됩니다|된다|되요|돼요|됨)"),
+            ("stop-it", "explicit", "high",
+             r"(?:은|는|을|를)?\s*그만\s*(?:해|하세요|해\s*주세요|하자|합시다|둬|두세요)"),
             ("forbidden", "explicit", "medium", r"금지"),
             (
                 "keep-as-is",
@@ -269,11 +306,17 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 r"|(?:변경|수정|추가|삭제|사용|도입)\s*(?:금지|없음|안\s*함)\s*[.]?\s*$",
                 "item",
             ),
+            # a plan line's scope exclusion and plain-form keep: "X는 범위 밖", "X 제외", "기존 API는 유지한다"
+            ("out-of-scope", "explicit", "medium",
+             r"(?:범위\s*(?:밖|외)|대상\s*(?:밖|외)|(?:에서|은|는)?\s*제외)(?:한다|함|합니다)?\s*[.]?\s*$", "item"),
+            ("keep-plain", "preserve", "medium", r"(?:유지한다|유지함|그대로\s*(?:둔다|둠|유지))\s*[.]?\s*$", "item"),
         ],
         "veto": [
             ("question", r"[?？]\s*$|(?:까|나요|니|냐)\s*$"),
             ("hedged", r"아마|혹시|것\s*같"),
             ("no-need", r"필요\s*없|안\s*해도\s*(?:돼|됩니다|괜찮)"),
+            # "현재 캐시는 동작하지 않는다": a state, not a rule
+            ("description", r"^\W*(?:현재|아직|이미|기존에는|원래)\s"),
         ],
     },
     "es": {
@@ -425,6 +468,50 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ("no-need", r"\b(?:pas\s+besoin|pas\s+nécessaire|pas\s+obligé)\b"),
         ],
     },
+    "pl": {
+        "instruction": [
+            # "nie" + a 2nd-person imperative (-aj / -uj / -ij / -yj and the irregular ones), or a polite infinitive
+            (
+                "nie-imperative",
+                "explicit",
+                "high",
+                r"\bnie\s+(?:(?:\S+\s+){0,2}?)(?:\w+(?:aj|uj|ij|yj)(?:cie|my)?|rób|róbcie|twórz|pisz|ruszaj|dotykaj|usuwaj|"
+                r"zmieniaj|dodawaj|commituj|pushuj|instaluj|używaj|wrzucaj|kasuj|psuj|zmień|usuń|dodaj|rusz)\b"
+                r"|\b(?:proszę|prosze)\s+(?:\S+\s+){0,3}?nie\s+\w+(?:ać|ić|yć|eć|ować)\b",
+            ),
+            ("must-not", "explicit", "high", r"\bnie\s+(?:wolno|możesz|mozesz|powinieneś|powinienes|należy|nalezy)\b"
+             r"|\bzakaz\w*\b|\bzabronion\w*\b|\bw\s+żadnym\s+wypadku\b|\bnigdy\s+nie\b"),
+            ("avoid", "explicit", "high", r"^(?:proszę\s+)?unikaj\w*\b"),
+            (
+                "keep-as-is",
+                "preserve",
+                "medium",
+                r"\b(?:zostaw|pozostaw|zachowaj|utrzymaj)\w*\b.{0,40}?\b(?:bez\s+zmian|tak\s+jak\s+jest|jak\s+jest|nietknięt\w*)\b"
+                r"|^(?:proszę\s+)?(?:zachowaj|utrzymaj)\s+\w",
+            ),
+            ("later", "defer", "medium",
+             r"\b(?:na\s+później|zostaw\w*\s+(?:to\s+)?na\s+później|odłóż\w*|później\s+się\s+tym)"),
+            (
+                "ask-first",
+                "restraint",
+                "medium",
+                r"\b(?:zapytaj|spytaj)\s+mnie\s+(?:przed|najpierw|zanim)\b|\bpoczekaj\s+na\s+(?:moją|moja|mój|moje)\s+\w+"
+                r"|\bsam\s+(?:to\s+)?zrobię\b|\bzrobię\s+to\s+sam\b",
+            ),
+            (
+                "neg-item",
+                "explicit",
+                "medium",
+                r"^(?:\W*)(?:bez\s+\w|nie\s+\w|żadn\w*\s+\w|zadn\w*\s+\w|nigdy\s+\w)",
+                "item",
+            ),
+        ],
+        "veto": [
+            ("question", r"\?"),
+            ("hedged", r"\b(?:może|moze|chyba|wydaje\s+mi\s+się|myślę|nie\s+wiem)\b"),
+            ("no-need", r"\bnie\s+(?:trzeba|musisz|musimy|potrzeba|jest\s+potrzebn\w*)\b"),
+        ],
+    },
     "de": {
         "instruction": [
             ("bitte-nicht", "explicit", "high", r"\bbitte\s+(?:\S+\s+){0,5}?(?:nicht|nie|niemals|keine?n?)\b"),
@@ -519,6 +606,48 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ("question", r"\?"),
             ("hedged", r"\b(?:может\s+быть|наверное|возможно|кажется)\b"),
             ("no-need", r"\bне\s+(?:нужно|надо|обязательно)\b"),
+        ],
+    },
+    "uk": {
+        "instruction": [
+            (
+                "neg-imperative",
+                "explicit",
+                "high",
+                r"(?:^|[\s,.;:!—-])не\s+(?:\w+\s+)?(?:чіпай|чіпайте|змінюй|змінюйте|видаляй|видаляйте|додавай|додавайте|"
+                r"роби|робіть|комміть|пуш|використовуй|використовуйте|ламай|ламайте|запускай|запускайте|пиши|пишіть|"
+                r"створюй|створюйте|редагуй|редагуйте|переписуй|переписуйте|\w+(?:айте|яйте|уйте|іть))\b",
+            ),
+            ("never", "explicit", "high", r"\bніколи\s+не\b"),
+            ("forbidden", "explicit", "medium", r"\b(?:заборонено|не\s+можна)\b"),
+            ("keep-as-is", "preserve", "medium",
+             r"\b(?:залиш|залиште|збережи|збережіть)\b.{0,40}?\b(?:як\s+є|без\s+змін)\b"),
+            ("neg-item", "explicit", "medium",
+             r"^(?:\W*)(?:не\s+\w+(?:ати|яти|іти|ити|ути)(?:ся)?\b|без\s+\w|жодних\s+\w|ніколи\s+не\b)", "item"),
+            ("ask-first", "restraint", "medium",
+             r"\b(?:спитай|запитай)\s+(?:мене\s+)?(?:спочатку|перед)|\bчекай\s+(?:на\s+)?мого\s+(?:підтвердження|схвалення)"),
+        ],
+        "veto": [
+            ("question", r"\?"),
+            ("hedged", r"\b(?:може|мабуть|можливо|здається)\b"),
+            ("no-need", r"\bне\s+(?:потрібно|треба|обов'язково)\b"),
+        ],
+    },
+    "id": {
+        "instruction": [
+            ("jangan", "explicit", "high", r"\b(?:tolong\s+|mohon\s+)?jangan\s+\w"),
+            ("must-not", "explicit", "high", r"\b(?:tidak\s+boleh|dilarang)\b"),
+            ("keep-as-is", "preserve", "medium",
+             r"\b(?:biarkan|pertahankan)\b.{0,40}?\b(?:seperti\s+(?:itu|apa\s+adanya)|apa\s+adanya|tanpa\s+perubahan)\b"
+             r"|^(?:tolong\s+)?pertahankan\s+\w"),
+            ("neg-item", "explicit", "medium", r"^(?:\W*)(?:tanpa\s+\w|tidak\s+(?:ada\s+)?\w+|jangan\s+\w)", "item"),
+            ("ask-first", "restraint", "medium", r"\btanya(?:kan)?\s+(?:saya|aku)\s+(?:dulu|sebelum)\b"
+                                                 r"|\btunggu\s+(?:persetujuan|konfirmasi)\s+(?:saya|aku)\b"),
+        ],
+        "veto": [
+            ("question", r"\?"),
+            ("hedged", r"\b(?:mungkin|kayaknya|sepertinya)\b"),
+            ("no-need", r"\btidak\s+(?:perlu|usah|harus)\b|\bgak\s+usah\b|\bnggak\s+usah\b"),
         ],
     },
     "it": {
@@ -691,7 +820,17 @@ DROP_CUES: tuple[Cue, ...] = (
         "*",
         "drop",
         None,
-        "the same, but this summary still names one of the rule's code names",
+        "the same, but this summary still names one of the rule's code names (or, in English, two thirds of its naming "
+        "words), in a sentence with a negation, keep or deferral word",
+        "medium",
+    ),
+    Cue(
+        "unquoted-again-unstated",
+        "*",
+        "drop",
+        None,
+        "an earlier summary quoted the rule; this one names its code names only in sentences without a negation, keep "
+        "or deferral word (the thing is there, the rule about it is not)",
         "medium",
     ),
     Cue(
@@ -712,6 +851,15 @@ DROP_CUES: tuple[Cue, ...] = (
         "high",
     ),
     Cue("plan-unstated", "*", "drop", None, "a rule of an approved plan the summary does not state", "medium"),
+    Cue(
+        "plan-named-unstated",
+        "*",
+        "drop",
+        None,
+        "a plan rule whose code names the summary still names, but never beside a negation, keep, deferral or scope "
+        "word (the thing is there, the rule about it is not)",
+        "medium",
+    ),
     Cue(
         "not-quoted",
         "*",
@@ -799,20 +947,23 @@ class Level:
 #: Precise: both decisions strong — an instruction cue of strength high or medium and a structural drop (a quote
 #: lost with no code name left, a plan rule none of whose code names is left, a keep rule whose thing was removed),
 #: or, for an English rule and a summary with no list of the user's messages (OpenHands), no restatement at all.
-#: A long message's rule the summary's list does not quote is balanced: across the four folds (DEV, T, T2, H) that
-#: drop scored 40 / 28 (pasted documents, templates, status dumps). A rule file read once (nested CLAUDE.md) counts
+#: The thing left of the rule only a mention (no sentence naming it has a negation / keep / deferral word) is
+#: precise too (``*-unstated``). A long message's rule the summary's list does not quote is recall only: across the
+#: four folds of round 4 (DEV, T, T2, H) that drop scored 40 / 28, on round 5's P + R 0 / 64 (pasted documents,
+#: templates, status dumps). A rule file read once (nested CLAUDE.md) counts
 #: as in view after a boundary at precise and balanced, as the labels take it (root alerts for it: H 0 / 10, no gold
 #: rule from a rule file in any fold); recall still asks for its re-injection.
-_PRECISE = frozenset({"unquoted-again", "removed", "plan-no-trace", "not-quoted-no-trace", "unmatched"})
+_PRECISE = frozenset({"unquoted-again", "unquoted-again-unstated", "removed", "plan-no-trace", "plan-named-unstated",
+                      "not-quoted-no-trace", "unmatched"})
 _LONG = frozenset({"not-quoted-long", "not-quoted-long-no-trace"})
-_BALANCED = _PRECISE | _LONG | {"unquoted-again-traced", "plan-unstated", "not-quoted"}
+_BALANCED = _PRECISE | {"unquoted-again-traced", "plan-unstated", "not-quoted"}
 #: The levels of the precision setting (``--judge-precision`` / ``CG_JUDGE_PRECISION``); measured in docs/REAL_LOGS.md.
 PRECISION_LEVELS: dict[str, Level] = {
     "precise": Level("precise", frozenset({"high", "medium"}), _PRECISE,
                      _PRECISE - {"unmatched", "not-quoted-no-trace"}, False, rule_files_kept=True),
     "balanced": Level("balanced", frozenset(STRENGTHS), _BALANCED, _BALANCED - {"unmatched"}, False,
                       rule_files_kept=True),
-    "recall": Level("recall", frozenset(STRENGTHS), _BALANCED | {"uncertain"}, _BALANCED, True),
+    "recall": Level("recall", frozenset(STRENGTHS), _BALANCED | _LONG | {"uncertain"}, _BALANCED | _LONG, True),
 }
 DEFAULT_PRECISION = "precise"
 
@@ -833,7 +984,9 @@ _ENGLISH_WORDS = frozenset(
     "the a an and or to of in on for is are was were be it this that with not don't dont do does no you we i me my "
     "please can should would will use add fix make it's let's just also but so if then keep what why how when all "
     "from at by as have has need want now here there one more any some only new yes ok".split())
-_CODE = re.compile(r"`[^`]*`|\S*(?:[/\\_=<>{}()\[\]#]|\.\w)\S*|\b[A-Z]{2,}\b|\w*\d\w*")
+#: Code in a line (ignored when telling its language); a run of code stops at CJK text, which has no spaces to end it.
+_NC = r"[^\s\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]"
+_CODE = re.compile(rf"`[^`]*`|{_NC}*(?:[/\\_=<>{{}}()\[\]#]|\.\w){_NC}*|\b[A-Z]{{2,}}\b|\w*\d\w*")
 _LATIN = (
     "en",
     "es",
@@ -868,7 +1021,7 @@ def _identifier():
 def language_of(line: str) -> str:
     """The language of one line of prose: ISO 639-1, or ``"und"`` (too little to tell: read as English).
 
-    Scripts decide first (kana -> ja, hangul -> ko, han -> zh, Cyrillic -> ru / uk, ...); a
+    Scripts decide first (kana -> ja, also one kana among han; hangul -> ko, han -> zh, Cyrillic -> ru / uk, ...); a
     Latin-script line of at least three words that is not plainly English goes to
     py3langid (restricted to Latin-script languages; deterministic). Code (paths,
     identifiers, back-ticked spans) is ignored.
@@ -877,6 +1030,8 @@ def language_of(line: str) -> str:
     letters = _LETTER.findall(prose)
     if len(letters) < 2:
         return "und"
+    if _SCRIPTS[0][1].search(prose) and _SCRIPTS[2][1].search(prose):
+        return "ja"  # Chinese has no kana: one particle (は, の) in a line of kanji is Japanese
     for lang, script in _SCRIPTS:
         hits = len(script.findall(prose))
         if hits >= 2 and (hits * 4 >= len(letters) or lang in ("ja", "ko")):
@@ -914,6 +1069,8 @@ def language_in(line: str, main: str) -> str:
     """The language of one line of a message whose language is ``main``: a line too short to tell (a plan bullet
     "Sin dependencias nuevas") or not plainly English is read in the message's language."""
     lang = language_of(line)
+    if main == "ja" and lang == "zh":
+        return "ja"  # a line of kanji alone ("実行時間: 大幅短縮") in a Japanese message is Japanese
     if main == "en" or lang not in ("en", "und"):
         return lang
     words = re.findall(r"[^\W\d_]+(?:'[^\W\d_]+)?", _CODE.sub(" ", line).lower())
@@ -929,7 +1086,9 @@ _FUNCTION_WORDS = {
     "de": frozenset("der die das und ist nicht ein eine mit für auf zu den dem des nur auch".split()),
     "it": frozenset("il lo la gli le di del della che per con non una è sono questo questa anche".split()),
     "vi": frozenset("không của và là có cho này các những được với một trong để".split()),
+    "pl": frozenset("nie się jest to na w z że do jak co ale czy od po tak tylko jeszcze już".split()),
+    "id": frozenset("yang dan di ini itu untuk dengan tidak dari ke ada akan juga saja bisa sudah".split()),
 }
 
 #: Tables of Latin-script languages: their lines are cut into sentences like English ones.
-LATIN_TABLES = frozenset({"es", "pt", "fr", "de", "it", "vi"})
+LATIN_TABLES = frozenset({"es", "pt", "fr", "de", "it", "vi", "pl", "id"})

@@ -61,7 +61,8 @@ _CODE_NAME = re.compile(
     r"\b[a-z]+_[a-z_]+\b|\b[A-Za-z][a-z0-9]+[A-Z]\w*\b)"
 )
 _NEGATION_OR_KEEP = re.compile(r"\b(?:not?|never|don'?t|without|avoid\w*|keep\w*|kept|unchanged|untouched|preserv\w*|"
-                               r"off[- ]limits|forbid\w*|prohibit\w*)\b|ない|不|别|禁止|保持|지\s*마|금지|유지", re.I)
+                               r"off[- ]limits|forbid\w*|prohibit\w*|out\s+of\s+scope|exclud\w*|limited\s+to|"
+                               r"restricted\s+to|instead)\b|ない|不|别|禁止|保持|지\s*마|금지|유지", re.I)
 
 
 def tokens(text: str) -> list[str]:
@@ -149,9 +150,11 @@ _NON_LATIN = re.compile(rf"[{_CJK}\u0400-\u04ff]")
 @lru_cache(maxsize=65_536)
 def code_names(rule: str) -> frozenset[str]:
     """What a rule names that survives translation and paraphrase: back-ticked spans, paths, file names, identifiers,
-    acronyms, numbers of two digits or more, flags; in a rule in a non-Latin script, every Latin-script word too."""
+    acronyms, numbers of two digits or more, flags; in a rule in a non-Latin script that has none of those, its
+    Latin-script words ("Redis" in a Japanese rule)."""
     names = {(m.group(1) or m.group(2) or "").strip() for m in _NAME.finditer(rule)}
-    if _NON_LATIN.search(rule):
+    names = {n for n in names if len(n.strip()) >= 2}
+    if _NON_LATIN.search(rule) and not names:  # the most specific names speak for it: plain words only when none
         names |= set(_LATIN_WORD.findall(rule))
     return frozenset(unicodedata.normalize("NFKC", n).casefold().rstrip(".") for n in names if len(n.strip()) >= 2)
 
@@ -320,11 +323,18 @@ class RulesJudge:
             return matcher_cue
         left = traced(i.text, now)
         share = trace_share(i.text, now) if lang == "en" else 0.0
+        # what is left of it is only named: no sentence that names it has a negation, keep or deferral word
+        named_only = (bool(left) or share >= KEPT_WORDS) and not _restated_near(i.text, i.form, left, now.text,
+                                                                                lang == "en")
         if any(quoted_share(i.text, s) >= QUOTED for s in before):
-            return "unquoted-again-traced" if left or share >= KEPT_WORDS else "unquoted-again"
+            if not left and share < KEPT_WORDS:
+                return "unquoted-again"
+            return "unquoted-again-unstated" if named_only else "unquoted-again-traced"
         no_trace = not left and (bool(code_names(i.text)) or lang == "en" and share < NO_TRACE)
         if c.channel == "plan":
-            return "plan-no-trace" if no_trace else "plan-unstated"
+            if no_trace:
+                return "plan-no-trace"
+            return "plan-named-unstated" if named_only else "plan-unstated"
         if c.channel in _USER_WORDS and now.lists_user_messages:
             if len(c.text) > QUOTABLE:
                 return "not-quoted-long-no-trace" if no_trace else "not-quoted-long"
@@ -334,6 +344,10 @@ class RulesJudge:
 
 #: A list item (or a plan's line) longer than this is a paragraph, not a constraint: item cues do not read it.
 ITEM_CHARS = 240
+
+
+#: A parenthetical (a reason, an example) that closes a sentence: cues anchored at the end read what is before it.
+_TRAILING_PAREN = re.compile(r"\s*[（(][^（）()]{1,200}[）)]\s*[。.．]?\s*$")
 
 
 def _read_foreign(table: cues.ForeignTable, lines: list[tuple[str, bool]], source: str) -> list[Prohibition]:
@@ -352,10 +366,11 @@ def _read_foreign(table: cues.ForeignTable, lines: list[tuple[str, bool]], sourc
             s = sentence.strip()
             if len(s) < 3 or any(pattern.search(s) for _, pattern in table.veto):
                 continue
+            core = _TRAILING_PAREN.sub("", s)  # "X は使わない（理由）": the reason is not the rule's end
             for cue, pattern in table.instruction:
                 if cue.scope == "item" and not item:
                     continue
-                if pattern.search(s):
+                if pattern.search(s) or (core != s and pattern.search(core)):
                     out.append(make_prohibition(s[:500], source=source, form=cue.form or "explicit",
                                                 cue=f"{table.lang}:{cue.name}"))
                     break
@@ -366,9 +381,68 @@ def _read_foreign(table: cues.ForeignTable, lines: list[tuple[str, bool]], sourc
 _REMOVAL = re.compile(
     r"\b(?:remov\w*|delet\w*|dropp\w*|replac\w*|rewr[io]t\w*|renam\w*|migrat\w*\s+away|got\s+rid|"
     r"entfernt|gelöscht|ersetzt|supprimé\w*|remplacé\w*|eliminad\w*|borrad\w*|reemplazad\w*|removid\w*|"
-    r"substituíd\w*|rimoss\w*|sostituit\w*|удал[её]н\w*|замен[её]н\w*)\b|削除|置き換え|删除|删掉|替换|替換|삭제|제거|교체",
+    r"substituíd\w*|rimoss\w*|sostituit\w*|usunięt\w*|zastąpion\w*|удал[её]н\w*|замен[её]н\w*)\b|削除|置き換え|删除|删掉|替换|替換|삭제|제거|교체",
     re.I,
 )
+
+
+#: Words near a rule's name that may restate it (any table's language): a negation, keep or scope word, and by the
+#: rule's form a deferral (defer) or an ask / wait word (restraint).
+_RESTATING = re.compile(_NEGATION_OR_KEEP.pattern + r"|\b(?:retain\w*|intact|read[- ]only|declin\w*|reject\w*|"
+                        r"refus\w*|omit\w*|skipp\w*|left\s+out|unused|bypass\w*|stop\w*|refrain\w*|(?:decided|advised)\s+against|"
+                        r"disallow\w*|bann\w*|remain\w*|as[- ]is|untouched)\b|そのまま", re.I)
+_RESTATING_BY_FORM = {
+    "defer": re.compile(r"\b(?:later|defer\w*|postpon\w*|for\s+now|until|follow[- ]?up|separate\w*)\b"
+                        r"|後で|保留|以后|之后|暂|나중", re.I),
+    "contrastive": re.compile(r"\b(?:only|rather|solely|exclusively|over|in\s+favou?r\s+of|prefer\w*)\b"
+                              r"|だけ|のみ|只|仅|僅", re.I),
+    "restraint": re.compile(r"\b(?:ask\w*|wait\w*|first|before|approv\w*|confirm\w*|manual\w*|review\w*)\b"
+                            r"|確認|承認|确认|확인", re.I),
+}
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n")
+
+
+@lru_cache(maxsize=64)
+def _sentences_of(summary: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """A summary's sentences (NFKC, casefolded), each with its words."""
+    parts = _SENTENCE_END.split(unicodedata.normalize("NFKC", summary).casefold())
+    return tuple((s, frozenset(tokens(s))) for s in parts if s.strip())
+
+
+def _naming_words(rule: str) -> frozenset[str]:
+    return frozenset(w for w in tokens(rule)
+                     if (len(w) >= 4 or any(ch.isdigit() for ch in w)) and w not in _PLAIN_WORDS)
+
+
+#: How far (characters) a restating word may stand from the rule's name in a summary sentence to be "beside" it.
+NEAR = 40
+
+
+def _restated_near(rule: str, form: str, names: tuple[str, ...], summary: str, english: bool) -> bool:
+    """Whether a summary sentence that names the rule — one of ``names`` (its code names the summary still names, whole
+    tokens), or in English half of its naming words — has a word that could restate it (:data:`_RESTATING`, by form)
+    within :data:`NEAR` characters of one of them: then the trace may be a paraphrase, else only a mention."""
+    named = re.compile("|".join(rf"(?<![\w]){re.escape(n)}(?![\w])" for n in names)) if names else None
+    naming = _naming_words(rule) if english else frozenset()
+    # a word of five letters or less is matched whole ("open" is not "openjdk"), a longer one by its stem
+    stems = {(w, True) if len(w) <= 5 else (w[:-2], False) for w in naming}
+    extra = _RESTATING_BY_FORM.get(form)
+    parts = [rf"(?<![\w]){re.escape(n)}(?![\w])" for n in names]
+    parts += [rf"(?<![\w]){re.escape(st)}" + (r"(?![\w])" if whole else "") for st, whole in stems]
+    anchor = re.compile("|".join(parts)) if parts else None
+    for sentence, words in _sentences_of(summary):
+        share = (sum(st in words if whole else any(t.startswith(st) for t in words) for st, whole in stems)
+                 / len(stems) if stems else 0.0)
+        if not (named is not None and named.search(sentence) or share >= 0.5):
+            continue
+        if len(stems) >= 2 and share < 0.5:
+            continue  # a code name alone ("PR", "21") beside some negation: a coincidence, not a restatement
+        anchors = [m.start() for m in (anchor.finditer(sentence) if anchor is not None else ())]
+        for pattern in (_RESTATING, extra):
+            for m in pattern.finditer(sentence) if pattern is not None else ():
+                if any(abs(m.start() - a) <= NEAR for a in anchors):
+                    return True
+    return False
 
 
 def _code_name_kept(rule: str, summary: str, preserve: bool = False, removed: bool = False) -> str | None:

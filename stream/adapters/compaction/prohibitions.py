@@ -299,6 +299,12 @@ def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, 
             buf = []
             reviewing = True
             continue
+        bold = _BOLD_HEADING.match(stripped)
+        if bold and _PAREN_KEEP_HEADING.search(bold.group(1)):  # "**Source files (read-only):**" over a list
+            yield from flush()
+            yield bold.group(1).strip(" :"), section, False, False, block
+            block += 1
+            continue
         m = _HEADING.match(line)
         if m:
             yield from flush()
@@ -925,7 +931,11 @@ _DEFER = _Lazy("_DEFER",
     r"|^(?:let'?s\s+not|don'?t|do\s+not)\s+bother\s+with\s+.{1,60}?\s+(?:for\s+now|yet|right\s+now|until|till|before)\b"
     r"|^(?:let'?s\s+|please\s+)?(?:skip|leave\s+out|hold\s+off\s+on)\s+.{1,60}?\s+(?:for\s+now|for\s+later|until\s+later|"
     r"for\s+this\s+(?:pr|change|release|round|pass|iteration)|in\s+this\s+(?:pr|change|release|round|pass|iteration)|this\s+time)\b"
-    r"|\bdefer(?:red)?\s+(?:to|until)\s+(?:phase|v\d|later|the\s+next|a\s+later|a\s+follow)",
+    r"|\bdefer(?:red)?\s+(?:to|until)\s+(?:phase|v\d|later|the\s+next|a\s+later|a\s+follow)"
+    # "let's worry about X later on", "we can deal with the cache afterwards": a deferral marker closing the clause
+    r"|^(?:let'?s\s+|we\s+(?:can|should|will|could)\s+)(?:worry\s+about|deal\s+with|think\s+about|look\s+(?:at|into)|"
+    r"get\s+to|revisit|handle|tackle|address|do)\s+.{1,60}?\s+(?:later(?:\s+on)?|afterwards|another\s+time|"
+    r"in\s+a\s+(?:follow[- ]?up|later\s+\w+|separate\s+\w+))\s*[.!]*$",
     re.IGNORECASE,
 )
 _RESTRAINT = _Lazy("_RESTRAINT",
@@ -938,7 +948,10 @@ _RESTRAINT = _Lazy("_RESTRAINT",
     r"|\bthen\s+i'?ll\s+(?:instruct|tell\s+you|let\s+you\s+know|decide)"
     r"|\b(?:wait\s+for\s+(?:me|my)\b|check\s+with\s+me\s+(?:before|first)|ask\s+(?:me\s+)?(?:before|first)\b|"
     r"(?:should|must)\s+(?:always\s+)?ask\s+(?:me\s+)?(?:before|first|or\b)|(?:specifically\s+)?be\s+told\s+to|"
-    r"only\s+when\s+i\s+(?:say|tell|ask)|until\s+i\s+(?:say|tell|ask|confirm|approve))",
+    r"only\s+when\s+i\s+(?:say|tell|ask)|until\s+i\s+(?:say|tell|ask|confirm|approve))"
+    # an order of work: "we should first get a good design before looking into implementation"
+    r"|^(?:we|you|let'?s)\s+(?:should\s+|must\s+|need\s+to\s+|have\s+to\s+)?first\s+\w.{2,80}?\s+before\s+"
+    r"(?:(?:we|you)\s+)?(?:\w+ing|start|begin|implement|touch|change|write|code)\b",
     re.IGNORECASE,
 )
 _IMPLICIT = _Lazy("_IMPLICIT",
@@ -964,6 +977,12 @@ _CONTRAST = _Lazy("_CONTRAST",
     r"([\w`_*'\"~-].{2,120}|\.{1,2}/.{0,120})$",  # (a path: "not ./...")
     re.IGNORECASE,
 )
+#: A plan's decision against an action: "X (is) not recommended (at this time)", "X is discouraged".
+_NOT_RECOMMENDED = _Lazy("_NOT_RECOMMENDED", r"^(?:[\w`.*/-]+\s+){0,6}?(?:is\s+|are\s+)?(?:\w+\s+and\s+)?"
+                         r"(?:not\s+recommended|discouraged)\b", re.I)
+#: The rejected alternative of a directive: "..., rather than adopting X".
+#: ("instead of" is not one: in a plan's step it is an edit, "pass `a` instead of `b`", not a rule: a reviewed negative)
+_RATHER = _Lazy("_RATHER", r"(?:,\s*|\s)rather\s+than\s+(?:[a-z]+ing\b|the\b|a\b|an\b|`|\"|')", re.I)
 #: A leading phrase before a directive: "for the tests use X, not Y", "in the handler, return early".
 _LEADING_PHRASE = _Lazy("_LEADING_PHRASE",
     r"^(?:for|in|on|with|inside|within|during|at|about|regarding)\s+(?:[\w`.'/-]+\s+){1,4}?,?\s*"
@@ -1142,7 +1161,7 @@ _REMOVAL_HOST = _Lazy(
 #: A parenthetical that keeps its host as it is: "API contracts (unchanged)", "the schema (no changes)".
 _PAREN_KEEP = _Lazy(
     "_PAREN_KEEP",
-    r"^(?:stays?\s+)?(?:unchanged|untouched|unmodified|as[- ]is|keep\s+(?:it\s+)?as[- ]is|no\s+changes?|"
+    r"^(?:stays?\s+)?(?:unchanged|untouched|unmodified|as[- ]is|keep\s+(?:it\s+)?as[- ]is|no\s+changes?|read[- ]only|"
     r"do\s+not\s+change|don'?t\s+change|stays?\s+the\s+same|kept\s+as[- ]is)$",
     re.I,
 )
@@ -1150,6 +1169,8 @@ _PAREN_KEEP = _Lazy(
 _NO_CHANGES_TO = _Lazy("_NO_CHANGES_TO", r"^no\s+(?:changes?|modifications?|edits?)\s+(?:to|in)\s+\S.{0,80}$", re.I)
 #: A plan heading that names a work item ("Task 1: Storage integration tests"): what it says is to be done.
 _TASK_HEADING = _Lazy("_TASK_HEADING", r"^(?:\W*)(?:task|phase|part|milestone|stage)\s*[\d#:.-]", re.I)
+#: A bold line that heads a list like a heading: "**Files to modify:**", "**Source files (read-only):**".
+_BOLD_HEADING = _Lazy("_BOLD_HEADING", r"^\*\*([^*\n]{2,80}?)(?::\*\*|\*\*:?)\s*$")
 _PAREN_KEEP_HEADING = _Lazy(
     "_PAREN_KEEP_HEADING",
     r"\((?:unchanged|untouched|unmodified|as[- ]is|keep\s+as[- ]is|no\s+changes?|do\s+not\s+change|"
@@ -1232,6 +1253,18 @@ _EXPLICIT_FRAMES: tuple[tuple[str, re.Pattern[str] | _Lazy, str], ...] = (
     ("forbidden", _FORBIDDEN, "c"),
     ("fronted-please-not", _FRONTED_PLEASE_NOT, "c"),
     ("out-of-scope-lead", re.compile(r"^(?:out\s+of\s+scope(?:\s+for\s+now)?|non-goals?)\s*:\s*\S", re.I), "c"),
+    # an instruction whose purpose forbids a result: "add a lock around the writer to prevent two workers from ..."
+    (
+        "purpose-prevent",
+        re.compile(
+            r"^(?:please\s+)?(?:add|use|make|wrap|put|set|guard|lock|move|split|validate|check|change|update|configure|pin|"
+            r"gate|limit|restrict|mark|filter|scope)\b.{3,120}?\s(?:to|so\s+as\s+to|in\s+order\s+to)\s+(?:prevent|avoid|"
+            r"stop)\s+(?!(?:any\s+|the\s+|further\s+)?(?:issues?|problems?|errors?|bugs?|breakage|confusion|conflicts?|"
+            r"regressions?|mistakes?|duplication|that|this|it)\b)[\w`]",
+            re.I,
+        ),
+        "c",
+    ),
     (
         "avoid-modal",
         re.compile(
@@ -1292,6 +1325,8 @@ def classify_cue(unit: Unit, clause: str, parenthetical: bool, *, source: str) -
     for name, pattern, on in _EXPLICIT_FRAMES:
         if pattern.match(raw if on == "raw" else c):
             return "explicit", lang + name
+    if source == "plan" and _NOT_RECOMMENDED.search(c):
+        return "explicit", "plan-not-recommended"  # a plan's decision: "CLAUDE.md update is not recommended now"
     if _PURPOSE_NOT.match(raw) and source in ("user", "plan") and _purpose_of_directive(clause, sent):
         return "explicit", "purpose-not"  # "refactor X so that it doesn't touch the cache": the result must not
     np = _no_np(c)
@@ -1313,6 +1348,9 @@ def classify_cue(unit: Unit, clause: str, parenthetical: bool, *, source: str) -
                 "explicit",
                 lang + "no-x-parenthetical",
             )  # not "Remove the hover styles (no `cursor-pointer`)": examples
+        if unit.imperative_list and _NO_PAIR.match(_plain(unit.text).strip(" .;*_")) and not any(
+                _NO_RESULT.match(part.strip()) for part in re.split(r"[,;]\s*(?:and\s+|or\s+)?", _plain(unit.text))):
+            return "explicit", lang + "no-x-paired"  # a step that is "No state transitions, no cleanup": two refusals
         if unit.imperative_list:
             return "explicit", lang + "no-x-instruction-list"
         if _then_imperative(clause, unit.sentence):
@@ -1361,7 +1399,7 @@ _HEDGED = _Lazy("_HEDGED",
 #: Preserve rules with another verb than "keep": "maintain X", "stick with X", "leave X unchanged",
 #: "Keep unchanged: ...".
 _PRESERVE_VERB = _Lazy("_PRESERVE_VERB",
-    r"^(?:please\s+)?(?:(?:maintain|preserve|retain)\s+(?:the\s+|our\s+|all\s+|existing\s+|current\s+|backward|backwards|"
+    r"^(?:please\s+)?(?:(?:maintain|preserve|retain)\s+(?:the\s+|our\s+|all\s+|existing\s+|current\s+|backwards?\s+|"
     r"compatibility|`)[\w`*-]"
     r"|(?:stick|stay)\s+with\s+(?:the\s+|our\s+|existing\s+|current\s+|`)?[\w`]"
     r"|leave\s+.{1,60}?\s+(?:unchanged|unmodified|untouched|as\s+(?:it\s+is|they\s+are|is))\b"
@@ -1375,7 +1413,9 @@ _CONSULT = _Lazy("_CONSULT",
     r"^(?:please\s+)?(?:always\s+)?(?:ask|check\s+with|consult|confirm\s+with|ping)\s+me\s+(?:first\b|before\s+\w)"
     r"|^(?:please\s+)?(?:let|have)\s+me\s+(?:review|approve|sign\s+off\s+on)\b.{0,60}\bbefore\s+(?:you|we|it|anything)\b"
     r"|^(?:please\s+)?(?:get|wait\s+for)\s+my\s+(?:approval|ok(?:ay)?|sign[- ]off|go[- ]ahead|confirmation)\s+before\b"
-    r"|\bask\s+me\s+to\s+(?:test|run|check|verify|try|review|approve|merge|deploy|commit|push|confirm)\b",
+    r"|\bask\s+me\s+to\s+(?:test|run|check|verify|try|review|approve|merge|deploy|commit|push|confirm)\b"
+    r"|^(?:please\s+)?(?:always\s+)?run\s+(?:it|this|that|them|those|(?:the|any|your)\s+\w+(?:\s+\w+)?)\s+by\s+me\s+"
+    r"(?:first\b|before\s+\w)",
     re.IGNORECASE,
 )
 #: A dislike stated as a rule: "i don't like it when you X", "i hate when you X" (about the agent's conduct).
@@ -1402,6 +1442,8 @@ _NO_RESULT = _Lazy("_NO_RESULT",
     r"failing|reaction|feedback|news|update|updates|answer|time|one|longer|way|conflicts?|hurry|rush|worries|"
     r"downtime|delay|lag|leaks?|panics?|exceptions?\s+(?:thrown|raised))\b", re.I)
 #: ... or where it finds none ("no Docker here", "no tests cover it though").
+#: A list item that is only refusals: "No X, no Y" (each "no" before a noun phrase of its own).
+_NO_PAIR = _Lazy("_NO_PAIR", r"^no\s+[^,;]{2,60}(?:[,;]\s*(?:and\s+|or\s+)?no\s+[^,;]{2,60})+$", re.I)
 _NO_REPORT_TAIL = _Lazy(
     "_NO_REPORT_TAIL",
     r"\b(?:here|there|anywhere|though|so\s+far|now|yet|today|either|at\s+the\s+moment)\s*[.!]*$",
@@ -1516,7 +1558,13 @@ def sentence_forms(unit: Unit) -> list[tuple[str, str, str]]:
 def contrastive(unit: Unit) -> list[str]:
     """The contrast a directive sentence draws: "do X, not Y" (the whole), "not X-ing but do Y" (the "not" part)."""
     core = _strip_markers(_plain(_PAREN.sub(" ", unit.text)).strip())
-    if is_question(core) or _OPINION.match(core) or _POSSIBILITY.search(core):
+    if is_question(core):
+        return []
+    if _OPINION.match(core) or _POSSIBILITY.search(core):  # "I think X, so update Y, rather than Z": the directive
+        for clause, par in clauses(unit.text)[1:]:
+            d = _LEADING_PHRASE.sub("", _strip_markers(_plain(clause).strip()))
+            if not par and (_DIRECTIVE.match(d) or starts_imperative(d)) and _RATHER.search(d):
+                return [d]
         return []
     m = _NOT_ING_BUT.match(core)
     if m:
@@ -1531,6 +1579,8 @@ def contrastive(unit: Unit) -> list[str]:
         d = _LEADING_PHRASE.sub("", c)
         if _CHOICE_NOT.match(d) or (c != core and _DIRECTIVE.match(d) and _CONTRAST.search(d)):
             return [c]
+        if (_DIRECTIVE.match(d) or starts_imperative(d)) and _RATHER.search(d):
+            return [c]  # "so update the whitepaper to say that, rather than adopting the example's category"
     return []
 
 
@@ -1565,7 +1615,8 @@ _NOT_UN_PARTICIPLE = frozenset("united unified unleashed unnamed undertaked unde
 _SUMMARY_NEGATION = _Lazy("_SUMMARY_NEGATION",
     r"\b(?:not|no|never|none|nothing|don't|dont|doesn't|didn't|won't|wouldn't|mustn't|shouldn't|cannot|can't|"
     r"avoid\w*|forb[ia]d\w*|prohibit\w*|without|refrain\w*|instead|rather|except|exclud\w*|skip\w*|"
-    r"declin\w*|reject\w*|against|ignor\w*|omit\w*|dropp?\w*|revert\w*|remov\w*|stop\w*|only|"
+    r"declin\w*|reject\w*|(?:decided|decides|deciding|advised|argued|voted|chose|went|recommended)\s+against|"
+    r"ignor\w*|omit\w*|dropp?\w*|revert\w*|remov\w*|stop\w*|only|"
     r"out\s+of\s+scope|non-goals?|defer\w*|later|exempt\w*|off[- ]limits|no[- ]go|banned|disallowed|at\s+most|"
     r"no\s+more\s+than|not\s+more\s+than|at\s+the\s+most|capped|(?:stay\w*|keep\w*|kept|left|leave)\s+out)\b",
     re.IGNORECASE,
@@ -2204,8 +2255,10 @@ class ProhibitionMatcher:
                 negated and len(wanted) == 1
             ):  # one word, so the negation must be about it: "(no new deps), j/k test" is not
                 # (a negation that opens the sentence governs all of it: "Out of scope (per the plan): NEON, threads")
+                # it governs the words after it ("no new test", "without tests") or closes the two before ("tests
+                # skipped"): not a "without `--yes`" four words on
                 negated = any(_SUMMARY_NEGATION.match(" ".join(s.words[i : i + 4])) and (i <= 1 or any(
-                    s.says_at(j, wanted) for j in range(i - 4, i + 5))) for i in range(len(s.words)))
+                    s.says_at(j, wanted) for j in range(i - 2, i + 4))) for i in range(len(s.words)))
             cued = (negated or s.user_keeps or (cue is not None and bool(cue.search(s.text)))
                     or bool(undone and (not thing or s.near(key, undone, 4, 4, self.threshold))))
             if cued and said >= self.threshold * len(wanted):
