@@ -30,6 +30,7 @@ from stream.domain.engine import Output
 from stream.domain.events import Event
 from stream.domain.outputs import NodeStatus
 from stream.errors import OutputRejected
+from stream.retry import backoff
 from stream.settings import Settings
 from stream.wire import dead_letter, encode, status_key
 
@@ -240,7 +241,7 @@ class Outputs:
         sending again what failed and replacing what was refused by size. Raises
         :class:`~stream.errors.OutputRejected` on an authorization failure or a batch
         the broker rejected (module docstring)."""
-        delay = 0.2
+        delays = backoff(0.2, SEND_RETRY_MAX_DELAY)
         while batch:
             pending = [f for _, f in batch if not f.done()]  # by a commit, most were acknowledged long ago
             if pending:
@@ -275,9 +276,9 @@ class Outputs:
                 # a newer status of the node sent since is the current one: not sent again
                 retry.extend(r for r in records if not self._superseded(r))
             if failure is not None:
+                delay = next(delays)
                 log.warning("sending %d record(s) failed (%r); retrying in %.1fs", len(retry), failure, delay)
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, SEND_RETRY_MAX_DELAY)
             batch = []
             await self._enqueue(retry, batch)
 
