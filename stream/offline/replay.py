@@ -274,7 +274,7 @@ def not_events(first: bytes | None, name: str) -> str | None:
             return ("it is one JSON document over many lines (an agent trajectory or a result array?), not one "
                     f"event per line; {ingest}")
         return "its first line is not JSON, so it is not JSONL input events; give a JSONL file of input events"
-    output = _OUTPUT_TYPES.get(value.get("type")) if isinstance(value, dict) else None
+    output = _OUTPUT_TYPES.get(str(value.get("type"))) if isinstance(value, dict) else None
     if output is not None:
         return (f"this is checkpoint-guard's output ({output}), not input events; replay reads events: "
                 "`checkpoint-guard ingest TRAJECTORIES | checkpoint-guard replay -`")
