@@ -116,6 +116,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=float, default=60.0, help="the hook's CG_HOOK_BUDGET, seconds [60]")
     ap.add_argument("--out", default=None, help="also write the Markdown report here")
     args = ap.parse_args(argv)
+    absent = [p for p in args.paths if not Path(p).exists()]
+    if absent and args.paths == [str(DEFAULT)]:
+        print(f"hook_check: error: no DEV transcripts at {DEFAULT}: it needs the labelled DEV logs "
+              "(../shared/real-logs beside the repository), or transcripts as arguments: "
+              'make hook-check ARGS="DIR_OR_FILE..."', file=sys.stderr)
+        return 2
+    if absent:
+        print(f"hook_check: error: no such transcript or directory: {', '.join(absent)}", file=sys.stderr)
+        return 2
     files: list[Path] = []
     for p in map(Path, args.paths):
         files.extend(sorted(p.glob("*.jsonl")) if p.is_dir() else [p])

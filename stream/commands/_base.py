@@ -50,6 +50,28 @@ def command(*params: Callable[[Any], Any], name: str | None = None,
     return decorate
 
 
+def runnable_prog() -> str:
+    """How the user can run this CLI again from their shell: ``checkpoint-guard`` when that
+    name on PATH is the one running, else the script's path (relative when under the current
+    directory, e.g. ``.venv/bin/checkpoint-guard``), else ``PYTHON -m stream``."""
+    import shlex
+    import shutil
+
+    argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    script = argv0 if argv0 is not None and argv0.name == PROG else Path(sys.executable).parent / PROG
+    on_path = shutil.which(PROG)
+    if not script.is_file():
+        return f"{shlex.quote(sys.executable)} -m stream"
+    if on_path and Path(on_path).resolve() == script.resolve():
+        return PROG
+    absolute, here = script.absolute(), Path.cwd()
+    shown = str(absolute)
+    if here != Path(here.anchor) and absolute.is_relative_to(here):
+        shown = str(absolute.relative_to(here))
+        shown = shown if "/" in shown else f"./{shown}"
+    return shlex.quote(shown)
+
+
 def fail(message: str, code: int = 2) -> NoReturn:
     """Print one clear line on stderr (``checkpoint-guard: error: ...``) and exit."""
     print(f"{PROG}: error: {message}", file=sys.stderr, flush=True)

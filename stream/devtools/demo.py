@@ -19,6 +19,7 @@ from collections import defaultdict
 from typing import Any
 
 from stream.adapters import SimulationParams, encode_event, load_trajectories, simulate
+from stream.commands._base import runnable_prog
 from stream.devtools import ctrl_c_deferred, kafka_local
 from stream.devtools.report import StreamReport
 from stream.errors import ConfigurationError
@@ -248,20 +249,20 @@ class Demo:
 
     def left_running(self) -> str:
         """How to connect to what ``--keep-running`` left, and how to stop it."""
-        s, home = self.settings, DEMO_HOME / "kafka"
+        s, home, cg = self.settings, DEMO_HOME / "kafka", runnable_prog()
         assert self.worker is not None  # only after the worker started
         lines = [
             f"left running: the worker (pid {self.worker.pid}){' and Kafka' if self.broker_started else ''}",
             f"  connect:   export CG_BROKER={s.broker}"
             + (" (and this run's other CG_* settings)"
                if any(k.startswith("CG_") and k != "CG_BROKER" for k in os.environ) else "")
-            + "   # then e.g. checkpoint-guard tail --from-beginning, checkpoint-guard replay --from-kafka --verify,"
-            " checkpoint-guard explain CONTEXT NODE",
+            + f"   # then e.g. {cg} tail --from-beginning, {cg} replay --from-kafka --verify,"
+            f" {cg} explain CONTEXT NODE",
             f"  web views: http://127.0.0.1:{self.web_port}/readyz  /metrics  /nodes/CONTEXT/NODE",
             f"  log:       {DEMO_HOME / 'worker.log'}",
             f"  stop:      kill {self.worker.pid}"
-            + (f" && checkpoint-guard kafka stop --home {home}" if self.broker_started else "")
-            + "   (then `checkpoint-guard clean` deletes their data)",
+            + (f" && {cg} kafka stop --home {home}" if self.broker_started else "")
+            + f"   (then `{cg} clean` deletes their data)",
         ]
         return "\n".join(lines)
 

@@ -247,6 +247,10 @@ def first_line(stream: BinaryIO, *, limit: int = MAX_MESSAGE_BYTES) -> bytes | N
     return None
 
 
+#: ``type`` of each record checkpoint-guard writes (stream.wire) -> what to call it.
+_OUTPUT_TYPES = {"alert": "alerts", "status": "node statuses", "verdict": "verdicts", "dead_letter": "dead letters"}
+
+
 def not_events(first: bytes | None, name: str) -> str | None:
     """Why an input whose first non-blank line is ``first`` is not JSONL input events —
     what it is and the fix, one line — or None when it may be (a bad line further on is
@@ -270,6 +274,10 @@ def not_events(first: bytes | None, name: str) -> str | None:
             return ("it is one JSON document over many lines (an agent trajectory or a result array?), not one "
                     f"event per line; {ingest}")
         return "its first line is not JSON, so it is not JSONL input events; give a JSONL file of input events"
+    output = _OUTPUT_TYPES.get(str(value.get("type"))) if isinstance(value, dict) else None
+    if output is not None:
+        return (f"this is checkpoint-guard's output ({output}), not input events; replay reads events: "
+                "`checkpoint-guard ingest TRAJECTORIES | checkpoint-guard replay -`")
     if (
         isinstance(value, dict)
         and value.get("type") not in ("checkpoint", "artifact")

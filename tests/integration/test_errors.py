@@ -151,6 +151,20 @@ CASES = [
         ("a Claude Code transcript", f"checkpoint-guard ingest claude-code {TRANSCRIPT}"),
     ),
     Case(
+        "replay-its-own-alerts",
+        ("replay", "alerts.jsonl"),
+        2,
+        ("this is checkpoint-guard's output (alerts), not input events", "| checkpoint-guard replay -"),
+        files={"alerts.jsonl": b'{"schema_version":1,"type":"alert","alert_id":"a1","rule":"orphan"}\n' * 300},
+    ),
+    Case(
+        "replay-its-own-verdicts-on-stdin",
+        ("replay", "-"),
+        2,
+        ("cannot replay stdin", "checkpoint-guard's output (verdicts)"),
+        stdin=b'{"schema_version":1,"type":"verdict","context_id":"c1","node_id":"n1"}\n',
+    ),
+    Case(
         "replay-empty-file",
         ("replay", "empty.jsonl"),
         2,

@@ -259,3 +259,17 @@ def test_the_shapes_replay_writes_what_the_replay_command_writes(tmp_path: Path)
                    check=True, capture_output=True, cwd=Path(__file__).resolve().parents[2])
     assert bench_out.read_bytes() == cli_out.read_bytes()
     assert row["records"] == len(cli_out.read_bytes().splitlines()) > 30
+
+
+def test_the_real_log_check_without_the_dev_logs_says_so_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench import hook_check
+
+    monkeypatch.setattr(hook_check, "DEFAULT", tmp_path / "shared" / "real-logs" / "entireio-cli-claude-code")
+    monkeypatch.setattr(hook_check.sys, "argv", ["hook_check"])
+    assert hook_check.main([str(hook_check.DEFAULT)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "labelled DEV logs" in err[0] and "../shared/real-logs" in err[0]
+    assert hook_check.main([str(tmp_path / "nosuch.jsonl")]) == 2
+    assert "no such transcript" in capsys.readouterr().err

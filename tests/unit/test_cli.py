@@ -267,4 +267,33 @@ def test_demo_keep_running_says_how_to_connect_and_how_to_stop():
         demo.worker.wait(10)
     assert "export CG_BROKER=kafka://127.0.0.1:41234" in text
     assert "http://127.0.0.1:45678/readyz" in text and str(DEMO_HOME / "worker.log") in text
-    assert f"kill {demo.worker.pid} && checkpoint-guard kafka stop --home {DEMO_HOME / 'kafka'}" in text
+    from stream.commands._base import runnable_prog
+
+    cg = runnable_prog()
+    assert f"kill {demo.worker.pid} && {cg} kafka stop --home {DEMO_HOME / 'kafka'}" in text
+    assert f"then e.g. {cg} tail --from-beginning" in text
+
+
+def test_the_command_shown_to_rerun_the_cli_is_one_the_shell_can_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from stream.commands import _base
+
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "checkpoint-guard").write_text("#!/bin/sh\n")
+    (bin_dir / "checkpoint-guard").chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(_base.sys, "executable", str(bin_dir / "python"))
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setattr(_base.sys, "argv", [str(tmp_path / "stream" / "__main__.py")])  # python -m stream
+    assert _base.runnable_prog() == ".venv/bin/checkpoint-guard"
+    monkeypatch.setattr(_base.sys, "argv", [str(bin_dir / "checkpoint-guard")])  # the script, not on PATH
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert _base.runnable_prog() == str(bin_dir / "checkpoint-guard")
+    monkeypatch.setenv("PATH", str(bin_dir))  # on PATH: the plain name
+    assert _base.runnable_prog() == "checkpoint-guard"
+    monkeypatch.setattr(_base.sys, "executable", str(tmp_path / "python"))  # no script at all
+    monkeypatch.setattr(_base.sys, "argv", [str(tmp_path / "stream" / "__main__.py")])
+    assert _base.runnable_prog() == f"{tmp_path / 'python'} -m stream"

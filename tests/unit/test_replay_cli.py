@@ -240,3 +240,13 @@ def test_schema_writes_the_six_schema_files_as_json(workdir):
     alert = json.loads((workdir / "schemas" / "alert.schema.json").read_text("utf-8"))
     assert {"alert_id", "rule", "status", "trigger", "orphans", "gap"} <= set(alert["properties"])
     assert sorted(Path(line).name for line in proc.stdout.decode().splitlines()) == names
+
+
+@pytest.mark.parametrize(("kind", "called"), [("alert", "alerts"), ("status", "node statuses"),
+                                              ("verdict", "verdicts"), ("dead_letter", "dead letters")])
+def test_checkpoint_guards_own_output_is_refused_as_input(kind: str, called: str) -> None:
+    from stream.offline.replay import not_events
+
+    why = not_events(json.dumps({"schema_version": 1, "type": kind}).encode(), "out.jsonl")
+    assert why is not None and f"checkpoint-guard's output ({called}), not input events" in why
+    assert "| checkpoint-guard replay -" in why
