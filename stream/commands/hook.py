@@ -153,6 +153,15 @@ def claude_code(match_threshold: float | None, alert_uncertain: bool, judge_prec
 # --------------------------------------------------------------------------- hooks
 
 
+def _project_dir(flag: str, value: str) -> Path:
+    """``value`` as a directory, or fail (exit 2): never create a project that is not there."""
+    path = Path(value).expanduser()
+    if not path.is_dir():
+        why = "it is a file" if path.exists() else "no such directory"
+        fail(f"{flag} {value}: {why}; it must be an existing project directory (e.g. {flag} .)")
+    return path
+
+
 def _scope_path(user: bool, project: str | None, local: str | None, settings_file: str | None) -> tuple[str, Path]:
     chosen = [
         n
@@ -164,9 +173,9 @@ def _scope_path(user: bool, project: str | None, local: str | None, settings_fil
     if settings_file:
         return "file", Path(settings_file).expanduser()
     if project:
-        return "project", Path(project).expanduser() / ".claude" / "settings.json"
+        return "project", _project_dir("--project", project) / ".claude" / "settings.json"
     if local:
-        return "local", Path(local).expanduser() / ".claude" / "settings.local.json"
+        return "local", _project_dir("--local", local) / ".claude" / "settings.local.json"
     return "user", Path.home() / ".claude" / "settings.json"
 
 

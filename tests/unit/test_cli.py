@@ -116,6 +116,29 @@ def test_ingest_out_naming_a_directory_is_one_line_with_exit_2(tmp_path):
     assert msg.startswith(f"cannot write --out {tmp_path}: it is a directory; give a file name")
 
 
+def test_ingest_of_an_events_file_says_use_replay_in_one_line_with_exit_2(tmp_path):
+    events = tmp_path / "ev.jsonl"
+    events.write_text('{"type":"artifact","schema_version":1,"context_id":"c","seq":0}\n', "utf-8")
+    msg = one_error_line(cli("ingest", "ev.jsonl", cwd=tmp_path), 2)
+    assert msg == "cannot ingest ev.jsonl: already input events; use checkpoint-guard replay ev.jsonl"
+
+
+def test_ingest_of_a_file_that_is_no_trajectory_is_one_line_with_exit_2(tmp_path):
+    (tmp_path / "README.md").write_text("# a readme\n", "utf-8")
+    msg = one_error_line(cli("ingest", "README.md", cwd=tmp_path), 2)
+    assert msg.startswith("cannot ingest README.md: not a trajectory file (expected *.traj.json")
+
+
+@pytest.mark.parametrize("flag", ["--project", "--local"])
+def test_hooks_install_into_a_file_or_a_missing_dir_is_refused_and_creates_nothing(tmp_path, flag):
+    (tmp_path / "README.md").write_text("# a readme\n", "utf-8")
+    msg = one_error_line(cli("hooks", "install", flag, "README.md", cwd=tmp_path, HOME=str(tmp_path)), 2)
+    assert msg == f"{flag} README.md: it is a file; it must be an existing project directory (e.g. {flag} .)"
+    msg = one_error_line(cli("hooks", "install", flag, "nosuch", cwd=tmp_path, HOME=str(tmp_path)), 2)
+    assert msg == f"{flag} nosuch: no such directory; it must be an existing project directory (e.g. {flag} .)"
+    assert not (tmp_path / "nosuch").exists()
+
+
 @pytest.mark.parametrize("out, why", [("missing/x.jsonl", "directory missing does not exist"),
                                        (".", "it is a directory")])
 def test_export_out_to_a_missing_dir_or_a_directory_fails_before_reading_kafka(tmp_path, out, why):
