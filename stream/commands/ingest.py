@@ -11,6 +11,7 @@ read is reported on stderr in one line and skipped. Details: docs/ADAPTERS.md "i
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import time
@@ -223,12 +224,16 @@ def ingest(
     for path in paths:
         check_input_file(path, what="trajectory files or directories (mini-swe-agent *.traj.json, tau-bench "
                                     "result arrays)", dir_ok=True)
+        _refuse_input_events(path)
 
     loaded = load_trajectories(paths)
+    if not loaded.trajectories:  # nothing to run: one line, a usage error (docs/ERRORS.md)
+        if len(loaded.errors) == 1:
+            fail(f"cannot ingest {loaded.errors[0]}")
+        more = f": {loaded.errors[0]} (and {len(loaded.errors) - 1} more)" if loaded.errors else ""
+        fail(f"no trajectories read from {', '.join(paths)}{more}")
     for err in loaded.errors:
         print(f"checkpoint-guard: ingest: {err}", file=sys.stderr)
-    if not loaded.trajectories:
-        fail(f"no trajectories read from {', '.join(paths)}", code=1 if loaded.errors else 2)
 
     show = sys.stderr.isatty() if progress is None else progress
     counts: Counter[str] = Counter()
@@ -253,6 +258,20 @@ def ingest(
 
     print(_summary(counts, len(loaded.errors), where, time.monotonic() - started), file=sys.stderr)
     return 1 if loaded.errors else 0
+
+
+def _refuse_input_events(path: str) -> None:
+    """Fail (exit 2) when the file ``path`` already holds input events (checkpoint/artifact JSONL)."""
+    if os.path.isdir(path):
+        return
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline(1 << 20).lstrip(b"\xef\xbb\xbf").strip()
+        value = json.loads(first) if first.startswith(b"{") else None
+    except (OSError, ValueError):
+        return
+    if isinstance(value, dict) and value.get("type") in ("checkpoint", "artifact"):
+        fail(f"cannot ingest {path}: already input events; use checkpoint-guard replay {path}")
 
 
 def _events(
