@@ -16,6 +16,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+from pathlib import Path
 
 from stream.commands._base import argument, check_input_file, check_output_file, command, fail, option
 from stream.offline.replay import Replayer, first_line, iter_lines, not_events
@@ -114,6 +115,10 @@ def replay(
     gc.set_threshold(100_000, 50, 100)
     for path in paths:  # check every input before writing anything
         if path != "-":
+            if os.path.isdir(path) and not any(Path(path).glob("*.jsonl")):  # trajectories, most likely
+                fail(f"cannot replay {path}: it is a directory, not a JSONL file of input events; for agent "
+                     f"trajectories turn them into events first: `checkpoint-guard ingest {path} | "
+                     "checkpoint-guard replay -`")
             check_input_file(path, what="a JSONL file of input events")
             _check_events(path)
     if out:

@@ -129,6 +129,14 @@ def test_ingest_of_a_file_that_is_no_trajectory_is_one_line_with_exit_2(tmp_path
     assert msg.startswith("cannot ingest README.md: not a trajectory file (expected *.traj.json")
 
 
+def test_replay_of_a_directory_of_trajectories_suggests_ingest(tmp_path):
+    (tmp_path / "traces").mkdir()
+    (tmp_path / "traces" / "a.traj.json").write_text("{}", "utf-8")
+    msg = one_error_line(cli("replay", "traces", cwd=tmp_path), 2)
+    assert msg.endswith("`checkpoint-guard ingest traces | checkpoint-guard replay -`"), msg
+    assert "*.jsonl" not in msg
+
+
 @pytest.mark.parametrize("flag", ["--project", "--local"])
 def test_hooks_install_into_a_file_or_a_missing_dir_is_refused_and_creates_nothing(tmp_path, flag):
     (tmp_path / "README.md").write_text("# a readme\n", "utf-8")
