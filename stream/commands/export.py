@@ -48,4 +48,7 @@ def export(out: str | None, since: str | None, until: str | None, context: str |
         if out:
             sink.close()
     print(f"export: {counts['written']} events written, {counts['skipped']} skipped", file=sys.stderr)
+    if context and not counts["written"] and not counts["skipped"]:
+        print(f"checkpoint-guard: export: warning: no events of context {context} in {', '.join(settings.input_topics)}"
+              " (check the context_id: `checkpoint-guard tail` shows the ones alerting)", file=sys.stderr)
     return 0

@@ -116,6 +116,13 @@ def test_export_then_offline_replay_gives_the_same_alerts_as_replay_from_kafka(l
     assert [strip(x) for x in offline] == [strip(x) for x in from_kafka] and len(offline) == 1
 
 
+def test_export_of_a_context_that_is_not_there_warns_and_still_exits_0(live, tmp_path):
+    archive = tmp_path / "none.jsonl"
+    proc = run_cli(live, "export", "--context", "nosuch", "--out", str(archive))
+    assert proc.returncode == 0 and archive.read_bytes() == b""
+    assert "checkpoint-guard: export: warning: no events of context nosuch in " in proc.stderr
+
+
 def test_verify_reports_a_hand_made_alert_as_extra_and_an_unprocessed_range_as_missing(kafka_bootstrap, live):
     # extra: an alert the worker never emitted, triggered inside the replayed range
     fake = json.loads(run_cli(live, "replay", "--from-kafka", "--context", "known").stdout.splitlines()[0])
