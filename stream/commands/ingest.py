@@ -261,7 +261,7 @@ def ingest(
 
 
 def _refuse_input_events(path: str) -> None:
-    """Fail (exit 2) when the file ``path`` already holds input events (checkpoint/artifact JSONL)."""
+    """Fail (exit 2) when the file ``path`` holds input events or a Claude Code transcript (wrong form)."""
     if os.path.isdir(path):
         return
     try:
@@ -272,6 +272,8 @@ def _refuse_input_events(path: str) -> None:
         return
     if isinstance(value, dict) and value.get("type") in ("checkpoint", "artifact"):
         fail(f"cannot ingest {path}: already input events; use checkpoint-guard replay {path}")
+    if isinstance(value, dict) and {"sessionId", "parentUuid"} & set(value):
+        fail(f"cannot ingest {path}: it is a Claude Code transcript; use checkpoint-guard ingest claude-code {path}")
 
 
 def _events(

@@ -123,6 +123,13 @@ def test_ingest_of_an_events_file_says_use_replay_in_one_line_with_exit_2(tmp_pa
     assert msg == "cannot ingest ev.jsonl: already input events; use checkpoint-guard replay ev.jsonl"
 
 
+def test_ingest_of_a_claude_code_transcript_without_the_format_names_it(tmp_path):
+    (tmp_path / "s.jsonl").write_text('{"sessionId":"x","parentUuid":null,"type":"user"}\n', "utf-8")
+    msg = one_error_line(cli("ingest", "s.jsonl", cwd=tmp_path), 2)
+    assert msg == ("cannot ingest s.jsonl: it is a Claude Code transcript; "
+                   "use checkpoint-guard ingest claude-code s.jsonl")
+
+
 def test_ingest_of_a_file_that_is_no_trajectory_is_one_line_with_exit_2(tmp_path):
     (tmp_path / "README.md").write_text("# a readme\n", "utf-8")
     msg = one_error_line(cli("ingest", "README.md", cwd=tmp_path), 2)
