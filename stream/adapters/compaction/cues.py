@@ -137,6 +137,11 @@ def _english_rows() -> tuple[Cue, ...]:
         _en("plan-not-recommended", "explicit", "medium", p._NOT_RECOMMENDED.pattern,
             "a plan's decision against an action: 'X is not recommended at this time'"),
         _en("plan-paren-not", "contrastive", "medium", p._PAREN_NOT.pattern, "a plan item with '(not Y)'"),
+        _en("plan-paren-not-state", "contrastive", "low", p._PAREN_NOT_STATE.pattern,
+            "a plan item with '(not V-ed)' alone: a state it describes"),
+        _en("plan-non-goals", "explicit", "medium", p._NON_GOAL.pattern,
+            "a plan's '(no X, no Y)' after 'non-goals' / 'out of scope': its scope exclusions"),
+        _en("plan-contrast", "contrastive", "low", p._CONTRAST.pattern, "a plan line '..., not Y': its design"),
         _en("paren-unchanged", "preserve", "medium", p._PAREN_KEEP.pattern, "X (unchanged) / ### X (no changes)"),
         _en(
             "decline",
