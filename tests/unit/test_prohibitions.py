@@ -874,3 +874,11 @@ def test_a_plans_non_goals_parenthetical_is_a_list_of_exclusions_even_in_a_descr
         ("plan-non-goals", "no GPU backend"), ("plan-non-goals", "no config migration")]
     assert [p.cue for p in m.prohibitions("## Design\n\n- Out of scope (no Windows support)\n", source="plan")] == [
         "plan-non-goals"]
+
+
+def test_a_plans_not_recommended_decision_is_read_in_a_describing_section_too():
+    m = ProhibitionMatcher()
+    plan = ("# Plan\n\n## Critical Files\n\n**Files to modify:**\n"
+            "- None (the README update is optional and not recommended at this time)\n")
+    assert [p.cue for p in m.prohibitions(plan, source="plan")] == ["plan-not-recommended"]
+    assert [p.cue for p in m.prohibitions("The README update is not recommended at this time.")] == []

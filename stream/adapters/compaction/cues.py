@@ -184,6 +184,11 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ("not-to-do-elliptic", "explicit", "medium",
              r"(?<!でき)(?<!いけ)(?<!なら)(?<!から)ないように\s*[。．.!！]?\s*$"),
             ("forbidden", "explicit", "medium", r"禁止|厳禁"),
+            # a dislike stated as a rule, the desiderative negated: "X は増やしたくない", "まだリリースしたくはない"
+            # (not a past "したくなかった", not one hedged or conceded: "したくないけど", "したくないかも")
+            ("dont-want", "explicit", "medium",
+             r"(?:[しさせえけげてべめれねびみきぎちりいわ]|使い|触り|変え|入れ)たく(?:は|も)?(?:ない|ありません)"
+             r"(?!けど|けれど|が|かも|と思い?ま?す?が|んだけど)"),
             (
                 "keep-as-is",
                 "preserve",

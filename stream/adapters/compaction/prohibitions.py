@@ -1335,6 +1335,8 @@ def classify_cue(unit: Unit, clause: str, parenthetical: bool, *, source: str) -
     lang = _foreign_frame_language(stripped) if c != stripped else ""
     if len(c) < 4 or _OPINION.match(c) or _POSSIBILITY.search(c) or _HEDGED.search(sent):
         return None
+    if source == "plan" and _NOT_RECOMMENDED.search(c):
+        return "explicit", "plan-not-recommended"  # a plan's decision, in any section: "X is not recommended now"
     if parenthetical and source == "plan" and _no_np(c) and _non_goal_host(unit.text, clause):
         return "explicit", "plan-non-goals"  # "... and non-goals (no X, no Y)": the plan's scope exclusions
     if (
