@@ -882,3 +882,14 @@ def test_a_plans_not_recommended_decision_is_read_in_a_describing_section_too():
             "- None (the README update is optional and not recommended at this time)\n")
     assert [p.cue for p in m.prohibitions(plan, source="plan")] == ["plan-not-recommended"]
     assert [p.cue for p in m.prohibitions("The README update is not recommended at this time.")] == []
+
+
+def test_a_plans_recommend_cutting_heading_is_a_decision_against_the_thing_it_names():
+    m = ProhibitionMatcher()
+    plan = ("# Review: dark mode\n\n## Overengineering Analysis\n\n"
+            "### Recommend cutting: `Theme.autoSwitch` scheduling\n"
+            "- **What**: New timer in `ThemeContext`\n- **Why cut**: Rarely used.\n\n"
+            "### Recommend simplifying: the picker\n- Use the toggle.\n")
+    assert [(p.cue, p.text) for p in m.prohibitions(plan, source="plan")] == [
+        ("plan-cut-heading", "Recommend cutting: `Theme.autoSwitch` scheduling")]
+    assert [p.cue for p in m.prohibitions(plan.replace("Recommend cutting", "Consider cutting"), source="plan")] == []

@@ -141,6 +141,8 @@ def _english_rows() -> tuple[Cue, ...]:
             "a plan item with '(not V-ed)' alone: a state it describes"),
         _en("plan-non-goals", "explicit", "medium", p._NON_GOAL.pattern,
             "a plan's '(no X, no Y)' after 'non-goals' / 'out of scope': its scope exclusions"),
+        _en("plan-cut-heading", "explicit", "medium", p._CUT_HEADING.pattern,
+            "a plan's heading 'Recommend cutting: X': a decision against X"),
         _en("plan-contrast", "contrastive", "low", p._CONTRAST.pattern, "a plan line '..., not Y': its design"),
         _en("paren-unchanged", "preserve", "medium", p._PAREN_KEEP.pattern, "X (unchanged) / ### X (no changes)"),
         _en(

@@ -1300,6 +1300,9 @@ _EXPLICIT_FRAMES: tuple[tuple[str, re.Pattern[str] | _Lazy, str], ...] = (
 _PAREN_NOT_STATE = _Lazy("_PAREN_NOT_STATE", r"^(?:but\s+)?not\s+(?:yet\s+)?[a-z]+(?:ed|en)$", re.I)
 
 
+#: A plan's heading that recommends cutting a thing: "Recommend cutting: X", "Recommended to drop: X".
+_CUT_HEADING = _Lazy("_CUT_HEADING", r"^recommend(?:ed|s)?\s+(?:to\s+)?(?:cutting|cut|dropping|drop|removing|remove|"
+                     r"skipping|skip|deferring|defer)\s*:\s*\S", re.I)
 #: The noun a plan's scope exclusions follow: "non-goals (no X)", "out of scope (no Y)".
 _NON_GOAL = _Lazy("_NON_GOAL", r"(?:\bnon-?goals?|\bout[\s-]+of[\s-]+scope|\bnot\s+in\s+scope|\bexclusions?)"
                   r"\W{0,4}$", re.I)
@@ -2180,6 +2183,10 @@ class ProhibitionMatcher:
         seen: set[tuple] = set()
         for unit, parts in units(text, source=source):
             found: list[tuple[str, str, bool, str]] = []  # (form, clause, from a parenthetical, cue)
+            heading = _plain(unit.section).strip(" #*")
+            if source == "plan" and ("section", heading) not in seen and _CUT_HEADING.match(heading):
+                seen.add(("section", heading))  # "### Recommend cutting: X": the plan decides against X
+                found.append(("explicit", heading, False, "plan-cut-heading"))
             if unit.negated_item and not is_question(unit.text):
                 found.append(
                     ("explicit", f"{unit.negated_item}: {unit.text.rstrip(' .;')}", False, "negated-list-item")
