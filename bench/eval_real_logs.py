@@ -235,6 +235,7 @@ class Score:
     fn: int = 0
     tn: int = 0
     fp_items: list[str] = field(default_factory=list)
+    tp_items: list[str] = field(default_factory=list)
     fn_items: list[str] = field(default_factory=list)
     unscored: list[str] = field(default_factory=list)
     cues: Counter = field(default_factory=Counter)  # ("instruction" | "drop", cue, "tp" | "fp") -> alerts
@@ -246,6 +247,7 @@ class Score:
         self.fn += other.fn
         self.tn += other.tn
         self.fp_items += other.fp_items
+        self.tp_items += other.tp_items
         self.fn_items += other.fn_items
         self.unscored += other.unscored
         self.cues.update(other.cues)
@@ -295,6 +297,8 @@ def score(case: Case) -> Score:
                 s.tp += 1
                 s.count_cues(obj, drops.get(cid), "tp")
                 group(pid, "tp")
+                s.tp_items.append(f'{where}: {pid} "{g.text}" [{g.form}, {g.channel}] (cues {obj.get("x_cue")}, '
+                                  f"{drops.get(cid)})")
             elif pid in not_in_force or pid not in carried:
                 s.unscored.append(f"{where}: {pid} \"{g.text}\" (not in force: revoked)")
             else:
@@ -575,6 +579,9 @@ def main(argv: list[str] | None = None) -> int:
         figures[lvl] = {name: {"precision": sc.precision, "recall": sc.recall, "tp": sc.tp, "fp": sc.fp, "fn": sc.fn,
                                "tn": sc.tn} for name, sc in scores.items()}
         if not args.quiet:
+            print(f"\nfound ({len(s.tp_items)}):")
+            for item in s.tp_items:
+                print(f"  {item}")
             print(f"\nfalse alarms ({len(s.fp_items)}):")
             for item in s.fp_items:
                 print(f"  {item}")

@@ -851,3 +851,45 @@ def test_a_plans_decision_that_an_action_is_not_recommended_is_read_in_a_plan_on
     plan = "# Plan\n\n## Steps\n1. Add the export.\n2. Caching the results is not recommended.\n"
     assert [p.cue for p in m.prohibitions(plan, source="plan")] == ["plan-not-recommended"]
     assert m.prohibitions("caching is not recommended by the vendor") == []  # a typed remark
+
+
+def test_a_plans_design_contrast_and_not_ved_state_are_low_strength_cues():
+    """A plan's "X once per change, not per read" describes its design; "(not executed)" a state: both low."""
+    m = ProhibitionMatcher()
+    plan = ("# Plan\n\n## Steps\n\n1. Cache the index (not inside the request handler)\n"
+            "2. The query is returned as text (not executed)\n3. Compute the hash once per file change, not per read\n")
+    assert [p.cue for p in m.prohibitions(plan, source="plan")] == [
+        "plan-paren-not", "plan-paren-not-state", "plan-contrast"]
+    assert [p.cue for p in m.prohibitions("Compute the hash once per file change, not per read")] == ["contrast"]
+    from stream.adapters.compaction import cues
+    assert [cues.strength_of(c) for c in ("plan-paren-not", "plan-paren-not-state", "plan-contrast", "contrast")] == [
+        "medium", "low", "low", "medium"]
+
+
+def test_a_plans_non_goals_parenthetical_is_a_list_of_exclusions_even_in_a_describing_section():
+    m = ProhibitionMatcher()
+    plan = ("# Plan\n\n## Intent\n\n- Clear problem statement: the tool is slow\n"
+            "- Sensible goals (speed, memory) and non-goals (no GPU backend, no config migration)\n")
+    assert [(p.cue, p.text) for p in m.prohibitions(plan, source="plan")] == [
+        ("plan-non-goals", "no GPU backend"), ("plan-non-goals", "no config migration")]
+    assert [p.cue for p in m.prohibitions("## Design\n\n- Out of scope (no Windows support)\n", source="plan")] == [
+        "plan-non-goals"]
+
+
+def test_a_plans_not_recommended_decision_is_read_in_a_describing_section_too():
+    m = ProhibitionMatcher()
+    plan = ("# Plan\n\n## Critical Files\n\n**Files to modify:**\n"
+            "- None (the README update is optional and not recommended at this time)\n")
+    assert [p.cue for p in m.prohibitions(plan, source="plan")] == ["plan-not-recommended"]
+    assert [p.cue for p in m.prohibitions("The README update is not recommended at this time.")] == []
+
+
+def test_a_plans_recommend_cutting_heading_is_a_decision_against_the_thing_it_names():
+    m = ProhibitionMatcher()
+    plan = ("# Review: dark mode\n\n## Overengineering Analysis\n\n"
+            "### Recommend cutting: `Theme.autoSwitch` scheduling\n"
+            "- **What**: New timer in `ThemeContext`\n- **Why cut**: Rarely used.\n\n"
+            "### Recommend simplifying: the picker\n- Use the toggle.\n")
+    assert [(p.cue, p.text) for p in m.prohibitions(plan, source="plan")] == [
+        ("plan-cut-heading", "Recommend cutting: `Theme.autoSwitch` scheduling")]
+    assert [p.cue for p in m.prohibitions(plan.replace("Recommend cutting", "Consider cutting"), source="plan")] == []

@@ -592,3 +592,15 @@ def test_indonesian_and_ukrainian_have_tables_of_their_own():
     assert [c for _, _, c in read("Будь ласка, не змінюй конфігураційні файли в каталозі config.")] == [
         "uk:neg-imperative"]
     assert read("Не потрібно змінювати README для цього завдання.") == []  # no need
+
+
+# --------------------------------------------------------------------------- round 6
+
+
+def test_a_japanese_dislike_stated_as_a_rule_is_read_but_not_a_conceded_past_or_asked_one():
+    said = [cue for _, _, cue in read("API の呼び出し経路は無駄に増やしたくはない。", "typed")]
+    assert said == ["ja:dont-want"]
+    assert [cue for _, _, cue in read("まだ v2 はリリースしたくない", "typed")] == ["ja:dont-want"]
+    assert read("今日は外出したくないけど、やります。", "typed") == []  # conceded
+    assert read("昨日は触りたくなかった。", "typed") == []  # past: a report
+    assert read("まだリリースしたくないんだけどどうする？", "typed") == []  # a question

@@ -137,6 +137,13 @@ def _english_rows() -> tuple[Cue, ...]:
         _en("plan-not-recommended", "explicit", "medium", p._NOT_RECOMMENDED.pattern,
             "a plan's decision against an action: 'X is not recommended at this time'"),
         _en("plan-paren-not", "contrastive", "medium", p._PAREN_NOT.pattern, "a plan item with '(not Y)'"),
+        _en("plan-paren-not-state", "contrastive", "low", p._PAREN_NOT_STATE.pattern,
+            "a plan item with '(not V-ed)' alone: a state it describes"),
+        _en("plan-non-goals", "explicit", "medium", p._NON_GOAL.pattern,
+            "a plan's '(no X, no Y)' after 'non-goals' / 'out of scope': its scope exclusions"),
+        _en("plan-cut-heading", "explicit", "medium", p._CUT_HEADING.pattern,
+            "a plan's heading 'Recommend cutting: X': a decision against X"),
+        _en("plan-contrast", "contrastive", "low", p._CONTRAST.pattern, "a plan line '..., not Y': its design"),
         _en("paren-unchanged", "preserve", "medium", p._PAREN_KEEP.pattern, "X (unchanged) / ### X (no changes)"),
         _en(
             "decline",
@@ -179,6 +186,11 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ("not-to-do-elliptic", "explicit", "medium",
              r"(?<!でき)(?<!いけ)(?<!なら)(?<!から)ないように\s*[。．.!！]?\s*$"),
             ("forbidden", "explicit", "medium", r"禁止|厳禁"),
+            # a dislike stated as a rule, the desiderative negated: "X は増やしたくない", "まだリリースしたくはない"
+            # (not a past "したくなかった", not one hedged or conceded: "したくないけど", "したくないかも")
+            ("dont-want", "explicit", "medium",
+             r"(?:[しさせえけげてべめれねびみきぎちりいわ]|使い|触り|変え|入れ)たく(?:は|も)?(?:ない|ありません)"
+             r"(?!けど|けれど|が|かも|と思い?ま?す?が|んだけど)"),
             (
                 "keep-as-is",
                 "preserve",

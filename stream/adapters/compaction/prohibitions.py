@@ -1296,6 +1296,31 @@ _EXPLICIT_FRAMES: tuple[tuple[str, re.Pattern[str] | _Lazy, str], ...] = (
 )
 
 
+#: A plan's "(not V-ed)" alone: the state of a thing it describes ("returned as text (not executed)"), not a rule.
+_PAREN_NOT_STATE = _Lazy("_PAREN_NOT_STATE", r"^(?:but\s+)?not\s+(?:yet\s+)?[a-z]+(?:ed|en)$", re.I)
+
+
+#: A plan's heading that recommends cutting a thing: "Recommend cutting: X", "Recommended to drop: X".
+_CUT_HEADING = _Lazy("_CUT_HEADING", r"^recommend(?:ed|s)?\s+(?:to\s+)?(?:cutting|cut|dropping|drop|removing|remove|"
+                     r"skipping|skip|deferring|defer)\s*:\s*\S", re.I)
+#: The noun a plan's scope exclusions follow: "non-goals (no X)", "out of scope (no Y)".
+_NON_GOAL = _Lazy("_NON_GOAL", r"(?:\bnon-?goals?|\bout[\s-]+of[\s-]+scope|\bnot\s+in\s+scope|\bexclusions?)"
+                  r"\W{0,4}$", re.I)
+
+
+def _non_goal_host(text: str, clause: str) -> bool:
+    """Whether the parenthetical ``clause`` of ``text`` follows a non-goals / out-of-scope noun."""
+    at = text.find(clause.strip())
+    opening = text.rfind("(", 0, at) if at > 0 else -1
+    return opening > 0 and ")" not in text[opening:at] and bool(
+        _NON_GOAL.search(_plain(text[max(0, opening - 40):opening]).rstrip()))
+
+
+def _plan_cue(cue: str, source: str) -> str:
+    """A plan's "X, not Y" describes its design ("compute once per change, not per render"): ``plan-contrast``."""
+    return "plan-contrast" if cue == "contrast" and source == "plan" else cue
+
+
 def classify_cue(unit: Unit, clause: str, parenthetical: bool, *, source: str) -> tuple[str, str] | None:
     """``(form, cue)`` of the prohibition ``clause`` states, or None; ``cue`` names the row of
     :data:`EXTRACTION_CUES` that read it (a Spanish / French frame read in English: ``es:`` / ``fr:`` before it)."""
@@ -1313,6 +1338,10 @@ def classify_cue(unit: Unit, clause: str, parenthetical: bool, *, source: str) -
     lang = _foreign_frame_language(stripped) if c != stripped else ""
     if len(c) < 4 or _OPINION.match(c) or _POSSIBILITY.search(c) or _HEDGED.search(sent):
         return None
+    if source == "plan" and _NOT_RECOMMENDED.search(c):
+        return "explicit", "plan-not-recommended"  # a plan's decision, in any section: "X is not recommended now"
+    if parenthetical and source == "plan" and _no_np(c) and _non_goal_host(unit.text, clause):
+        return "explicit", "plan-non-goals"  # "... and non-goals (no X, no Y)": the plan's scope exclusions
     if (
         unit.descriptive
     ):  # plan sections that describe: only explicit imperatives, and requirements outside test sections
@@ -2154,6 +2183,10 @@ class ProhibitionMatcher:
         seen: set[tuple] = set()
         for unit, parts in units(text, source=source):
             found: list[tuple[str, str, bool, str]] = []  # (form, clause, from a parenthetical, cue)
+            heading = _plain(unit.section).strip(" #*")
+            if source == "plan" and ("section", heading) not in seen and _CUT_HEADING.match(heading):
+                seen.add(("section", heading))  # "### Recommend cutting: X": the plan decides against X
+                found.append(("explicit", heading, False, "plan-cut-heading"))
             if unit.negated_item and not is_question(unit.text):
                 found.append(
                     ("explicit", f"{unit.negated_item}: {unit.text.rstrip(' .;')}", False, "negated-list-item")
@@ -2180,9 +2213,10 @@ class ProhibitionMatcher:
                 ):
                     found.append(("contrastive", clause, par, "paren-not"))  # "Use the queue (not a cron job)"
                 elif par and _PAREN_NOT.match(_plain(clause).strip()) and not unit.descriptive and source == "plan":
-                    found.append(
-                        ("contrastive", clause, par, "plan-paren-not")
-                    )  # "SQL returned as text (not executed)"
+                    state = _PAREN_NOT_STATE.match(_plain(clause).strip(" .;"))
+                    found.append(  # "called at the right layer (not inside atoms)"; "(not executed)": a state, low
+                        ("contrastive", clause, par, "plan-paren-not-state" if state else "plan-paren-not")
+                    )
                 elif (
                     par and _PAREN_KEEP.match(_plain(clause).strip(" .")) and not unit.descriptive and source == "plan"
                 ):
@@ -2190,7 +2224,7 @@ class ProhibitionMatcher:
                     if content_words(host):
                         found.append(("preserve", f"{host} ({clause.strip()})", par, "paren-unchanged"))
             if not found:
-                found = [(f, c, False, cue) for f, c, cue in sentence_forms(unit)]
+                found = [(f, c, False, _plan_cue(cue, source)) for f, c, cue in sentence_forms(unit)]
             for k in range(len(found) - 1, 0, -1):  # "keep X, dont drop it": one rule, "it" is X
                 (f0, c0, p0, q0), (f1, c1, p1, _) = found[k - 1], found[k]
                 if (
