@@ -1,7 +1,7 @@
 """Labelled real folds kept as pointers: no text of anyone's session in the repository.
 
     python -m bench.real_folds pack FOLD_DIR > bench/real_folds/NAME.json
-    python -m bench.real_folds unpack NAME --mirrors DIR --out DIR   # NAME: P, Q, R or a manifest path
+    python -m bench.real_folds unpack NAME --mirrors DIR --out DIR   # NAME: P, Q, R, U, V or a manifest path
     python -m bench.real_folds list
 
 ``pack`` turns a fold folder (the layout and labels of ``../shared/real-logs``) into a
@@ -93,7 +93,8 @@ def pack(fold: Path) -> dict[str, Any]:
         excluded = [{"text": _span(lines, e["line"], e["text"], f"{where} excluded"), "line": e["line"]}
                     for e in label.get("excluded_candidates", [])
                     if e.get("text") and e["text"] in line_text(lines[e["line"] - 1])]
-        rest = {k: v for k, v in label.items() if k not in ("prohibitions", "compactions", "excluded_candidates")}
+        rest = {k: v for k, v in label.items()
+                if k not in ("prohibitions", "compactions", "excluded_candidates", "note", "notes")}
         files.append({**rest, "prohibitions": prohibitions, "compactions": compactions,
                       "excluded_candidates": excluded})
     if not files:

@@ -37,7 +37,8 @@ def _fold(tmp: Path) -> tuple[Path, Path, str]:
                                "note": "free text that is not kept"}],
              "compactions": [{"boundary_line": 2, "summary_line": 3, "in_force": ["P1"], "carried": ["P1"],
                               "dropped": [], "carried_quotes": {"P1": "keep CLI flags as is"}, "notes": "x"}],
-             "excluded_candidates": [{"line": 1, "text": "please refactor", "reason": "a request"}]}
+             "excluded_candidates": [{"line": 1, "text": "please refactor", "reason": "a request"}],
+             "note": "a labeller's remark on the file"}
     (fold / "labels" / "s1.json").write_text(json.dumps(label))
     return fold, tmp / "mirror", body
 
@@ -46,7 +47,7 @@ def test_pack_keeps_no_text_and_unpack_restores_it(tmp_path: Path) -> None:
     fold, mirrors, body = _fold(tmp_path)
     manifest = real_folds.pack(fold)
     flat = json.dumps(manifest)
-    for text in ("touch the CLI flags", "keep CLI flags", "please refactor", "free text"):
+    for text in ("touch the CLI flags", "keep CLI flags", "please refactor", "free text", "labeller's remark"):
         assert text not in flat
     out = tmp_path / "out"
     assert real_folds.unpack(manifest, mirrors, out) == 1
@@ -81,6 +82,7 @@ def test_the_kept_manifests_are_text_free_pointers() -> None:
     for m in sorted(real_folds.HERE.glob("*.json")):
         d = json.loads(m.read_text())
         for f in d["files"]:
+            assert "note" not in f and "notes" not in f, m.name
             for p in f["prohibitions"]:
                 assert set(p["text"]) == {"line", "start", "len", "sha"}, m.name
                 assert "note" not in p
