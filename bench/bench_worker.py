@@ -38,7 +38,7 @@ from typing import Any
 from aiokafka.errors import KafkaError
 
 from bench.common import (
-    WorkerProc, command_line, cpu_seconds, create_topic_set, find_py_spy, git_rev, loadavg, machine_info,
+    WorkerProc, command_line, copies_of, cpu_seconds, create_topic_set, find_py_spy, git_rev, loadavg, machine_info,
     metric_values, pdeathsig, say, versions, warm_group_coordinator, write_out,
 )
 from stream.adapters import SimulationParams, encode_event, load_trajectories, simulate
@@ -1223,6 +1223,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     ap.add_argument("--events", type=int, default=None,
                     help=f"synthetic checkpoint-heavy stream size (default {SYNTHETIC_EVENTS:,})")
+    ap.add_argument("--real-copies", type=int, default=None,
+                    help="copies of the real stream, each under its own context ids (default 3, as part 7; quick 1): "
+                         "one copy (18k events) drained in a window of 0.2-0.9 s, a few polls")
     ap.add_argument("--contexts", type=int, default=None,
                     help="contexts of the synthetic stream, round-robin (default: events x 32 / 3,000, >= 32)")
     ap.add_argument(
@@ -1274,6 +1277,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     # More events = more contexts of the same length (3,000 / 32 = ~94 events each): the same stream,
     # longer. Longer contexts would change it (more alerts and outputs per event, a costlier engine).
     args.contexts = args.contexts if args.contexts is not None else max(32, round(args.events * 32 / 3000))
+    args.real_copies = args.real_copies if args.real_copies is not None else (1 if q else 3)
     args.traces_limit = args.traces_limit if args.traces_limit is not None else (3 if q else None)
     args.runs = args.runs if args.runs is not None else (1 if q else 3)
     args.latency_seconds = args.latency_seconds if args.latency_seconds is not None else (4 if q else 12)
@@ -1304,7 +1308,7 @@ def main(argv: list[str] | None = None) -> int:
         bench.start_broker()
         real = synth = None
         if "real" in args.phase_set or (args.profile and args.profile_stream == "real"):
-            real = bench.prepare("real", real_events(args.traces, args.traces_limit))
+            real = bench.prepare("real", copies_of(real_events(args.traces, args.traces_limit), args.real_copies))
         if "synthetic" in args.phase_set or (args.profile and args.profile_stream == "synthetic"):
             synth = bench.prepare("synthetic", synthetic_events(args.events, contexts=args.contexts))
         # One failing measurement (e.g. a worker that exits) must not lose the others.
