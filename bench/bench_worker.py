@@ -38,7 +38,7 @@ from typing import Any
 from aiokafka.errors import KafkaError
 
 from bench.common import (
-    WorkerProc, command_line, cpu_seconds, create_topic_set, find_py_spy, git_rev, loadavg, machine_info,
+    WorkerProc, command_line, copies_of, cpu_seconds, create_topic_set, find_py_spy, git_rev, loadavg, machine_info,
     metric_values, pdeathsig, say, versions, warm_group_coordinator, write_out,
 )
 from stream.adapters import SimulationParams, encode_event, load_trajectories, simulate
@@ -53,6 +53,9 @@ LATENCY_CONTEXTS = 64
 #: Issue 25's goal per offered rate: p99 event -> alert (s).
 GOALS = {1000: 0.050, 5000: 0.250}
 POLL = 0.1  # s between committed-offset polls
+#: The synthetic stream's default size. At 3,000 events the measured window was 0.1-0.5 s: a few
+#: 0.1 s polls, the start-up ramp and the drain's tail, not the worker's steady rate (docs/BENCHMARKS.md).
+SYNTHETIC_EVENTS = 20_000
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -254,7 +257,19 @@ class Worker(WorkerProc):
 
     def start(self) -> Worker:
         self.log_path.unlink(missing_ok=True)
-        super().start()
+        tree = self.bench.args.worker_tree
+        if not tree:
+            super().start()
+            return self
+        # --worker-tree: the same bench, broker and stream, the worker code of another checkout (A/B).
+        env = {**self.env(), "PYTHONPATH": str(tree)}
+        self._log = open(self.log_path, "ab")
+        self.started_at = time.monotonic()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "stream", "worker", "-l", self.loglevel, "--web-port", str(self.web_port)],
+            env=env, cwd=tree, stdout=self._log, stderr=subprocess.STDOUT,
+            start_new_session=True, preexec_fn=pdeathsig)
+        WorkerProc.live.append(self)
         return self
 
     def log_tail(self, n: int = 30) -> str:
@@ -765,7 +780,8 @@ class Bench:
             if profile:
                 spy.append(subprocess.Popen(
                     [find_py_spy() or "py-spy", "record", "--pid", str(w.pid), "--format", "raw", "--nonblocking",
-                     "--duration", str(int(profile)), "--rate", "100", "-o", str(spy_file)],
+                     "--duration", str(int(profile)), "--rate", "100", "-o", str(spy_file),
+                     *(["--idle"] if self.args.profile_idle else [])],
                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=pdeathsig))
 
         try:
@@ -1108,6 +1124,10 @@ def render(bench: Bench, argv: list[str], runtime: float) -> str:
             "= the worker's `checkpoint_guard_events_total` at `/metrics`, every outcome but `buffered`, "
             "polled every 0.1 s; excludes start-up). Not committed offsets: the worker commits once per "
             "`CG_COMMIT_INTERVAL` (1 s), too coarse for runs of a few seconds. "
+            f"*synthetic*: {bench.args.events:,} events over {bench.args.contexts} contexts of ~94 events each "
+            "(one generator, contexts round-robin); until 2026-12-02 3,000 over 32, whose window (0.1-0.5 s, "
+            "a few polls plus the drain's tail) swung 2x between runs and flattered the rate; more contexts, "
+            "not longer ones, keep the stream's mix (alerts and outputs per event). "
             "*start→drained*: worker process start to all input offsets committed. *raw*: one `AIOKafkaConsumer` "
             "assigned to the "
             "same partitions, from the beginning to the end offsets, decoding nothing. *worker CPU use*: "
@@ -1201,7 +1221,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         prog="bench/bench_worker.py",
         description="End-to-end worker benchmark on a fresh local Kafka (see the module docstring).",
     )
-    ap.add_argument("--events", type=int, default=None, help="synthetic checkpoint-heavy stream size (default 3000)")
+    ap.add_argument("--events", type=int, default=None,
+                    help=f"synthetic checkpoint-heavy stream size (default {SYNTHETIC_EVENTS:,})")
+    ap.add_argument("--real-copies", type=int, default=None,
+                    help="copies of the real stream, each under its own context ids (default 3, as part 7; quick 1): "
+                         "one copy (18k events) drained in a window of 0.2-0.9 s, a few polls")
+    ap.add_argument("--contexts", type=int, default=None,
+                    help="contexts of the synthetic stream, round-robin (default: events x 32 / 3,000, >= 32)")
     ap.add_argument(
         "--runs", type=int, default=None, help="worker and raw runs per stream, median reported (default 3)"
     )
@@ -1223,6 +1249,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                     help="extra real-stream worker run with py-spy attached for SECONDS (default off)")
     ap.add_argument("--profile-stream", choices=("real", "synthetic", "latency"), default="real",
                     help="stream of the profiled run (default real)")
+    ap.add_argument("--profile-idle", action="store_true",
+                    help="py-spy --idle: also sample the threads while they wait (where the main thread blocks)")
     ap.add_argument("--keep-profile", metavar="FILE", help="also copy py-spy's raw output there")
     ap.add_argument("--quick", action="store_true",
                     help="1 run, 3 trajectories for the real stream, 600 synthetic events, "
@@ -1236,13 +1264,20 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--worker-loglevel", default="warn",
                     help="worker -l (default warn; note faust leaves its root logger at DEBUG for warn and "
                          "above, see bench/README.md)")
+    ap.add_argument("--worker-tree", metavar="DIR", default=None,
+                    help="run the worker from this checkout (cwd and PYTHONPATH) instead of this one: an A/B of "
+                         "two commits on the same broker and stream")
     ap.add_argument("--out", metavar="FILE", help="also write the Markdown report there")
     ap.add_argument("--timeout", type=float, default=900, help="per worker run: start -> drained limit (s)")
     ap.add_argument("--bootstrap", "--broker", dest="broker", metavar="HOST:PORT",
                     help="use this running broker instead of starting one")
     args = ap.parse_args(argv)
     q = args.quick
-    args.events = args.events if args.events is not None else (600 if q else 3000)
+    args.events = args.events if args.events is not None else (600 if q else SYNTHETIC_EVENTS)
+    # More events = more contexts of the same length (3,000 / 32 = ~94 events each): the same stream,
+    # longer. Longer contexts would change it (more alerts and outputs per event, a costlier engine).
+    args.contexts = args.contexts if args.contexts is not None else max(32, round(args.events * 32 / 3000))
+    args.real_copies = args.real_copies if args.real_copies is not None else (1 if q else 3)
     args.traces_limit = args.traces_limit if args.traces_limit is not None else (3 if q else None)
     args.runs = args.runs if args.runs is not None else (1 if q else 3)
     args.latency_seconds = args.latency_seconds if args.latency_seconds is not None else (4 if q else 12)
@@ -1273,9 +1308,9 @@ def main(argv: list[str] | None = None) -> int:
         bench.start_broker()
         real = synth = None
         if "real" in args.phase_set or (args.profile and args.profile_stream == "real"):
-            real = bench.prepare("real", real_events(args.traces, args.traces_limit))
+            real = bench.prepare("real", copies_of(real_events(args.traces, args.traces_limit), args.real_copies))
         if "synthetic" in args.phase_set or (args.profile and args.profile_stream == "synthetic"):
-            synth = bench.prepare("synthetic", synthetic_events(args.events))
+            synth = bench.prepare("synthetic", synthetic_events(args.events, contexts=args.contexts))
         # One failing measurement (e.g. a worker that exits) must not lose the others.
         steps: list[tuple[str, Any]] = []
         if "real" in args.phase_set:
