@@ -604,3 +604,14 @@ def test_a_japanese_dislike_stated_as_a_rule_is_read_but_not_a_conceded_past_or_
     assert read("今日は外出したくないけど、やります。", "typed") == []  # conceded
     assert read("昨日は触りたくなかった。", "typed") == []  # past: a report
     assert read("まだリリースしたくないんだけどどうする？", "typed") == []  # a question
+
+
+# --------------------------------------------------------------------------- round 7
+
+
+def test_a_chinese_dislike_stated_as_a_rule_is_read_in_typed_text_and_rejection_feedback():
+    said = [cue for _, _, cue in read("我不希望创建全局的配置文件，我希望的是本地配置", "rejection")]
+    assert said == ["zh:dont-want"]
+    assert [cue for _, _, cue in read("我不想要新的依赖", "typed")] == ["zh:dont-want"]
+    assert read("我不想改这个文件，但是没办法", "typed") == []  # conceded
+    assert read("我不希望你删掉它吗？", "typed") == []  # a question

@@ -261,6 +261,10 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 "medium",
                 r"(?:不能|不可以|不可)(?:再|随便|隨便|擅自|直接)?[改删刪动動加提推用碰写寫换換]",
             ),
+            # a dislike stated as a rule: "我不希望创建 X", "我不想要 X" (not conceded / past: "不想…但", "不想…了吗")
+            ("dont-want", "explicit", "medium",
+             r"我(?:并|並|真的|也|还是|還是)?(?:不希望|不想(?:要|让你|讓你|你)?)(?=[\u4e00-\u9fff\w])"
+             r"(?![^。；;！!]*(?:但|可是|不过|不過))"),
             ("keep-as-is", "preserve", "medium", r"保持|保留|维持|維持|(?:不要|别|別)(?:动|動)|原样|原樣"),
             (
                 "later",
