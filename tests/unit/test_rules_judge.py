@@ -615,3 +615,15 @@ def test_a_chinese_dislike_stated_as_a_rule_is_read_in_typed_text_and_rejection_
     assert [cue for _, _, cue in read("我不想要新的依赖", "typed")] == ["zh:dont-want"]
     assert read("我不想改这个文件，但是没办法", "typed") == []  # conceded
     assert read("我不希望你删掉它吗？", "typed") == []  # a question
+
+
+def test_a_chinese_limit_is_read_but_not_a_plain_count():
+    said = [cue for _, _, cue in read("帮我设计一个工具。一次只问一个问题，总共不超过十个问题", "command_args")]
+    assert said == ["zh:limit"]
+    assert [cue for _, _, cue in read("每次只改一个文件", "typed")] == ["zh:limit"]
+    assert read("这里一共有十个问题", "typed") == []
+
+
+def test_a_korean_deferral_stated_as_a_noun_is_read():
+    assert [cue for _, _, cue in read("로그인 기능은 나중에 적용 (지금은 테스트 중)", "typed")] == ["ko:later"]
+    assert read("나중에 적용된 설정을 확인했어요", "typed") == []  # a report, not a deferral

@@ -281,6 +281,10 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ),
             ("skip-for-now", "defer", "medium", r"(?:暂时|暫時|先)(?:跳过|跳過|不做|搁置|擱置|不管)"),
             ("rather-than", "contrastive", "medium", r"而(?:不是|非)\S"),
+            # a limit: "总共不超过十个", "一次只问一个问题", "每次只改一个文件"
+            ("limit", "explicit", "medium",
+             r"(?:不超过|不超過|不能超过|不能超過|不得超过|不得超過)\s*[0-9一二两兩三四五六七八九十百千几幾]"
+             r"|(?:一次|每次)(?:只|仅|僅)(?:能|可以)?[\u4e00-\u9fff]{1,4}?(?:一|1)\s*(?:个|個|条|條|件|项|項|处|處)"),
             # a plan line's scope exclusion and restriction: "X 不在本次范围内", "仅限于 X"
             ("out-of-scope", "explicit", "medium", r"(?:不在|超出)(?:本次|这次|此次)?(?:的)?(?:范围|範圍)", "item"),
             ("limit-to", "contrastive", "medium", r"(?:仅|僅|只)(?:限于|限於|用于|用於)", "item"),
@@ -312,7 +316,8 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 "medium",
                 r"유지(?:해|하세요|해\s*주세요|할\s*것|합니다)|그대로\s*(?:둬|두세요|두고|놔|유지)",
             ),
-            ("later", "defer", "medium", r"(?:나중에|다음에)\s*(?:하자|할게|해|하세요|합시다)"),
+            ("later", "defer", "medium", r"(?:나중에|다음에)\s*(?:하자|할게|해|하세요|합시다"
+             r"|(?:적용|추가|구현|진행|처리|작업|지원|연동)(?:하자|할게|해|하세요|합시다|함|하기)?\s*(?:[(（.。]|$))"),
             ("ask-first", "restraint", "medium", r"먼저\s*(?:물어|확인|상의)|(?:제가|내가)\s*(?:직접|할게|하겠)"),
             (
                 "neg-item",
