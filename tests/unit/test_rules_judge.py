@@ -627,3 +627,8 @@ def test_a_chinese_limit_is_read_but_not_a_plain_count():
 def test_a_korean_deferral_stated_as_a_noun_is_read():
     assert [cue for _, _, cue in read("로그인 기능은 나중에 적용 (지금은 테스트 중)", "typed")] == ["ko:later"]
     assert read("나중에 적용된 설정을 확인했어요", "typed") == []  # a report, not a deferral
+
+
+def test_a_french_reminder_not_to_forget_is_not_read_as_a_rule():
+    assert read("n'oublie pas d'ignorer les fichiers temporaires.", "typed") == []
+    assert [c for _, _, c in read("ne modifie pas les fichiers temporaires.", "typed")] == ["fr:neg-imperative"]

@@ -438,7 +438,8 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 "explicit",
                 "high",
                 r"^(?:(?:s'il\s+(?:te|vous)\s+pla[iî]t|svp|merci\s+de|surtout)\s*,?\s*)?(?:ne\s+|n['’]\s*)(?:(?:le|la|les|l['’]|y|en|me|lui|leur)\s*)*"
-                r"\w+[sz]?\s+(?:pas|jamais|rien|plus)\b",
+                # "n'oublie pas de V", "n'hésite pas à V": a reminder or an offer to do, not a rule against an act
+                r"(?!oubliez?\b|h[ée]sitez?\b)\w+[sz]?\s+(?:pas|jamais|rien|plus)\b",
             ),
             (
                 "merci-de-ne-pas",
