@@ -632,3 +632,9 @@ def test_a_korean_deferral_stated_as_a_noun_is_read():
 def test_a_french_reminder_not_to_forget_is_not_read_as_a_rule():
     assert read("n'oublie pas d'ignorer les fichiers temporaires.", "typed") == []
     assert [c for _, _, c in read("ne modifie pas les fichiers temporaires.", "typed")] == ["fr:neg-imperative"]
+
+
+def test_a_request_to_take_care_not_to_lose_something_is_not_read_as_a_rule():
+    assert read("make sure not to lose information when you merge the notes", "typed") == []
+    assert read("make sure you don't miss any of the edge cases", "typed") == []
+    assert [c for _, _, c in read("make sure not to delete the notes", "typed")] == ["neg-imperative"]
