@@ -638,3 +638,9 @@ def test_a_request_to_take_care_not_to_lose_something_is_not_read_as_a_rule():
     assert read("make sure not to lose information when you merge the notes", "typed") == []
     assert read("make sure you don't miss any of the edge cases", "typed") == []
     assert [c for _, _, c in read("make sure not to delete the notes", "typed")] == ["neg-imperative"]
+
+
+def test_a_negative_request_asked_as_a_question_is_read_below_precise_only():
+    asked = "can we not add emojis to the docs?"
+    assert [c for _, _, c in read(asked, "typed", precision="balanced")] == ["neg-request"]
+    assert read(asked, "typed", precision="precise") == []
