@@ -226,11 +226,11 @@ def test_a_summary_that_says_the_thing_was_removed_does_not_keep_a_keep_rule():
     assert judge_one(rule, "The legacy CSV parser was kept unchanged, as the user asked.")[0][1] is True
 
 
-def test_a_rule_missing_from_a_user_message_list_alerts_at_precise_only_when_nothing_of_it_is_left_of_a_short_message():
+def test_a_short_message_rule_missing_from_a_user_message_list_alerts_at_precise_even_with_its_words_left():
     short = "don't rename the config keys"
     assert judge_one(short, SUMMARY_2) == [(short, False, "not-quoted-no-trace")]
     traced = SUMMARY_2 + "\n7. Pending Tasks:\n   - document the config keys of the exporter\n"
-    assert judge_one(short, traced) == [(short, True, "below-precision:not-quoted")]  # its words are still there
+    assert judge_one(short, traced) == [(short, False, "not-quoted")]  # its words are left, the rule is not
     assert judge_one(short, traced, precision="balanced") == [(short, False, "not-quoted")]
     long = "Here is the whole spec of the exporter. " * 12 + "don't rename the config keys."
     # a long message's rule the list does not quote alerts at recall only (pasted documents: poor on every fold)

@@ -976,10 +976,12 @@ class Level:
 #: templates, status dumps). A rule file read once (nested CLAUDE.md) counts
 #: as in view after a boundary at precise and balanced, as the labels take it (root alerts for it: H 0 / 10, no gold
 #: rule from a rule file in any fold); recall still asks for its re-injection.
+#: A short message the list does not quote, with some of its words left elsewhere ('not-quoted'), alerts at precise too
+#: (round 7, all six folds: 13 / 2 before, 13 / 0 after the two false readings were fixed by their form).
 _PRECISE = frozenset({"unquoted-again", "unquoted-again-unstated", "removed", "plan-no-trace", "plan-named-unstated",
-                      "not-quoted-no-trace", "unmatched"})
+                      "not-quoted-no-trace", "unmatched", "not-quoted"})
 _LONG = frozenset({"not-quoted-long", "not-quoted-long-no-trace"})
-_BALANCED = _PRECISE | {"unquoted-again-traced", "plan-unstated", "not-quoted"}
+_BALANCED = _PRECISE | {"unquoted-again-traced", "plan-unstated"}
 #: The levels of the precision setting (``--judge-precision`` / ``CG_JUDGE_PRECISION``); measured in docs/REAL_LOGS.md.
 PRECISION_LEVELS: dict[str, Level] = {
     "precise": Level("precise", frozenset({"high", "medium"}), _PRECISE,
