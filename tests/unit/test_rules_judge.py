@@ -644,3 +644,9 @@ def test_a_negative_request_asked_as_a_question_is_read_below_precise_only():
     asked = "can we not add emojis to the docs?"
     assert [c for _, _, c in read(asked, "typed", precision="balanced")] == ["neg-request"]
     assert read(asked, "typed", precision="precise") == []
+
+
+def test_a_bare_plural_subject_that_should_not_act_is_read_but_not_a_state():
+    said = read("worker sessions shouldn't immediately upload after they log in", "typed")
+    assert [c for _, _, c in said] == ["should-not-act"]
+    assert read("tests shouldn't fail on a clean checkout", "typed") == []  # no action of the agent's

@@ -829,7 +829,9 @@ _REQUIREMENT = _Lazy("_REQUIREMENT",
 #: not "it should not take long", "the test should not fail": predictions and expectations).
 _SHOULD_NOT_ACT = _Lazy("_SHOULD_NOT_ACT",
     rf"^(?:the|our)\s+[\w`.*/-]+(?:\s+[\w`.*/-]+){{0,3}}\s+(?:should|shall)\s+(?:not|never)\s+(?:ever\s+)?(?:auto-?|re-?)?"
-    rf"(?:{_ACTION}|fix)\s+\S",
+    rf"(?:{_ACTION}|fix)\s+\S"
+    rf"|^(?:[a-z][\w-]*\s+){{0,2}}[a-z][\w-]*s\s+(?:shouldn'?t|should\s+not|should\s+never)\s+(?:ever\s+|immediately\s+|automatically\s+)?"
+    rf"(?:auto-?|re-?)?(?:{_ACTION}|upload|show|truncate|fix)\b",
     re.IGNORECASE,
 )
 #: "Nothing in vendor/ should be edited", "no file under X may be changed".
