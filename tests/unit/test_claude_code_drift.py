@@ -190,3 +190,13 @@ def test_a_sidechain_user_record_is_the_agents_prompt_not_the_users(tmp_path):
     s.compact("b1", "s1", summary_text("find the export code"))
     events, _, _ = run(s.write(tmp_path / "t.jsonl"))
     assert node(events, "s1")["raw_negative_constraints"] == []
+
+
+def test_rejection_feedback_is_read_in_both_wordings():
+    from stream.adapters.compaction.claude_code import _rejection_feedback
+
+    head = "The user doesn't want to proceed with this tool use. The tool use was rejected."
+    said = {"content": head + " To tell you how to proceed, the user said:\nkeep the old parser"}
+    reason = {"content": head + " The user provided the following reason for the rejection:  keep the old parser"}
+    assert _rejection_feedback(said) == _rejection_feedback(reason) == "keep the old parser"
+    assert _rejection_feedback({"content": head}) is None

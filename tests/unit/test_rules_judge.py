@@ -226,11 +226,11 @@ def test_a_summary_that_says_the_thing_was_removed_does_not_keep_a_keep_rule():
     assert judge_one(rule, "The legacy CSV parser was kept unchanged, as the user asked.")[0][1] is True
 
 
-def test_a_rule_missing_from_a_user_message_list_alerts_at_precise_only_when_nothing_of_it_is_left_of_a_short_message():
+def test_a_short_message_rule_missing_from_a_user_message_list_alerts_at_precise_even_with_its_words_left():
     short = "don't rename the config keys"
     assert judge_one(short, SUMMARY_2) == [(short, False, "not-quoted-no-trace")]
     traced = SUMMARY_2 + "\n7. Pending Tasks:\n   - document the config keys of the exporter\n"
-    assert judge_one(short, traced) == [(short, True, "below-precision:not-quoted")]  # its words are still there
+    assert judge_one(short, traced) == [(short, False, "not-quoted")]  # its words are left, the rule is not
     assert judge_one(short, traced, precision="balanced") == [(short, False, "not-quoted")]
     long = "Here is the whole spec of the exporter. " * 12 + "don't rename the config keys."
     # a long message's rule the list does not quote alerts at recall only (pasted documents: poor on every fold)
@@ -604,3 +604,49 @@ def test_a_japanese_dislike_stated_as_a_rule_is_read_but_not_a_conceded_past_or_
     assert read("今日は外出したくないけど、やります。", "typed") == []  # conceded
     assert read("昨日は触りたくなかった。", "typed") == []  # past: a report
     assert read("まだリリースしたくないんだけどどうする？", "typed") == []  # a question
+
+
+# --------------------------------------------------------------------------- round 7
+
+
+def test_a_chinese_dislike_stated_as_a_rule_is_read_in_typed_text_and_rejection_feedback():
+    said = [cue for _, _, cue in read("我不希望创建全局的配置文件，我希望的是本地配置", "rejection")]
+    assert said == ["zh:dont-want"]
+    assert [cue for _, _, cue in read("我不想要新的依赖", "typed")] == ["zh:dont-want"]
+    assert read("我不想改这个文件，但是没办法", "typed") == []  # conceded
+    assert read("我不希望你删掉它吗？", "typed") == []  # a question
+
+
+def test_a_chinese_limit_is_read_but_not_a_plain_count():
+    said = [cue for _, _, cue in read("帮我设计一个工具。一次只问一个问题，总共不超过十个问题", "command_args")]
+    assert said == ["zh:limit"]
+    assert [cue for _, _, cue in read("每次只改一个文件", "typed")] == ["zh:limit"]
+    assert read("这里一共有十个问题", "typed") == []
+
+
+def test_a_korean_deferral_stated_as_a_noun_is_read():
+    assert [cue for _, _, cue in read("로그인 기능은 나중에 적용 (지금은 테스트 중)", "typed")] == ["ko:later"]
+    assert read("나중에 적용된 설정을 확인했어요", "typed") == []  # a report, not a deferral
+
+
+def test_a_french_reminder_not_to_forget_is_not_read_as_a_rule():
+    assert read("n'oublie pas d'ignorer les fichiers temporaires.", "typed") == []
+    assert [c for _, _, c in read("ne modifie pas les fichiers temporaires.", "typed")] == ["fr:neg-imperative"]
+
+
+def test_a_request_to_take_care_not_to_lose_something_is_not_read_as_a_rule():
+    assert read("make sure not to lose information when you merge the notes", "typed") == []
+    assert read("make sure you don't miss any of the edge cases", "typed") == []
+    assert [c for _, _, c in read("make sure not to delete the notes", "typed")] == ["neg-imperative"]
+
+
+def test_a_negative_request_asked_as_a_question_is_read_below_precise_only():
+    asked = "can we not add emojis to the docs?"
+    assert [c for _, _, c in read(asked, "typed", precision="balanced")] == ["neg-request"]
+    assert read(asked, "typed", precision="precise") == []
+
+
+def test_a_bare_plural_subject_that_should_not_act_is_read_but_not_a_state():
+    said = read("worker sessions shouldn't immediately upload after they log in", "typed")
+    assert [c for _, _, c in said] == ["should-not-act"]
+    assert read("tests shouldn't fail on a clean checkout", "typed") == []  # no action of the agent's

@@ -34,7 +34,9 @@ _INPUT_PATH_KEYS = ("file_path", "path", "notebook_path")
 _REJECTED = "The user doesn't want to proceed with this tool use."
 _CLARIFY = "The user wants to clarify these questions."
 _RECOMMENDED = re.compile(r"\s*\(recommended\)", re.IGNORECASE)
-_FEEDBACK = re.compile(r"the user said:\s*\n?(.*)\Z", re.DOTALL)
+#: The user's words after a rejection: "... the user said:\n<words>" or (2.1.7x) "... the following reason for the
+#: rejection:  <words>".
+_FEEDBACK = re.compile(r"(?:the user said:|the following reason for the rejection:)\s*\n?(.*)\Z", re.DOTALL)
 _TRANSCRIPT_PATH = re.compile(r"read the full transcript at:\s*(\S+?\.jsonl)\b")
 _PLAN = re.compile(r"^\s*Implement the following plan:", re.IGNORECASE)
 

@@ -72,7 +72,8 @@ def _english_rows() -> tuple[Cue, ...]:
             p._NEGATED_LEAD.pattern,
             "an item of a Don't / Won't do / Non-goals list",
         ),
-        _en("neg-request", "explicit", "high", p._NEG_REQUEST.pattern, "can we not X? / is it ok if you don't X?"),
+        # low: asked, not stated ("can we not filter in X?" may ask whether it can be avoided); 0 TP / 1 FP on six folds
+        _en("neg-request", "explicit", "low", p._NEG_REQUEST.pattern, "can we not X? / is it ok if you don't X?"),
         _en("purpose-not", "explicit", "medium", p._PURPOSE_NOT.pattern, "do X so that it doesn't V"),
         _en(
             "plan-descriptive-imperative",
@@ -261,6 +262,10 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 "medium",
                 r"(?:不能|不可以|不可)(?:再|随便|隨便|擅自|直接)?[改删刪动動加提推用碰写寫换換]",
             ),
+            # a dislike stated as a rule: "我不希望创建 X", "我不想要 X" (not conceded / past: "不想…但", "不想…了吗")
+            ("dont-want", "explicit", "medium",
+             r"我(?:并|並|真的|也|还是|還是)?(?:不希望|不想(?:要|让你|讓你|你)?)(?=[\u4e00-\u9fff\w])"
+             r"(?![^。；;！!]*(?:但|可是|不过|不過))"),
             ("keep-as-is", "preserve", "medium", r"保持|保留|维持|維持|(?:不要|别|別)(?:动|動)|原样|原樣"),
             (
                 "later",
@@ -277,6 +282,10 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ),
             ("skip-for-now", "defer", "medium", r"(?:暂时|暫時|先)(?:跳过|跳過|不做|搁置|擱置|不管)"),
             ("rather-than", "contrastive", "medium", r"而(?:不是|非)\S"),
+            # a limit: "总共不超过十个", "一次只问一个问题", "每次只改一个文件"
+            ("limit", "explicit", "medium",
+             r"(?:不超过|不超過|不能超过|不能超過|不得超过|不得超過)\s*[0-9一二两兩三四五六七八九十百千几幾]"
+             r"|(?:一次|每次)(?:只|仅|僅)(?:能|可以)?[\u4e00-\u9fff]{1,4}?(?:一|1)\s*(?:个|個|条|條|件|项|項|处|處)"),
             # a plan line's scope exclusion and restriction: "X 不在本次范围内", "仅限于 X"
             ("out-of-scope", "explicit", "medium", r"(?:不在|超出)(?:本次|这次|此次)?(?:的)?(?:范围|範圍)", "item"),
             ("limit-to", "contrastive", "medium", r"(?:仅|僅|只)(?:限于|限於|用于|用於)", "item"),
@@ -308,7 +317,8 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 "medium",
                 r"유지(?:해|하세요|해\s*주세요|할\s*것|합니다)|그대로\s*(?:둬|두세요|두고|놔|유지)",
             ),
-            ("later", "defer", "medium", r"(?:나중에|다음에)\s*(?:하자|할게|해|하세요|합시다)"),
+            ("later", "defer", "medium", r"(?:나중에|다음에)\s*(?:하자|할게|해|하세요|합시다"
+             r"|(?:적용|추가|구현|진행|처리|작업|지원|연동)(?:하자|할게|해|하세요|합시다|함|하기)?\s*(?:[(（.。]|$))"),
             ("ask-first", "restraint", "medium", r"먼저\s*(?:물어|확인|상의)|(?:제가|내가)\s*(?:직접|할게|하겠)"),
             (
                 "neg-item",
@@ -429,7 +439,8 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 "explicit",
                 "high",
                 r"^(?:(?:s'il\s+(?:te|vous)\s+pla[iî]t|svp|merci\s+de|surtout)\s*,?\s*)?(?:ne\s+|n['’]\s*)(?:(?:le|la|les|l['’]|y|en|me|lui|leur)\s*)*"
-                r"\w+[sz]?\s+(?:pas|jamais|rien|plus)\b",
+                # "n'oublie pas de V", "n'hésite pas à V": a reminder or an offer to do, not a rule against an act
+                r"(?!oubliez?\b|h[ée]sitez?\b)\w+[sz]?\s+(?:pas|jamais|rien|plus)\b",
             ),
             (
                 "merci-de-ne-pas",
@@ -965,10 +976,12 @@ class Level:
 #: templates, status dumps). A rule file read once (nested CLAUDE.md) counts
 #: as in view after a boundary at precise and balanced, as the labels take it (root alerts for it: H 0 / 10, no gold
 #: rule from a rule file in any fold); recall still asks for its re-injection.
+#: A short message the list does not quote, with some of its words left elsewhere ('not-quoted'), alerts at precise too
+#: (round 7, all six folds: 13 / 2 before, 13 / 0 after the two false readings were fixed by their form).
 _PRECISE = frozenset({"unquoted-again", "unquoted-again-unstated", "removed", "plan-no-trace", "plan-named-unstated",
-                      "not-quoted-no-trace", "unmatched"})
+                      "not-quoted-no-trace", "unmatched", "not-quoted"})
 _LONG = frozenset({"not-quoted-long", "not-quoted-long-no-trace"})
-_BALANCED = _PRECISE | {"unquoted-again-traced", "plan-unstated", "not-quoted"}
+_BALANCED = _PRECISE | {"unquoted-again-traced", "plan-unstated"}
 #: The levels of the precision setting (``--judge-precision`` / ``CG_JUDGE_PRECISION``); measured in docs/REAL_LOGS.md.
 PRECISION_LEVELS: dict[str, Level] = {
     "precise": Level("precise", frozenset({"high", "medium"}), _PRECISE,

@@ -829,7 +829,9 @@ _REQUIREMENT = _Lazy("_REQUIREMENT",
 #: not "it should not take long", "the test should not fail": predictions and expectations).
 _SHOULD_NOT_ACT = _Lazy("_SHOULD_NOT_ACT",
     rf"^(?:the|our)\s+[\w`.*/-]+(?:\s+[\w`.*/-]+){{0,3}}\s+(?:should|shall)\s+(?:not|never)\s+(?:ever\s+)?(?:auto-?|re-?)?"
-    rf"(?:{_ACTION}|fix)\s+\S",
+    rf"(?:{_ACTION}|fix)\s+\S"
+    rf"|^(?:[a-z][\w-]*\s+){{0,2}}[a-z][\w-]*s\s+(?:shouldn'?t|should\s+not|should\s+never)\s+(?:ever\s+|immediately\s+|automatically\s+)?"
+    rf"(?:auto-?|re-?)?(?:{_ACTION}|upload|show|truncate|fix)\b",
     re.IGNORECASE,
 )
 #: "Nothing in vendor/ should be edited", "no file under X may be changed".
@@ -1321,6 +1323,15 @@ def _plan_cue(cue: str, source: str) -> str:
     return "plan-contrast" if cue == "contrast" and source == "plan" else cue
 
 
+#: "make sure not to lose / miss / forget X": a request about how to do the work (an omission to avoid), not a rule
+#: against an act the agent would choose.
+_CAREFUL_NOT = _Lazy("_CAREFUL_NOT",
+    r"^(?:let'?s\s+)?(?:make\s+sure|ensure|be\s+sure|be\s+careful|take\s+care|try)\s+(?:that\s+)?(?:you|we|it|they)?\s*"
+    r"(?:not\s+to|to\s+not|don'?t|do\s+not|never|won'?t)\s+(?:ever\s+)?(?:lose|miss|forget|overlook|leave\s+out)\b",
+    re.IGNORECASE,
+)
+
+
 def classify_cue(unit: Unit, clause: str, parenthetical: bool, *, source: str) -> tuple[str, str] | None:
     """``(form, cue)`` of the prohibition ``clause`` states, or None; ``cue`` names the row of
     :data:`EXTRACTION_CUES` that read it (a Spanish / French frame read in English: ``es:`` / ``fr:`` before it)."""
@@ -1336,7 +1347,7 @@ def classify_cue(unit: Unit, clause: str, parenthetical: bool, *, source: str) -
     stripped = _strip_markers(raw)
     c = _english(stripped)
     lang = _foreign_frame_language(stripped) if c != stripped else ""
-    if len(c) < 4 or _OPINION.match(c) or _POSSIBILITY.search(c) or _HEDGED.search(sent):
+    if len(c) < 4 or _OPINION.match(c) or _POSSIBILITY.search(c) or _HEDGED.search(sent) or _CAREFUL_NOT.match(c):
         return None
     if source == "plan" and _NOT_RECOMMENDED.search(c):
         return "explicit", "plan-not-recommended"  # a plan's decision, in any section: "X is not recommended now"
