@@ -136,7 +136,7 @@ CASES = [
         2,
         ("cannot read missing.jsonl: no such file or directory", "Claude Code transcripts"),
     ),
-    Case("replay-a-directory", ("replay", "."), 2, ("cannot read .: it is a directory", "JSONL file")),
+    Case("replay-a-directory", ("replay", "."), 2, ("cannot replay .: it is a directory", "JSONL file")),
     Case(
         "replay-a-trajectory",
         ("replay", str(TRAJECTORY)),
