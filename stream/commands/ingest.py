@@ -262,17 +262,19 @@ def ingest(
 
 def _refuse_input_events(path: str) -> None:
     """Fail (exit 2) when the file ``path`` holds input events or a Claude Code transcript (wrong form)."""
+    from stream.offline.replay import TRANSCRIPT_KEYS, first_line
+
     if os.path.isdir(path):
         return
     try:
         with open(path, "rb") as fh:
-            first = fh.readline(1 << 20).lstrip(b"\xef\xbb\xbf").strip()
+            first = (first_line(fh, limit=1 << 20) or b"").strip()
         value = json.loads(first) if first.startswith(b"{") else None
     except (OSError, ValueError):
         return
     if isinstance(value, dict) and value.get("type") in ("checkpoint", "artifact"):
         fail(f"cannot ingest {path}: already input events; use checkpoint-guard replay {path}")
-    if isinstance(value, dict) and {"sessionId", "parentUuid"} & set(value):
+    if isinstance(value, dict) and TRANSCRIPT_KEYS & set(value):
         fail(f"cannot ingest {path}: it is a Claude Code transcript; use checkpoint-guard ingest claude-code {path}")
 
 

@@ -235,7 +235,7 @@ class _Line:
 
 
 #: Keys of a Claude Code transcript record (never of an input event).
-_TRANSCRIPT_KEYS = frozenset({"sessionId", "parentUuid", "uuid", "leafUuid", "isSidechain"})
+TRANSCRIPT_KEYS = frozenset({"sessionId", "parentUuid", "uuid", "leafUuid", "isSidechain"})
 
 
 def first_line(stream: BinaryIO, *, limit: int = MAX_MESSAGE_BYTES) -> bytes | None:
@@ -281,7 +281,7 @@ def not_events(first: bytes | None, name: str) -> str | None:
     if (
         isinstance(value, dict)
         and value.get("type") not in ("checkpoint", "artifact")
-        and _TRANSCRIPT_KEYS & set(value)
+        and TRANSCRIPT_KEYS & set(value)
     ):
         return ("it is a Claude Code transcript, not input events; turn it into events first: "
                 f"`checkpoint-guard ingest claude-code {name} | checkpoint-guard replay -`")
