@@ -169,26 +169,33 @@ class _View:
         self.cap = cap
 
     def _load(self, key: tuple[Any, ...]) -> Any:
-        value = self.young.get(key, _MISSING)
-        if value is not _MISSING:
-            return value
-        value = self.old.get(key, _MISSING)
-        if value is _MISSING:
-            raw = self.store.get(self.prefix + key_json(key).encode("utf-8"))
-            value = None if raw is None else loads(raw)
-        if len(self.young) >= self.cap:  # two generations: bounded, O(1) per access
-            self.old, self.young = self.young, {}
-        self.young[key] = value
-        return value
-
-    def get(self, key: tuple[Any, ...], default: Any = None) -> Any:
+        """A key not in ``young``: the newest of dirty, taken, old and the store (then cached)."""
         value = self.dirty.get(key, _MISSING)
         if value is _MISSING and self.taken:
             value = self.taken.get(key, _MISSING)
         if value is _MISSING:
-            value = self._load(key)
+            value = self.old.get(key, _MISSING)
+            if value is _MISSING:
+                raw = self.store.get(self.prefix + key_json(key).encode("utf-8"))
+                value = None if raw is None else loads(raw)
         elif value is _DELETED:
-            return default
+            value = None
+        self._cache(key, value)
+        return value
+
+    def _cache(self, key: tuple[Any, ...], value: Any) -> None:
+        young = self.young
+        if len(young) >= self.cap and key not in young:  # two generations: bounded, O(1) per access
+            self.old, young = young, {}
+            self.young = young
+        young[key] = value
+
+    def get(self, key: tuple[Any, ...], default: Any = None) -> Any:
+        # ``young`` holds the current value of every key it has (writes go through it):
+        # the one lookup of the common case
+        value = self.young.get(key, _MISSING)
+        if value is _MISSING:
+            value = self._load(key)
         return default if value is None else value
 
     def __getitem__(self, key: tuple[Any, ...]) -> Any:
@@ -202,11 +209,13 @@ class _View:
 
     def __setitem__(self, key: tuple[Any, ...], value: Any) -> None:
         self.dirty[key] = value
+        self._cache(key, value)
 
     def __delitem__(self, key: tuple[Any, ...]) -> None:
         if key not in self:
             raise KeyError(key)
         self.dirty[key] = _DELETED
+        self._cache(key, None)
 
     def pop(self, key: tuple[Any, ...], *default: Any) -> Any:
         value = self.get(key, _MISSING)
@@ -215,6 +224,7 @@ class _View:
                 return default[0]
             raise KeyError(key)
         self.dirty[key] = _DELETED
+        self._cache(key, None)
         return value
 
     def take_dirty(self) -> list[list[Any]]:
@@ -232,9 +242,10 @@ class _View:
 
     def stored(self) -> None:
         """The taken writes are in the store: they move into the read cache."""
-        young = self.young
+        young, dirty = self.young, self.dirty
         for key, value in self.taken.items():
-            young[key] = None if value is _DELETED else value
+            if key not in dirty:  # a key written again since the take: young holds that write
+                young[key] = None if value is _DELETED else value
         self.taken.clear()
         self.taken_json.clear()
         if len(young) > 2 * self.cap:

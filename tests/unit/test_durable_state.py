@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from stream.domain.engine import Engine
@@ -373,5 +373,63 @@ def test_a_rollback_restores_a_taken_value_the_engine_changed_in_place_since(tmp
         state.reach[("c", "r")] = grown
         state.forget()
         assert state.reach.get(("c", "r")) == ["a"]
+    finally:
+        store.close()
+
+
+_OPS = st.lists(st.one_of(
+    st.tuples(st.just("set"), st.integers(0, 2), st.integers(0, 9)),
+    st.tuples(st.just("set"), st.integers(0, 2), st.integers(0, 9)),
+    st.tuples(st.just("del"), st.integers(0, 2)),
+    st.tuples(st.just("pop"), st.integers(0, 2)),
+    st.tuples(st.just("get"), st.integers(0, 2)),
+    st.tuples(st.just("take"),),
+    st.tuples(st.just("stored"),),
+    st.tuples(st.just("forget"),),
+), max_size=60)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=_OPS, cap=st.sampled_from([1, 2, 3, 50]))
+@example(ops=[("set", 0, 1), ("take",), ("set", 0, 2), ("stored",)], cap=50)  # written again while committing
+@example(ops=[("set", 0, 1), ("take",), ("set", 1, 1), ("set", 2, 1), ("set", 0, 2), ("stored",)], cap=1)
+def test_a_table_view_reads_like_a_dict_through_writes_takes_stores_rollbacks_and_evictions(tmp_path, ops, cap):
+    """Writes go through the read cache; a value read is always the newest of the write,
+    the commit in flight and the store, whatever the cache evicted (model: plain dicts)."""
+    store = PartitionStore(Path(tempfile.mkdtemp(dir=tmp_path)) / "db")
+    view = PartitionState(store, cache_entries=cap).nodes
+    current: dict[Any, Any] = {}  # what the view must read
+    committed: dict[Any, Any] = {}  # what the last take holds (a rollback's target)
+    taken: list[Any] | None = None
+    try:
+        for op in ops:
+            key = ("c", f"n{op[1]}") if len(op) > 1 else None
+            if op[0] == "set":
+                view[key] = {"v": op[2]}
+                current[key] = {"v": op[2]}
+            elif op[0] in ("del", "pop"):
+                if key in current:
+                    got = view.pop(key) if op[0] == "pop" else view.__delitem__(key)
+                    if op[0] == "pop":
+                        assert got == current[key]
+                    del current[key]
+                else:
+                    with pytest.raises(KeyError):
+                        view.pop(key) if op[0] == "pop" else view.__delitem__(key)
+            elif op[0] == "get":
+                assert view.get(key) == current.get(key)
+                assert (key in view) == (key in current)
+            elif op[0] == "take" and taken is None:
+                taken = view.take_dirty()
+                committed = dict(current)
+            elif op[0] == "stored" and taken is not None:
+                store.write(taken, {})
+                view.stored()
+                taken = None
+            elif op[0] == "forget":
+                view.forget()
+                current = dict(committed)
+            for k in [("c", f"n{i}") for i in range(3)]:
+                assert view.get(k) == current.get(k), (op, k)
     finally:
         store.close()
