@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapte
 
 from stream.domain import outputs
 from stream.domain.events import ArtifactEvent, CheckpointEvent, Event
-from stream.domain.keys import constraint_key
+from stream.domain.keys import text_key
 from stream.domain.outputs import encode_record
 from stream.errors import InvalidEvent
 from stream.times import rfc3339_time
@@ -169,8 +169,12 @@ def _build_models(limits: Limits) -> SimpleNamespace:
         ConstraintObject=ConstraintObject,
         CheckpointIn=CheckpointIn,
         ArtifactIn=ArtifactIn,
-        input_adapter=TypeAdapter(InputEvent),
-        constraints_adapter=TypeAdapter(ConstraintList),
+        input_adapter=(input_adapter := TypeAdapter(InputEvent)),
+        constraints_adapter=(constraints_adapter := TypeAdapter(ConstraintList)),
+        # their pydantic-core validators, called directly per message (TypeAdapter's own
+        # validate_python adds a Python frame and its keyword handling to every call)
+        input_validator=input_adapter.validator,
+        constraints_validator=constraints_adapter.validator,
     )
 
 
@@ -398,7 +402,7 @@ def _reason(err: ValidationError, obj: dict[str, Any], limits: Limits) -> str:
 def _keys(items: list[Any] | None, field: str, limits: Limits) -> tuple[str, ...]:
     if not items:
         return ()
-    keys = {constraint_key(c if isinstance(c, str) else {"id": c.id}) for c in items}
+    keys = {text_key(c) if type(c) is str else c.id for c in items}  # constraint_key, inlined
     longest = max(map(len, keys))
     if longest > limits.max_constraint_chars:  # NFKC can lengthen a text up to 18 times
         raise InvalidEvent(
@@ -416,7 +420,7 @@ def _informational_constraints(v: Any, field: str, models: SimpleNamespace, limi
     if v is None:
         return ()
     try:
-        return _keys(models.constraints_adapter.validate_python(v, strict=True), field, limits)
+        return _keys(models.constraints_validator.validate_python(v, strict=True), field, limits)
     except (ValidationError, InvalidEvent):
         return ()
 
@@ -583,7 +587,7 @@ def decode_event(data: bytes | str, *, max_bytes: int | None = None, limits: Lim
         _check_unicode(obj)
     models = _models(limits)
     try:
-        m = models.input_adapter.validate_python(obj, strict=True)
+        m = models.input_validator.validate_python(obj, strict=True)
     except ValidationError as exc:
         raise InvalidEvent(_reason(exc, obj, limits)) from None
     if m.schema_version is not None and m.schema_version != 1:

@@ -7,7 +7,19 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
+
+#: Texts up to this many characters have their key remembered (a checkpoint re-lists the
+#: constraints of the ones before it: most keys are computed again and again).
+_REMEMBERED_CHARS = 512
+
+
+def _text_key(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+_remembered_key = lru_cache(maxsize=1 << 14)(_text_key)  # at most ~16 MB of texts
 
 
 def text_key(text: str) -> str:
@@ -15,7 +27,7 @@ def text_key(text: str) -> str:
 
     An empty result is a valid key.
     """
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    return _remembered_key(text) if len(text) <= _REMEMBERED_CHARS else _text_key(text)
 
 
 def constraint_key(constraint: str | Mapping[str, Any]) -> str:
