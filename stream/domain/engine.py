@@ -313,16 +313,26 @@ def alert_id(context_id: str, node_id: str | None, rule: str, status: str, sets:
     ``set_digest`` (``[after, before]`` digests for ``non_idempotent``; the gap for
     ``sequence_gap``; None for ``unverifiable_checkpoint``) — never the listed set.
     """
-    blob = json.dumps(
-        [context_id, node_id, rule, status, sets, trigger_event_id],
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
+    blob = _id_json([context_id, node_id, rule, status, sets, trigger_event_id])
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:32]
 
 
+#: ``json.dumps(v, ensure_ascii=False, separators=(",", ":"))``, its encoder built once.
+_id_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def _trigger(event: Event, source: Source) -> Trigger:
-    return Trigger(event.event_id, event.type, source.topic, source.partition, source.offset)
+    """The event's :class:`Trigger`; an event's alerts, statuses and verdict share one."""
+    last = _last_trigger
+    if last[0] is event and last[1] is source:
+        return last[2]  # type: ignore[no-any-return]
+    trigger = Trigger(event.event_id, event.type, source.topic, source.partition, source.offset)
+    last[:] = [event, source, trigger]
+    return trigger
+
+
+#: (event, source, trigger) of the last :func:`_trigger` call (by identity: both are frozen).
+_last_trigger: list[Any] = [None, None, None]
 
 
 def _listed(items: Any) -> tuple[str, ...]:
