@@ -2,8 +2,8 @@
 
 :class:`FaustHost` implements :class:`stream.worker.host.Host` (group membership, the
 input stream, assignment callbacks, timers, web routes, start-up, the CLI) on faust
-0.15.3; nothing else in the project imports faust or mode. Where faust offers no
-setting it changes three things, each pinned by ``tests/unit/test_compat.py``:
+0.15.3; nothing else imports faust or mode. It changes three things of faust's (and
+aiokafka's lz4 level, :func:`set_lz4_level`), each pinned by ``tests/unit/test_compat.py``:
 
 * **Delivery** (:class:`InlineConsumer`, transport ``cgkafka://``): a fetch's records of
   the agent's topics go to its queue as one list when nothing can block (faust awaits
@@ -18,6 +18,7 @@ setting it changes three things, each pinned by ``tests/unit/test_compat.py``:
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import ssl
 import sys
@@ -38,6 +39,20 @@ from stream.worker.host import Handler, Host, Request, Response
 SCHEME = "cgkafka"
 #: Seconds a thread may hold the GIL while another waits (CPython's default: 0.005).
 GIL_SWITCH_INTERVAL = 0.0005
+
+
+def set_lz4_level(level: int) -> None:
+    """Compress this process's lz4 record batches at ``level`` (``CG_PRODUCER_LZ4_LEVEL``).
+
+    aiokafka 0.14 has no setting for it: both its record batch builders (the C one and the
+    Python one) call their module's ``lz4_encode``, whose default is 9 (LZ4HC), at every batch.
+    """
+    from aiokafka import codec
+    from aiokafka.record import default_records
+
+    encode = functools.partial(codec.lz4_encode, level=level)
+    for module in {default_records.__name__, default_records.DefaultRecordBatchBuilder.__module__}:
+        sys.modules[module].lz4_encode = encode  # type: ignore[attr-defined]
 
 
 def broker_url(bootstrap: str) -> str:
@@ -249,6 +264,7 @@ class FaustHost(Host):
 
     def __init__(self, settings: Settings) -> None:
         s = self.settings = settings
+        set_lz4_level(s.producer_lz4_level)
         self.checks: list[Callable[[Host], None]] = []
         self.starts: list[Callable[[], Awaitable[None]]] = []
         # faust's default canonical_url is http://<web_host>:<web_port>; other workers

@@ -49,6 +49,9 @@ PINNED = {
     "mode.services:Service.__init__": "ab4d12a25b93044a",  # sets _stopped
     "aiokafka.consumer.consumer:AIOKafkaConsumer.__init__": "01506f316191f7c9",  # sets _fetch_max_wait_ms
     "aiokafka.consumer.consumer:AIOKafkaConsumer.start": "2f1ba70443327538",  # reads _fetch_max_wait_ms
+    # set_lz4_level: the codec's level argument, and the builder calling the module's lz4_encode
+    "aiokafka.codec:lz4_encode": "a27f1d0da7e18dcb",
+    "aiokafka.record.default_records:_DefaultRecordBatchBuilderPy._maybe_compress": "aec315ff19fb0cc6",
 }
 
 #: Every private framework name compat.py touches -> the pinned code that defines or uses it.
@@ -246,3 +249,39 @@ def test_a_steady_trickle_of_fetches_does_not_hold_a_batch_open_until_it_is_full
 
     size = asyncio.run(scenario())
     assert 1 <= size < 2000
+
+
+def _lz4_batch(records: list[bytes]) -> bytes:
+    from aiokafka.record.default_records import DefaultRecordBatchBuilder
+
+    builder = DefaultRecordBatchBuilder(magic=2, compression_type=3,  # lz4
+                                        is_transactional=False, producer_id=-1, producer_epoch=-1,
+                                        base_sequence=-1, batch_size=1 << 20)
+    for offset, value in enumerate(records):
+        builder.append(offset, timestamp=1_700_000_000_000, key=b"ctx", value=value, headers=[])
+    return bytes(builder.build())
+
+
+def test_the_lz4_level_setting_reaches_the_record_batches_aiokafka_builds(monkeypatch):
+    """aiokafka's batch builder (the C one where it is built) compresses at the level set,
+    and the batch reads back whole; the default is aiokafka's 9 (LZ4HC)."""
+    import sys
+
+    from aiokafka import codec
+    from aiokafka.record import default_records
+    from aiokafka.record.memory_records import MemoryRecords
+
+    from stream.worker.compat import set_lz4_level
+
+    for module in {default_records.__name__, default_records.DefaultRecordBatchBuilder.__module__}:
+        monkeypatch.setattr(sys.modules[module], "lz4_encode", codec.lz4_encode)  # aiokafka's own; restored after
+    records = [b'{"type":"alert","context_id":"ctx","orphans":["art-%d","art-%d"]}' % (i, i * 7) for i in range(300)]
+    default = _lz4_batch(records)
+    set_lz4_level(1)
+    fast = _lz4_batch(records)
+    set_lz4_level(9)
+    assert _lz4_batch(records) == default  # 9: what aiokafka does unset
+    assert fast != default and len(fast) > len(default)  # level 1: faster, a little larger
+    batch = MemoryRecords(fast).next_batch()
+    assert [r.value for r in batch] == records
+    assert Settings().producer_lz4_level == 1
