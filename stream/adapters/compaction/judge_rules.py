@@ -352,7 +352,8 @@ class RulesJudge:
         return "unmatched"
 
 
-#: A question whose answer names what is left out or not done (the answer is then the rule): "What's NOT in v1?",
+#: A question whose answer names what is left out or not done (the answer is then the rule): "Which parts are NOT
+#: part of the beta?",
 #: "Which parts are out of scope?", "What should we skip / defer?", "What must stay untouched?".
 _EXCLUDING_QUESTION = re.compile(
     r"\b(?:NOT\s+(?:in|part\s+of|include|do|build|touch|change)|out\s+of\s+scope|non-goals?|exclud\w*|leave\s+out|left\s+out|"

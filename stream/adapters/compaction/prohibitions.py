@@ -840,7 +840,7 @@ _SHOULD_NEVER = _Lazy("_SHOULD_NEVER",
     r"^(?:[\w`.'*/()-]+\s+){1,6}?(?:should|shall)\s+never\s+(?:ever\s+)?(?!have\b|be\s+(?:a|an|the|too|so)\b)[a-z]",
     re.IGNORECASE,
 )
-#: "Show, don't tell", "measure, don't guess": a maxim (two bare verbs), not a rule about this work.
+#: "Measure, don't guess", "ask, don't assume": a maxim (two bare verbs), not a rule about this work.
 _MAXIM = _Lazy("_MAXIM", r"^\W*[a-z]+,\s*(?:but\s+)?(?:don'?t|do\s+not|never)\s+[a-z]+\W*$", re.IGNORECASE)
 #: "Nothing in vendor/ should be edited", "no file under X may be changed".
 _NOTHING_SHOULD = _Lazy("_NOTHING_SHOULD",
@@ -946,13 +946,13 @@ _DEFER = _Lazy("_DEFER",
     r"|^(?:let'?s\s+|we\s+(?:can|should|will|could)\s+)(?:worry\s+about|deal\s+with|think\s+about|look\s+(?:at|into)|"
     r"get\s+to|revisit|handle|tackle|address|do)\s+.{1,60}?\s+(?:later(?:\s+on)?|afterwards|another\s+time|"
     r"in\s+a\s+(?:follow[- ]?up|later\s+\w+|separate\s+\w+))\s*[.!]*$"
-    # "at a later stage we should V", "in a later phase we can V": the work named, and put off
+    # "in a later phase we can V", "at a future point you could V": the work named, and put off
     r"|^(?:at|in)\s+a\s+(?:later|future)\s+(?:stage|phase|step|point|iteration|session),?\s+(?:we|you|let'?s)\s+"
     r"(?:(?:should|can|could|will|might)\s+)?[a-z]"
-    # "let's write it down as a todo for a future session", "note that as a follow-up for later"
+    # "put this down as a follow-up for the next session", "jot that down as a ticket for later"
     r"|^(?:let'?s\s+|please\s+|just\s+)?(?:write|note|jot|put|add|log|keep|track)\s+(?:it|that|this|them|those)\s+"
-    r"(?:down\s+)?as\s+an?\s+(?:todo|to-do|follow[- ]?up|ticket|issue)\s+for\s+(?:a\s+)?(?:later|future|next|another|"
-    r"separate)\b",
+    r"(?:down\s+)?as\s+an?\s+(?:todo|to-do|follow[- ]?up|ticket|issue)\s+for\s+(?:a\s+|the\s+)?"
+    r"(?:later|future|next|another|separate)\b",
     re.IGNORECASE,
 )
 _RESTRAINT = _Lazy("_RESTRAINT",
@@ -1321,8 +1321,9 @@ _PAREN_NOT_STATE = _Lazy("_PAREN_NOT_STATE", r"^(?:but\s+)?not\s+(?:yet\s+)?[a-z
 #: A plan's heading that recommends cutting a thing: "Recommend cutting: X", "Recommended to drop: X".
 _CUT_HEADING = _Lazy("_CUT_HEADING", r"^recommend(?:ed|s)?\s+(?:to\s+)?(?:cutting|cut|dropping|drop|removing|remove|"
                      r"skipping|skip|deferring|defer)\s*:\s*\S", re.I)
-#: A plan's scope cut: "Drop the X entirely", "Cut it for V1", "Remove Y from scope" (a decision that X is not to be
-#: built; not a step that deletes code, which names no scope; not "cut it", whose thing a summary restates unnamed).
+#: A plan's scope cut: "Drop the X altogether", "Cut X for the MVP", "Remove Y from scope" (a decision that X is
+#: not to be built; not a step that deletes code, which names no scope; not "cut it", whose thing a summary
+#: restates unnamed).
 _SCOPE_CUT = _Lazy("_SCOPE_CUT", r"^(?:drop|cut|scrap|skip|remove)\s+(?!(?:it|that|this|them)\b)"
                    r"(?!.*\b(?:line|lines|file|files|import|imports|function|call|test|tests)\b).{1,60}?\s+(?:(entirely|altogether|completely|from\s+(?:the\s+)?(?:scope|mvp|"
                    r"plan))|(for\s+(?:v\d+|now|the\s+mvp|mvp|this\s+(?:release|version|pr|phase|iteration))))\b", re.I)
