@@ -102,7 +102,7 @@ def pack(fold: Path) -> dict[str, Any]:
     return {"fold": fold.name, "files": files}
 
 
-def _git_show(mirrors: Path, repo: str, commit: str, path: str) -> str:
+def _git_show(mirrors: Path, repo: str, commit: str, path: str, blob: str | None = None) -> str:
     base = mirrors / repo.replace("/", "+")
     git_dir = next((d for d in (base / "repo", base) if (d / "HEAD").exists() or (d / "objects").is_dir()), None)
     if git_dir is None:
@@ -110,6 +110,11 @@ def _git_show(mirrors: Path, repo: str, commit: str, path: str) -> str:
                         f"(git clone --bare https://github.com/{repo} {base})")
     found = subprocess.run(["git", "--git-dir", str(git_dir), "show", f"{commit}:{path}"],
                            capture_output=True)
+    if found.returncode and blob:
+        # the path moved (a snapshot whose folder was renamed): the labelled blob, by its id, is the same bytes
+        by_id = subprocess.run(["git", "--git-dir", str(git_dir), "cat-file", "blob", blob], capture_output=True)
+        if not by_id.returncode:
+            return by_id.stdout.decode("utf-8")
     if found.returncode:
         raise FoldError(f"{repo}@{commit[:12]}:{path}: {found.stderr.decode(errors='replace').strip()}")
     return found.stdout.decode("utf-8")
@@ -120,7 +125,7 @@ def unpack(manifest: dict[str, Any], mirrors: Path, out: Path) -> int:
     (out / "labels").mkdir(parents=True, exist_ok=True)
     for f in manifest["files"]:
         src = f["source"]
-        body = _git_show(mirrors, src["repo"], src["commit"], src["path"])
+        body = _git_show(mirrors, src["repo"], src["commit"], src["path"], src.get("blob"))
         blob = hashlib.sha1(b"blob %d\0" % len(body.encode()) + body.encode()).hexdigest()
         if src.get("blob") and blob != src["blob"]:
             raise FoldError(f"{f['file']}: blob {blob[:12]} is not the labelled {src['blob'][:12]}")

@@ -78,6 +78,18 @@ def test_unpack_refuses_another_blob_and_a_missing_snapshot(tmp_path: Path) -> N
         real_folds.unpack(manifest, tmp_path / "nowhere", tmp_path / "o2")
 
 
+def test_unpack_reads_the_labelled_blob_by_its_id_when_its_path_moved(tmp_path: Path) -> None:
+    fold, mirrors, body = _fold(tmp_path)
+    manifest = real_folds.pack(fold)
+    manifest["files"][0]["source"]["path"] = "renamed-folder/full.jsonl"
+    out = tmp_path / "out"
+    assert real_folds.unpack(manifest, mirrors, out) == 1
+    assert (out / "someone__logs" / "s1.jsonl").read_text() == body
+    manifest["files"][0]["source"]["blob"] = "1" * 40  # neither the path nor the blob: one error naming the path
+    with pytest.raises(real_folds.FoldError, match="renamed-folder/full.jsonl"):
+        real_folds.unpack(manifest, mirrors, tmp_path / "o3")
+
+
 def test_the_kept_manifests_are_text_free_pointers() -> None:
     for m in sorted(real_folds.HERE.glob("*.json")):
         d = json.loads(m.read_text())

@@ -619,7 +619,7 @@ def test_a_chinese_dislike_stated_as_a_rule_is_read_in_typed_text_and_rejection_
 
 def test_a_chinese_limit_is_read_but_not_a_plain_count():
     said = [cue for _, _, cue in read("帮我设计一个工具。一次只问一个问题，总共不超过十个问题", "command_args")]
-    assert said == ["zh:limit"]
+    assert said == ["zh:limit", "zh:limit"]  # two limits, one clause each (round 8)
     assert [cue for _, _, cue in read("每次只改一个文件", "typed")] == ["zh:limit"]
     assert read("这里一共有十个问题", "typed") == []
 
@@ -650,3 +650,76 @@ def test_a_bare_plural_subject_that_should_not_act_is_read_but_not_a_state():
     said = read("worker sessions shouldn't immediately upload after they log in", "typed")
     assert [c for _, _, c in said] == ["should-not-act"]
     assert read("tests shouldn't fail on a clean checkout", "typed") == []  # no action of the agent's
+
+
+# --------------------------------------------------------------------------- round 8 (kinds; sentences written here)
+
+
+def test_a_cjk_sentence_of_several_clauses_gives_one_rule_per_clause_a_cue_reads():
+    found = read("先看整体，每次只改一个文件，总共不超过五个文件。")
+    assert [(t, c) for t, _, c in found] == [("每次只改一个文件", "zh:limit"), ("总共不超过五个文件。", "zh:limit")]
+    # one clause: the sentence is the rule, as before
+    assert [t for t, _, _ in read("不要修改配置文件")] == ["不要修改配置文件"]
+
+
+def test_korean_sentences_end_at_an_ascii_period_and_x_malgo_y_is_a_contrast():
+    found = read("버튼은 빨간색말고 파란색으로. 그리고 위치가 오른쪽으로 쏠린거같아.")
+    assert found == [("버튼은 빨간색말고 파란색으로.", "contrastive", "ko:rather-than")]
+    assert [c for _, _, c in read("캐시하지 말고 새로 불러와줘")] == ["ko:neg-imperative"]  # the verb's 말고
+    assert cues.language_of("v2 of utf8 please") != "ko"
+
+
+def test_a_chinese_line_with_a_number_is_chinese_and_at_most_n_is_a_limit():
+    assert cues.language_of("最多查看2个小时的数据来分析") == "zh"
+    assert [c for _, _, c in read("最多查看2个小时的数据来分析")] == ["zh:limit"]
+    assert read("这是最大的问题") == []
+
+
+def test_chinese_seek_my_opinion_is_restraint_and_deciding_whether_is_no_question():
+    assert [c for _, _, c in read("每一步都征求我的意见再决定是否需要修改")] == ["zh:ask-first"]
+    assert read("是否需要修改配置？") == []
+
+
+def test_chinese_not_the_one_i_want_is_a_contrast():
+    found = read("现在目录下的那个插件并不是我希望使用的插件，我希望使用的是官方商店里的那个")
+    assert [c for _, _, c in found] == ["zh:rather-than"]
+
+
+def test_japanese_dewanaku_in_a_request_is_a_low_contrast_and_a_description_is_not():
+    assert read("キャッシュではなく、毎回サーバーから取得してください", precision="precise") == []
+    assert [c for _, _, c in read("キャッシュではなく、毎回サーバーから取得してください")] == ["ja:rather-than"]
+    assert read("原因はキャッシュではなく、設定ファイルだった。") == []
+
+
+def test_english_should_never_and_deferrals_to_a_later_phase_or_a_follow_up():
+    assert [c for _, _, c in read("the exporter should never emit blank rows")] == ["should-never"]
+    assert [c for _, _, c in read("in a later phase we can reuse the old layout ideas")] == ["defer-marker"]
+    assert [c for _, _, c in read("let's put this down as a follow-up for the next session")] == ["defer-marker"]
+
+
+def test_a_maxim_of_two_bare_verbs_is_not_a_rule():
+    assert read("Ask, don't assume") == []
+    assert read("Measure, don't guess.") == []
+    assert [c for _, _, c in read("Don't tell anyone about the key")] == ["neg-imperative"]
+
+
+def test_an_answer_to_a_question_about_what_is_left_out_is_the_rule():
+    def answer(q: str, a: str) -> list[str]:
+        judge = RulesJudge(precision="precise")
+        return [i.cue for i, _ in judge.instructions(Candidate("c#0", a, "answer", question=q))]
+
+    assert answer("Which parts are NOT part of the beta?", "CSV export") == ["answer-excludes"]
+    assert answer("What should we skip for now?", "the mobile layout") == ["answer-excludes"]
+    assert answer("Which parts are out of scope?", "None") == []
+    assert answer("Should we skip the cache?", "Use a library instead") == []
+    assert answer("Which color theme?", "Dark") == []
+
+
+def test_a_plans_scope_cut_and_existing_things_unaffected():
+    plan = ("## Plan: simplify the toolbar\n\n### Decisions\n- Drop the share button entirely.\n"
+            "- The sync tab: cut it for now.\n- Existing drafts unaffected\n"
+            "- Remove the unused import lines from app.ts entirely\n")
+    found = [(t, c) for t, _, c in read(plan, channel="plan")]
+    assert ("Drop the share button entirely", "plan-scope-cut") in found
+    assert ("Existing drafts unaffected", "plan-existing-unaffected") in found
+    assert not any("import" in t or "cut it" in t for t, _ in found)  # a code step; a pronoun's cut

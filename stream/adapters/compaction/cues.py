@@ -60,6 +60,10 @@ def _english_rows() -> tuple[Cue, ...]:
         _en("polite-not", "explicit", "high", p._POLITE_NOT.pattern, "please not V (non-native)"),
         _en("nothing-should", "explicit", "medium", p._NOTHING_SHOULD.pattern, "nothing in X should be V-ed"),
         _en("should-not-act", "explicit", "medium", p._SHOULD_NOT_ACT.pattern, "the <part> should not <action verb>"),
+        _en("answer-excludes", "explicit", "medium",
+            "(structural) the answer to 'Which features stay out of the first release?' / 'What is out of scope?'",
+            "an AskUserQuestion answer naming what is left out, deferred or not to be done"),
+        _en("should-never", "explicit", "medium", p._SHOULD_NEVER.pattern, "<anything> should never V"),
         _en("forbidden", "explicit", "high", p._FORBIDDEN.pattern, "V-ing X is forbidden / X is off-limits"),
         _en("fronted-please-not", "explicit", "medium", p._FRONTED_PLEASE_NOT.pattern, "X please not V"),
         _en("out-of-scope-lead", "explicit", "high", r"^(?:out of scope|non-goals?):", "Out of scope: X"),
@@ -138,6 +142,10 @@ def _english_rows() -> tuple[Cue, ...]:
         _en("plan-not-recommended", "explicit", "medium", p._NOT_RECOMMENDED.pattern,
             "a plan's decision against an action: 'X is not recommended at this time'"),
         _en("plan-paren-not", "contrastive", "medium", p._PAREN_NOT.pattern, "a plan item with '(not Y)'"),
+        _en("plan-scope-cut", "explicit", "medium", p._SCOPE_CUT.pattern,
+            "a plan's scope cut: 'Drop X altogether', 'Cut X for the MVP' (defer)"),
+        _en("plan-existing-unaffected", "preserve", "medium", p._EXISTING_UNAFFECTED.pattern,
+            "a plan line 'Existing X unaffected / unchanged'"),
         _en("plan-paren-not-state", "contrastive", "low", p._PAREN_NOT_STATE.pattern,
             "a plan item with '(not V-ed)' alone: a state it describes"),
         _en("plan-non-goals", "explicit", "medium", p._NON_GOAL.pattern,
@@ -235,6 +243,12 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ("keep-plain", "preserve", "medium",
              r"(?:その|この|現状の)?まま(?:残す|にする|とする|維持する|使う)"
              r"|(?:を|は)(?:維持|保持)する|(?:は|を)変更しない", "item"),
+            # "X ではなく Y で / を ...して": not X but Y, in a request
+            # (not a description: "原因は X ではなく Y だった")
+            # low: on the six folds it read one rule the summary restated in English (0 right / 1 wrong at precise)
+            ("rather-than", "contrastive", "low",
+             r"ではなく[、，,\s]?[^。．]*?(?:して(?:ください|下さい|ほしい|欲しい|ね|よ)?\s*[。．]?\s*$|(?:にして|でお願い|を使って|"
+             r"上で|からにして|ように)|(?:ください|下さい|しよう|しましょう))"),
             # a restriction of a plan line / list item: "X の適用は Y に限定する"
             ("limit-to", "contrastive", "medium", r"(?:のみ|だけ)?に(?:限定|限る|限ります|留める|とどめる)", "item"),
             # a scope exclusion closing a plan line / list item: "X は対象外", "X はスコープ外"
@@ -278,14 +292,21 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 "restraint",
                 "medium",
                 r"(?:先|事先)(?:问|問|确认|確認|征求)我|(?:先|事先)(?:给|給|跟|和|让|讓)我(?:确认|確認|看|过目|過目|审|審)|"
-                r"(?:之前|以前)(?:先)?(?:问|問|确认|確認)(?:一下)?我|经过我|經過我|等我(?:确认|確認|同意)|我(?:自己|亲自|親自)来",
+                r"(?:之前|以前)(?:先)?(?:问|問|确认|確認)(?:一下)?我|经过我|經過我|等我(?:确认|確認|同意)|我(?:自己|亲自|親自)来"
+                # seek my opinion / let me decide: "征求我的意见再决定", "由我来决定是否 X"
+                r"|(?:征求|徵求|寻求|尋求|询问|詢問|听取|聽取|问问|問問)(?:一下)?我的?(?:意见|意見|同意|看法)|由我(?:来|來)?(?:决定|決定)",
             ),
             ("skip-for-now", "defer", "medium", r"(?:暂时|暫時|先)(?:跳过|跳過|不做|搁置|擱置|不管)"),
-            ("rather-than", "contrastive", "medium", r"而(?:不是|非)\S"),
+            ("rather-than", "contrastive", "medium", r"而(?:不是|非)\S"
+             # "X 并不是我想要(使用)的, 我要的是 Y": not the one I want
+             r"|(?:并不是|並不是|不是|并非|並非)我(?:想要|希望|要|想)(?:使用|用|的那个|的那個)?的"),
             # a limit: "总共不超过十个", "一次只问一个问题", "每次只改一个文件"
             ("limit", "explicit", "medium",
              r"(?:不超过|不超過|不能超过|不能超過|不得超过|不得超過)\s*[0-9一二两兩三四五六七八九十百千几幾]"
-             r"|(?:一次|每次)(?:只|仅|僅)(?:能|可以)?[\u4e00-\u9fff]{1,4}?(?:一|1)\s*(?:个|個|条|條|件|项|項|处|處)"),
+             r"|(?:一次|每次)(?:只|仅|僅)(?:能|可以)?[\u4e00-\u9fff]{1,4}?(?:一|1)\s*(?:个|個|条|條|件|项|項|处|處)"
+             # "at most N <unit>", the verb between: "最多改 3 个文件", "最大检索 2 小时" (not "最大的", "最多的")
+             r"|(?:最多|最大|至多|最长|最長)(?:只)?(?:能|可以)?[\u4e00-\u9fff]{0,3}?\s*[0-9一二两兩三四五六七八九十百千]+\s*"
+             r"(?:个|個|条|條|件|项|項|次|行|页|頁|天|周|小时|小時|分钟|分鐘|秒|字|轮|輪|层|層|token)"),
             # a plan line's scope exclusion and restriction: "X 不在本次范围内", "仅限于 X"
             ("out-of-scope", "explicit", "medium", r"(?:不在|超出)(?:本次|这次|此次)?(?:的)?(?:范围|範圍)", "item"),
             ("limit-to", "contrastive", "medium", r"(?:仅|僅|只)(?:限于|限於|用于|用於)", "item"),
@@ -299,7 +320,10 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ),
         ],
         "veto": [
-            ("question", r"[吗嗎呢？?]\s*$|是否|要不要|能不能|可不可以"),
+            # "是否" asks, unless it is what someone decides: "由我决定是否 X" is no question
+            ("question", r"[吗嗎呢？?]\s*$|(?<!决定)(?<!決定)(?<!决策)(?<!判断)(?<!判斷)"
+             r"(?<!评估)(?<!評估)(?<!确认)(?<!確認)是否"
+             r"|要不要|能不能|可不可以"),
             ("hedged", r"也许|也許|或许|或許|可能|大概|是不是"),
             ("no-need", r"不需要|不必|不用|无需|無需"),
         ],
@@ -320,6 +344,9 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ("later", "defer", "medium", r"(?:나중에|다음에)\s*(?:하자|할게|해|하세요|합시다"
              r"|(?:적용|추가|구현|진행|처리|작업|지원|연동)(?:하자|할게|해|하세요|합시다|함|하기)?\s*(?:[(（.。]|$))"),
             ("ask-first", "restraint", "medium", r"먼저\s*(?:물어|확인|상의)|(?:제가|내가)\s*(?:직접|할게|하겠)"),
+            # "X 말고 Y(으)로": not X but Y, on a noun (the verb's "V지 말고" is neg-imperative)
+            ("rather-than", "contrastive", "medium",
+             r"(?<![지\s])\s?말고\s+\S+(?:으로|로|를|을|가|이)?(?=[\s.]|$)|(?<=[가-힣A-Za-z0-9])\s+말고\s+\S"),
             (
                 "neg-item",
                 "explicit",
@@ -1011,7 +1038,11 @@ _ENGLISH_WORDS = frozenset(
     "from at by as have has need want now here there one more any some only new yes ok".split())
 #: Code in a line (ignored when telling its language); a run of code stops at CJK text, which has no spaces to end it.
 _NC = r"[^\s\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]"
-_CODE = re.compile(rf"`[^`]*`|{_NC}*(?:[/\\_=<>{{}}()\[\]#]|\.\w){_NC}*|\b[A-Z]{{2,}}\b|\w*\d\w*")
+_CJK_W = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+#: Code is ignored when telling a line's language; a word with a digit is code only in a Latin-script run ("v2"):
+#: a CJK sentence with a number in it ("最多 2 个") is prose.
+_CODE = re.compile(rf"`[^`]*`|{_NC}*(?:[/\\_=<>{{}}()\[\]#]|\.\w){_NC}*|\b[A-Z]{{2,}}\b"
+                   rf"|(?:(?![{_CJK_W}])\w)*\d(?:(?![{_CJK_W}])\w)*")
 _LATIN = (
     "en",
     "es",

@@ -55,7 +55,12 @@ _HEAD = re.compile(
 )
 _QUOTED_ITEM = re.compile(r"^[ \t]*(?:[-*•]|\d+[.)])[ \t]+(?:\*\*[^*]{0,40}\*\*:?[ \t]*)?[\"“「『'»«]")
 _ITEM = re.compile(r"^[ \t]*(?:[-*•]|\d+[.)])[ \t]+\S")
-_FOREIGN_SENTENCE = re.compile(r"(?<=[。！？!?．])\s*")
+#: A sentence of a CJK / Korean text ends at a full stop, or at an ASCII period after a letter of those scripts and
+#: before a space (Korean writes ". "; "v1.5" or "app.py" has no space after its period).
+_FOREIGN_SENTENCE = re.compile(rf"(?<=[。！？!?．])\s*|(?<=[{_CJK})）][.])\s+")
+#: A clause of a CJK / Korean sentence: cut at a full-width comma or semicolon, or a comma before a space (not the
+#: enumeration comma 、, which lists the things one rule is about).
+_FOREIGN_CLAUSE = re.compile(r"[，；;]\s*|,\s+")
 _CODE_NAME = re.compile(
     r"`([^`\n]{2,80})`|((?:[\w.-]+/)+[\w.-]+|\b\w+\.(?:py|go|ts|tsx|js|rs|java|md|json|ya?ml|toml|sql)\b|"
     r"\b[a-z]+_[a-z_]+\b|\b[A-Za-z][a-z0-9]+[A-Z]\w*\b)"
@@ -242,6 +247,11 @@ class RulesJudge:
                 lang = cues.language_in(p.text, main)
                 if lang in ("en", "und"):
                     rules.setdefault(p.id, (p, "en"))
+        if channel == "answer" and question and not rules and _EXCLUDING_QUESTION.search(question) \
+                and len(text) <= ANSWER_CHARS and not _NOTHING_ANSWER.match(text):
+            # what the user picked as left out, deferred or not to do: "What stays out of v1?" = "the CSV export"
+            p = make_prohibition(" ".join(text.split()), source=source, form="explicit", cue="answer-excludes")
+            rules[p.id] = (p, cues.language_of(text) if cues.language_of(text) != "und" else "en")
         skipped = []
         for lang, lines in by_lang.items():
             if lang in ("en", "und"):
@@ -342,6 +352,22 @@ class RulesJudge:
         return "unmatched"
 
 
+#: A question whose answer names what is left out or not done (the answer is then the rule): "Which parts are NOT
+#: part of the beta?",
+#: "Which parts are out of scope?", "What should we skip / defer?", "What must stay untouched?".
+_EXCLUDING_QUESTION = re.compile(
+    r"\b(?:NOT\s+(?:in|part\s+of|include|do|build|touch|change)|out\s+of\s+scope|non-goals?|exclud\w*|leave\s+out|left\s+out|"
+    r"skip|defer\w*|postpone\w*|off-limits|must\s+not|should\s+not|shouldn'?t|never\s+(?:touch|change))\b"
+    r"|対象外|含めない|やらない|不做|不包括|不包含|排除|제외|하지\s*않",
+    re.IGNORECASE,
+)
+#: An answer that names nothing ("None", "Nothing, keep all", "No", "All of them") or an alternative ("Use X instead").
+_NOTHING_ANSWER = re.compile(r"^\W*(?:none|nothing|no|nope|n/a|all(?:\s+of\s+(?:them|it))?|everything|"
+                             r"(?:i'?m\s+)?not\s+sure|skip)\b|.*\b(?:instead|rather)\b", re.I)
+#: An answer longer than this is a paragraph the matcher reads, not a picked option.
+ANSWER_CHARS = 160
+
+
 #: A list item (or a plan's line) longer than this is a paragraph, not a constraint: item cues do not read it.
 ITEM_CHARS = 240
 
@@ -366,15 +392,42 @@ def _read_foreign(table: cues.ForeignTable, lines: list[tuple[str, bool]], sourc
             s = sentence.strip()
             if len(s) < 3 or any(pattern.search(s) for _, pattern in table.veto):
                 continue
-            core = _TRAILING_PAREN.sub("", s)  # "X は使わない（理由）": the reason is not the rule's end
-            for cue, pattern in table.instruction:
-                if cue.scope == "item" and not item:
-                    continue
-                if pattern.search(s) or (core != s and pattern.search(core)):
-                    out.append(make_prohibition(s[:500], source=source, form=cue.form or "explicit",
-                                                cue=f"{table.lang}:{cue.name}"))
-                    break
+            hits = _clause_rules(table, s, item) if table.lang not in cues.LATIN_TABLES else []
+            if not hits:
+                cue = _first_cue(table, s, item)
+                hits = [(s, cue)] if cue is not None else []
+            out += [make_prohibition(text[:500], source=source, form=cue.form or "explicit",
+                                     cue=f"{table.lang}:{cue.name}") for text, cue in hits]
     return out
+
+
+def _first_cue(table: cues.ForeignTable, s: str, item: bool) -> cues.Cue | None:
+    core = _TRAILING_PAREN.sub("", s)  # "X は使わない（理由）": the reason is not the rule's end
+    for cue, pattern in table.instruction:
+        if cue.scope == "item" and not item:
+            continue
+        if pattern.search(s) or (core != s and pattern.search(core)):
+            return cue
+    return None
+
+
+def _clause_rules(table: cues.ForeignTable, s: str, item: bool) -> list[tuple[str, cues.Cue]]:
+    """A sentence of several clauses: each clause a cue reads on its own is a rule of its own ("X first, at most one
+    question at a time, no more than N in all" holds two limits); none read alone: the sentence is read whole (a
+    cue that spans a comma)."""
+    parts = [c.strip() for c in _FOREIGN_CLAUSE.split(s) if c.strip()]
+    if len(parts) < 2:
+        return []
+    hits = []
+    for part in parts:
+        if len(part) < 3:
+            continue
+        cue = _first_cue(table, part, item)
+        # the clause's cue must hold in the sentence too: its context may undo it ("我不想改 X，但是没办法": conceded)
+        pattern = next(pat for c, pat in table.instruction if c is cue) if cue is not None else None
+        if cue is not None and pattern is not None and pattern.search(s):
+            hits.append((part, cue))
+    return hits
 
 
 #: A summary sentence that says the thing went: it does not carry a rule to keep it (any language of the tables).

@@ -834,6 +834,14 @@ _SHOULD_NOT_ACT = _Lazy("_SHOULD_NOT_ACT",
     rf"(?:auto-?|re-?)?(?:{_ACTION}|upload|show|truncate|fix)\b",
     re.IGNORECASE,
 )
+#: "Truncation should never hide one word", "the exporter should never ever emit blank rows": a rule on a thing's
+#: behaviour, any subject (not "should never have V-ed", a regret).
+_SHOULD_NEVER = _Lazy("_SHOULD_NEVER",
+    r"^(?:[\w`.'*/()-]+\s+){1,6}?(?:should|shall)\s+never\s+(?:ever\s+)?(?!have\b|be\s+(?:a|an|the|too|so)\b)[a-z]",
+    re.IGNORECASE,
+)
+#: "Measure, don't guess", "ask, don't assume": a maxim (two bare verbs), not a rule about this work.
+_MAXIM = _Lazy("_MAXIM", r"^\W*[a-z]+,\s*(?:but\s+)?(?:don'?t|do\s+not|never)\s+[a-z]+\W*$", re.IGNORECASE)
 #: "Nothing in vendor/ should be edited", "no file under X may be changed".
 _NOTHING_SHOULD = _Lazy("_NOTHING_SHOULD",
     r"^(?:nothing|no\s+(?:file|files|code|line|test|tests|module|change|changes))\s+(?:(?:in|under|inside|outside|from|of)\s+\S+(?:\s+\S+){0,2}\s+)?"
@@ -937,7 +945,14 @@ _DEFER = _Lazy("_DEFER",
     # "let's worry about X later on", "we can deal with the cache afterwards": a deferral marker closing the clause
     r"|^(?:let'?s\s+|we\s+(?:can|should|will|could)\s+)(?:worry\s+about|deal\s+with|think\s+about|look\s+(?:at|into)|"
     r"get\s+to|revisit|handle|tackle|address|do)\s+.{1,60}?\s+(?:later(?:\s+on)?|afterwards|another\s+time|"
-    r"in\s+a\s+(?:follow[- ]?up|later\s+\w+|separate\s+\w+))\s*[.!]*$",
+    r"in\s+a\s+(?:follow[- ]?up|later\s+\w+|separate\s+\w+))\s*[.!]*$"
+    # "in a later phase we can V", "at a future point you could V": the work named, and put off
+    r"|^(?:at|in)\s+a\s+(?:later|future)\s+(?:stage|phase|step|point|iteration|session),?\s+(?:we|you|let'?s)\s+"
+    r"(?:(?:should|can|could|will|might)\s+)?[a-z]"
+    # "put this down as a follow-up for the next session", "jot that down as a ticket for later"
+    r"|^(?:let'?s\s+|please\s+|just\s+)?(?:write|note|jot|put|add|log|keep|track)\s+(?:it|that|this|them|those)\s+"
+    r"(?:down\s+)?as\s+an?\s+(?:todo|to-do|follow[- ]?up|ticket|issue)\s+for\s+(?:a\s+|the\s+)?"
+    r"(?:later|future|next|another|separate)\b",
     re.IGNORECASE,
 )
 _RESTRAINT = _Lazy("_RESTRAINT",
@@ -1252,6 +1267,7 @@ _EXPLICIT_FRAMES: tuple[tuple[str, re.Pattern[str] | _Lazy, str], ...] = (
     ("polite-not", _POLITE_NOT, "raw"),
     ("nothing-should", _NOTHING_SHOULD, "c"),
     ("should-not-act", _SHOULD_NOT_ACT, "c"),
+    ("should-never", _SHOULD_NEVER, "c"),
     ("forbidden", _FORBIDDEN, "c"),
     ("fronted-please-not", _FRONTED_PLEASE_NOT, "c"),
     ("out-of-scope-lead", re.compile(r"^(?:out\s+of\s+scope(?:\s+for\s+now)?|non-goals?)\s*:\s*\S", re.I), "c"),
@@ -1305,6 +1321,16 @@ _PAREN_NOT_STATE = _Lazy("_PAREN_NOT_STATE", r"^(?:but\s+)?not\s+(?:yet\s+)?[a-z
 #: A plan's heading that recommends cutting a thing: "Recommend cutting: X", "Recommended to drop: X".
 _CUT_HEADING = _Lazy("_CUT_HEADING", r"^recommend(?:ed|s)?\s+(?:to\s+)?(?:cutting|cut|dropping|drop|removing|remove|"
                      r"skipping|skip|deferring|defer)\s*:\s*\S", re.I)
+#: A plan's scope cut: "Drop the X altogether", "Cut X for the MVP", "Remove Y from scope" (a decision that X is
+#: not to be built; not a step that deletes code, which names no scope; not "cut it", whose thing a summary
+#: restates unnamed).
+_SCOPE_CUT = _Lazy("_SCOPE_CUT", r"^(?:drop|cut|scrap|skip|remove)\s+(?!(?:it|that|this|them)\b)"
+                   r"(?!.*\b(?:line|lines|file|files|import|imports|function|call|test|tests)\b).{1,60}?\s+(?:(entirely|altogether|completely|from\s+(?:the\s+)?(?:scope|mvp|"
+                   r"plan))|(for\s+(?:v\d+|now|the\s+mvp|mvp|this\s+(?:release|version|pr|phase|iteration))))\b", re.I)
+#: A plan's line that existing things stay as they are: "Existing blobs unaffected", "existing users remain unchanged".
+_EXISTING_UNAFFECTED = _Lazy("_EXISTING_UNAFFECTED", r"^(?:all\s+)?existing\s+[\w`.'/ -]{1,40}?\s+"
+                             r"(?:(?:remain|stay|are|is|will\s+be)\s+)?(?:unaffected|unchanged|untouched|intact)\b",
+                             re.I)
 #: The noun a plan's scope exclusions follow: "non-goals (no X)", "out of scope (no Y)".
 _NON_GOAL = _Lazy("_NON_GOAL", r"(?:\bnon-?goals?|\bout[\s-]+of[\s-]+scope|\bnot\s+in\s+scope|\bexclusions?)"
                   r"\W{0,4}$", re.I)
@@ -1347,10 +1373,15 @@ def classify_cue(unit: Unit, clause: str, parenthetical: bool, *, source: str) -
     stripped = _strip_markers(raw)
     c = _english(stripped)
     lang = _foreign_frame_language(stripped) if c != stripped else ""
-    if len(c) < 4 or _OPINION.match(c) or _POSSIBILITY.search(c) or _HEDGED.search(sent) or _CAREFUL_NOT.match(c):
+    if (len(c) < 4 or _OPINION.match(c) or _POSSIBILITY.search(c) or _HEDGED.search(sent) or _CAREFUL_NOT.match(c)
+            or _MAXIM.match(sent)):
         return None
     if source == "plan" and _NOT_RECOMMENDED.search(c):
         return "explicit", "plan-not-recommended"  # a plan's decision, in any section: "X is not recommended now"
+    if source == "plan" and (cut := _SCOPE_CUT.match(c)):
+        return ("defer" if cut.group(2) else "explicit"), "plan-scope-cut"
+    if source == "plan" and not unit.descriptive and _EXISTING_UNAFFECTED.match(c):
+        return "preserve", "plan-existing-unaffected"
     if parenthetical and source == "plan" and _no_np(c) and _non_goal_host(unit.text, clause):
         return "explicit", "plan-non-goals"  # "... and non-goals (no X, no Y)": the plan's scope exclusions
     if (
