@@ -19,6 +19,7 @@ from typing import Any
 import click
 
 from stream import __version__
+from stream.commands._base import Group as BaseGroup
 from stream.commands._base import fail
 from stream.errors import describe
 
@@ -66,7 +67,7 @@ def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> N
         ctx.exit(0)
 
 
-class Group(click.Group):
+class Group(BaseGroup):
     """Loads each command's module on first use; lists commands by section."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:

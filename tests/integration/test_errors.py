@@ -70,6 +70,12 @@ CASES = [
     Case("unknown-command", ("bogus",), 2, ("No such command 'bogus'", "checkpoint-guard -h")),
     Case("unknown-option", ("replay", "--bogus"), 2, ("No such option: --bogus", "checkpoint-guard replay -h")),
     Case(
+        "option-without-its-value",
+        ("ingest", "claude-code", "--out"),
+        2,
+        ("option --out needs a value (--out TEXT)", "(see `checkpoint-guard ingest -h`)"),
+    ),
+    Case(
         "bad-setting-partitions",
         ("schema",),
         2,

@@ -205,6 +205,26 @@ def test_ingest_of_a_directory_with_nothing_of_its_form_is_one_line_with_exit_2(
     assert one_error_line(proc, 2) == says and proc.stdout == ""
 
 
+@pytest.mark.parametrize("args, says", [
+    (("ingest", "claude-code", "--out"), "option --out needs a value (--out TEXT) (see `checkpoint-guard ingest -h`)"),
+    (("ingest", "-o"), "option -o needs a value (-o TEXT) (see `checkpoint-guard ingest -h`)"),
+    (("replay", "in.jsonl", "--seq-gap-limit"),
+     "option --seq-gap-limit needs a value (--seq-gap-limit INTEGER) (see `checkpoint-guard replay -h`)"),
+    (("hooks", "install", "--settings-file"),
+     "option --settings-file needs a value (--settings-file TEXT) (see `checkpoint-guard hooks install -h`)"),
+    (("worker", "--web-port"),
+     "option --web-port needs a value (--web-port INTEGER RANGE) (see `checkpoint-guard worker -h`)"),
+    (("replay", "in.jsonl", "--out", "--status"),  # click would write the alerts into a file named --status
+     "option --out needs a value (--out TEXT), not the option --status (see `checkpoint-guard replay -h`)"),
+    (("ingest", "claude-code", "s.jsonl", "-o", "--follow"),
+     "option --out needs a value (--out TEXT), not the option --follow (see `checkpoint-guard ingest -h`)"),
+])
+def test_an_option_without_its_value_names_it_and_the_help_in_one_line(tmp_path, args, says):
+    (tmp_path / "in.jsonl").write_text(EVENTS_LINE, "utf-8")
+    assert one_error_line(cli(*args, cwd=tmp_path), 2) == says
+    assert not (tmp_path / "--status").exists()
+
+
 def test_replay_of_a_directory_of_trajectories_suggests_ingest(tmp_path):
     (tmp_path / "traces").mkdir()
     (tmp_path / "traces" / "a.traj.json").write_text("{}", "utf-8")
