@@ -106,7 +106,8 @@ class Group(BaseGroup):
         except click.UsageError as exc:
             where = exc.ctx.command_path if exc.ctx is not None else PROG
             hint = f" (see `{where} -h`)" if exc.ctx is not None else ""
-            fail(f"{exc.format_message()}{hint}", exc.exit_code)
+            said = " ".join(exc.format_message().split())  # click's "Choose from:\n\tcreate,\n\t...": one line
+            fail(f"{said.removesuffix('.') if hint else said}{hint}", exc.exit_code)
         except click.ClickException as exc:
             fail(exc.format_message(), exc.exit_code)
         except click.Abort as exc:  # click turns Ctrl-C into Abort; a declined confirmation is one too

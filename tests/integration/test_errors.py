@@ -69,6 +69,8 @@ CASES = [
     # ---------------------------------------------------------------- usage: exit 2, nothing done
     Case("unknown-command", ("bogus",), 2, ("No such command 'bogus'", "checkpoint-guard -h")),
     Case("unknown-option", ("replay", "--bogus"), 2, ("No such option: --bogus", "checkpoint-guard replay -h")),
+    Case("missing-subcommand", ("topics",), 2, ("Missing argument", "Choose from: create, describe",
+                                                 "(see `checkpoint-guard topics -h`)")),
     Case(
         "option-without-its-value",
         ("ingest", "claude-code", "--out"),

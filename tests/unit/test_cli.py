@@ -225,6 +225,17 @@ def test_an_option_without_its_value_names_it_and_the_help_in_one_line(tmp_path,
     assert not (tmp_path / "--status").exists()
 
 
+@pytest.mark.parametrize("args, says", [
+    (("topics",), "Missing argument '{create|describe}'. Choose from: create, describe "
+                  "(see `checkpoint-guard topics -h`)"),  # click's own message spans three lines
+    (("kafka", "bogus"), "Invalid value for '{start|stop|status}': 'bogus' is not one of 'start', 'stop', 'status' "
+                         "(see `checkpoint-guard kafka -h`)"),
+    (("explain",), "Missing argument 'CONTEXT_ID' (see `checkpoint-guard explain -h`)"),
+])
+def test_a_missing_or_bad_argument_is_one_line_with_the_commands_help(tmp_path, args, says):
+    assert one_error_line(cli(*args, cwd=tmp_path), 2) == says
+
+
 def test_replay_of_a_directory_of_trajectories_suggests_ingest(tmp_path):
     (tmp_path / "traces").mkdir()
     (tmp_path / "traces" / "a.traj.json").write_text("{}", "utf-8")
