@@ -106,7 +106,10 @@ class Group(BaseGroup):
         except click.UsageError as exc:
             where = exc.ctx.command_path if exc.ctx is not None else PROG
             hint = f" (see `{where} -h`)" if exc.ctx is not None else ""
-            said = " ".join(exc.format_message().split())  # click's "Choose from:\n\tcreate,\n\t...": one line
+            said = exc.format_message()
+            if isinstance(exc, click.NoSuchOption) and exc.possibilities:  # "...: --since\nDid you mean --json?"
+                said = f"{exc.message} (did you mean {' or '.join(sorted(exc.possibilities))}?)"
+            said = " ".join(said.split())  # click's "Choose from:\n\tcreate,\n\t...": one line
             fail(f"{said.removesuffix('.') if hint else said}{hint}", exc.exit_code)
         except click.ClickException as exc:
             fail(exc.format_message(), exc.exit_code)

@@ -186,6 +186,8 @@ def ingest(
         if paths or out or follow:
             fail("--spool takes no PATH, --out or --follow: it sends the hook's spool to Kafka")
         return _ingest_spool(started)
+    if to_kafka and out:
+        fail("give either --out or --to-kafka, not both")
     if out:
         check_output_file(out)
     if paths and paths[0] in LOG_FORMATS:
@@ -532,8 +534,6 @@ def _ingest_logs(
         fail("--idle-timeout needs --follow")
     if idle_timeout is not None and idle_timeout <= 0:
         fail("--idle-timeout must be > 0 seconds")
-    if to_kafka and out:
-        fail("give either --out or --to-kafka, not both")
     if judge_fallback != "none" and judge != "model":
         fail("--judge-fallback needs --judge model")
     if metrics_file:

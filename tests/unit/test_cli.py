@@ -231,6 +231,8 @@ def test_an_option_without_its_value_names_it_and_the_help_in_one_line(tmp_path,
     (("kafka", "bogus"), "Invalid value for '{start|stop|status}': 'bogus' is not one of 'start', 'stop', 'status' "
                          "(see `checkpoint-guard kafka -h`)"),
     (("explain",), "Missing argument 'CONTEXT_ID' (see `checkpoint-guard explain -h`)"),
+    (("tail", "--rul", "x"), "No such option: --rul (did you mean --rule?) (see `checkpoint-guard tail -h`)"),
+    (("ingest", "--to-kafka", "--out", "x.jsonl"), "give either --out or --to-kafka, not both"),  # --out was ignored
 ])
 def test_a_missing_or_bad_argument_is_one_line_with_the_commands_help(tmp_path, args, says):
     assert one_error_line(cli(*args, cwd=tmp_path), 2) == says
