@@ -230,10 +230,13 @@ def ingest(
 
     loaded = load_trajectories(paths)
     if not loaded.trajectories:  # nothing to run: one line, a usage error (docs/ERRORS.md)
+        other = _other_form("trajectories", paths)  # a directory of logs: name their form
+        if other is not None:
+            fail(other)
         if len(loaded.errors) == 1:
             fail(f"cannot ingest {loaded.errors[0]}")
         more = f": {loaded.errors[0]} (and {len(loaded.errors) - 1} more)" if loaded.errors else ""
-        fail(f"no trajectories read from {', '.join(paths)}{more}")
+        fail(f"no trajectories read from {', '.join(paths)}{more}; {_GIVE['trajectories']}")
     for err in loaded.errors:
         print(f"checkpoint-guard: ingest: {err}", file=sys.stderr)
 
@@ -599,26 +602,35 @@ def _ingest_logs(
     return 1 if failed or bad else 0
 
 
-def _nothing_to_read(fmt: str, paths: tuple[str, ...], errors: list[str]) -> str:
-    """The one line of an ``ingest openhands|claude-code`` run that found no input at all: the
-    first problem (a directory of the other form named as such), how many more, what to give."""
+def _other_form(fmt: str, paths: tuple[str, ...]) -> str | None:
+    """The line for the first directory of ``paths`` that holds inputs of another form than
+    ``fmt`` (``trajectories``, ``claude-code``, ``openhands``) and none of its own, or None."""
     from stream.adapters.compaction.openhands import events_dir_of
 
-    other = {"claude-code": "openhands", "openhands": "claude-code"}[fmt]
     for path in paths:
         p = Path(path)
         try:
             subs = [c for c in p.iterdir() if c.is_dir()] if p.is_dir() else None
+            has_jsonl = subs is not None and any(p.glob("*.jsonl"))
         except OSError:
             subs = None
         if subs is None:
             continue
-        if fmt == "claude-code" and (events_dir_of(p) is not None or any(events_dir_of(c) is not None for c in subs)):
+        if fmt != "openhands" and (events_dir_of(p) is not None or any(events_dir_of(c) is not None for c in subs)):
             return (f"cannot ingest {path}: it holds OpenHands conversations, not {_EXPECTED[fmt]}; "
-                    f"use checkpoint-guard ingest {other} {path}")
-        if fmt == "openhands" and any(p.glob("*.jsonl")):
+                    f"use checkpoint-guard ingest openhands {path}")
+        if fmt != "claude-code" and has_jsonl:
             return (f"cannot ingest {path}: it holds *.jsonl files (Claude Code transcripts?), not "
-                    f"{_EXPECTED[fmt]}; use checkpoint-guard ingest {other} {path}")
+                    f"{_EXPECTED[fmt]}; use checkpoint-guard ingest claude-code {path}")
+    return None
+
+
+def _nothing_to_read(fmt: str, paths: tuple[str, ...], errors: list[str]) -> str:
+    """The one line of an ``ingest openhands|claude-code`` run that found no input at all: the
+    first problem (a directory of the other form named as such), how many more, what to give."""
+    other = _other_form(fmt, paths)
+    if other is not None:
+        return other
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     first = errors[0] if errors else f"nothing to read in {', '.join(paths)}"
     return f"cannot ingest {first}{more}; {_GIVE[fmt]}"

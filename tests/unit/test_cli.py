@@ -186,6 +186,24 @@ def test_ingest_claude_code_still_reads_an_empty_transcript_and_one_whose_first_
     assert ERROR not in proc.stderr and "ingest claude-code: 2 input(s)" in proc.stderr, proc.stderr
 
 
+@pytest.mark.parametrize("layout, says", [
+    ("empty", "no trajectories read from d; give trajectory files or directories (mini-swe-agent *.traj.json, "
+              "tau-bench result arrays)"),
+    ("openhands", "cannot ingest d: it holds OpenHands conversations, not a trajectory; "
+                  "use checkpoint-guard ingest openhands d"),
+    ("claude-code", "cannot ingest d: it holds *.jsonl files (Claude Code transcripts?), not a trajectory; "
+                    "use checkpoint-guard ingest claude-code d"),
+])
+def test_ingest_of_a_directory_of_logs_without_their_format_names_it(tmp_path, layout, says):
+    (tmp_path / "d").mkdir()
+    if layout == "openhands":
+        (tmp_path / "d" / "conv" / "events").mkdir(parents=True)
+        (tmp_path / "d" / "conv" / "events" / "event-00000-x.json").write_text('{"kind": "MessageEvent"}', "utf-8")
+    elif layout == "claude-code":
+        (tmp_path / "d" / "s.jsonl").write_text(TRANSCRIPT_LINE, "utf-8")
+    assert one_error_line(cli("ingest", "d", cwd=tmp_path), 2) == says
+
+
 @pytest.mark.parametrize("fmt, layout, says", [
     ("claude-code", "empty", f"cannot ingest d: no *.jsonl transcript in this directory; {CC_GIVE}"),
     ("openhands", "empty", "cannot ingest d: not an OpenHands conversation directory (no events/ inside, nor in "
