@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from stream.devtools import kafka_local
+from stream.errors import GuardError
 from stream.settings import PROJECT_ROOT, Settings
 
 HOME = PROJECT_ROOT / "var" / "example"
@@ -26,11 +27,13 @@ def main() -> int:
                         broker=f"kafka://127.0.0.1:{port}")
     env = {k: v for k, v in os.environ.items() if not k.startswith("CG_")}
     env.update(CG_BROKER=settings.broker, CG_DATA_DIR=str(HOME / "worker"), CG_WEB_PORT=str(web))
-    info = kafka_local.start(settings, fresh=True)
-    print(f"Kafka {info.version} ready at {info.bootstrap}")
     worker = None
     try:
-        subprocess.run([sys.executable, "-m", "stream", "topics", "create"], env=env, cwd=PROJECT_ROOT, check=True)
+        info = kafka_local.start(settings, fresh=True)
+        print(f"Kafka {info.version} ready at {info.bootstrap}")
+        created = subprocess.run([sys.executable, "-m", "stream", "topics", "create"], env=env, cwd=PROJECT_ROOT)
+        if created.returncode:  # topics create said why, in one line
+            return created.returncode
         log = HOME / "worker.log"
         with open(log, "wb") as out:
             worker = subprocess.Popen([sys.executable, "-m", "stream", "worker", "-l", "info"], env=env,
@@ -44,6 +47,12 @@ def main() -> int:
         print(f"worker ready (log {log})\n$ python examples/pipeline.py")
         return subprocess.run([sys.executable, str(Path(__file__).with_name("pipeline.py"))], env=env,
                               cwd=PROJECT_ROOT).returncode
+    except GuardError as exc:  # the local broker did not start (no Java, a port taken, ...): its one line
+        summary, _, tail = str(exc).partition("\n")
+        if tail:
+            print(tail, file=sys.stderr)
+        print(f"checkpoint-guard: error: {summary}", file=sys.stderr)
+        return 1
     finally:
         if worker is not None and worker.poll() is None:
             os.killpg(worker.pid, signal.SIGTERM)

@@ -19,6 +19,7 @@ from typing import Any
 import click
 
 from stream import __version__
+from stream.commands._base import Group as BaseGroup
 from stream.commands._base import fail
 from stream.errors import describe
 
@@ -66,7 +67,7 @@ def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> N
         ctx.exit(0)
 
 
-class Group(click.Group):
+class Group(BaseGroup):
     """Loads each command's module on first use; lists commands by section."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -105,7 +106,11 @@ class Group(click.Group):
         except click.UsageError as exc:
             where = exc.ctx.command_path if exc.ctx is not None else PROG
             hint = f" (see `{where} -h`)" if exc.ctx is not None else ""
-            fail(f"{exc.format_message()}{hint}", exc.exit_code)
+            said = exc.format_message()
+            if isinstance(exc, click.NoSuchOption) and exc.possibilities:  # "...: --since\nDid you mean --json?"
+                said = f"{exc.message} (did you mean {' or '.join(sorted(exc.possibilities))}?)"
+            said = " ".join(said.split())  # click's "Choose from:\n\tcreate,\n\t...": one line
+            fail(f"{said.removesuffix('.') if hint else said}{hint}", exc.exit_code)
         except click.ClickException as exc:
             fail(exc.format_message(), exc.exit_code)
         except click.Abort as exc:  # click turns Ctrl-C into Abort; a declined confirmation is one too

@@ -39,6 +39,12 @@ class RestoreFailed(DurabilityError):
 class OutputRejected(DurabilityError):
     """The broker refused an output record for a reason no input causes: grant the worker
     Write on the topic named, or restart it after lowering a topic's max.message.bytes."""
+class KafkaUnavailable(GuardError):
+    """The pipeline client (:mod:`stream.client`) could not reach Kafka, or the broker refused
+    it (aiokafka's error chained); ``str(exc)`` is the one line: what failed, at which bootstrap
+    server, and the fix (:func:`stream.kafka_errors.aiokafka_line`)."""
+
+
 class UsageError(GuardError):
     """The command line names something the command cannot use; exit 2, the message says
     what to give instead."""

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, TypeVar
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaConnectionError
 
-from stream.errors import ConfigurationError, describe
+from stream.errors import ConfigurationError, KafkaUnavailable, describe
 from stream.kafka_errors import aiokafka_line, login_hint
 from stream.settings import Settings
 
@@ -61,6 +61,23 @@ def kafka_error(settings: Settings, exc: BaseException, doing: str = "cannot rea
     if type(exc).__module__.split(".")[0] != "aiokafka":  # ours (topics missing, ...) or a bug
         return describe(exc)[0]
     return aiokafka_line(settings, exc, doing)
+
+
+@contextlib.contextmanager
+def client_errors(settings: Settings, doing: str) -> Iterator[None]:
+    """The pipeline client's (:mod:`stream.client`) Kafka failures while ``doing``: an aiokafka
+    error becomes :class:`~stream.errors.KafkaUnavailable` (a GuardError, the error chained) whose
+    line says what failed, where, and the fix — e.g. ``the Guard cannot reach Kafka at
+    127.0.0.1:9092: nothing listens there (connection refused); start the broker ...``."""
+    from stream.logs import kafka_errors_noted
+
+    with kafka_errors_noted():
+        try:
+            yield
+        except Exception as exc:
+            if type(exc).__module__.split(".")[0] != "aiokafka":
+                raise
+            raise KafkaUnavailable(aiokafka_line(settings, exc, doing)) from exc
 
 
 _Client = TypeVar("_Client", AIOKafkaAdminClient, AIOKafkaProducer, AIOKafkaConsumer)

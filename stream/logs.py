@@ -110,6 +110,24 @@ def setup_cli_logging(*, level: int = logging.WARNING) -> None:
 
 
 @contextlib.contextmanager
+def kafka_errors_noted() -> Iterator[None]:
+    """aiokafka's errors also kept in :data:`KAFKA_ERRORS` for a while, the logging set up by
+    the application left as it is: the pipeline client's start (:func:`stream.kafka_clients.client_errors`).
+    An application that configured no logging then gets our one line instead of aiokafka's
+    raw ones (Python's last-resort handler prints only records that no handler took)."""
+    aiokafka = logging.getLogger("aiokafka")
+    added = KAFKA_ERRORS not in aiokafka.handlers
+    KAFKA_ERRORS.last = None
+    if added:
+        aiokafka.addHandler(KAFKA_ERRORS)
+    try:
+        yield
+    finally:
+        if added:
+            aiokafka.removeHandler(KAFKA_ERRORS)
+
+
+@contextlib.contextmanager
 def kafka_errors_kept() -> Iterator[None]:
     """aiokafka's errors kept in :data:`KAFKA_ERRORS` instead of logged, for a while
     (the worker's start-up check: its one error line says what failed)."""

@@ -13,7 +13,7 @@ from stream.client.guard import AsyncGuard, AsyncGuardContext, FlushFailed, Guar
 from stream.client.records import Emitted, EventBuilder
 from stream.client.status import AsyncStatusView, NodeStatus, NotAuthoritative, StatusView, parse_status
 from stream.client.transport import KafkaTransport, MemoryTransport
-from stream.errors import InvalidEvent
+from stream.errors import GuardError, InvalidEvent, KafkaUnavailable
 
 __all__ = [
     "AsyncGuard",
@@ -25,7 +25,9 @@ __all__ = [
     "FlushFailed",
     "Guard",
     "GuardContext",
+    "GuardError",
     "InvalidEvent",
+    "KafkaUnavailable",
     "KafkaTransport",
     "MemoryTransport",
     "NodeStatus",

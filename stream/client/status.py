@@ -284,7 +284,8 @@ class AsyncStatusView:
             max_partition_fetch_bytes=max(1 << 20, self.settings.max_output_bytes),
             fetch_max_bytes=max(52428800, self.settings.max_output_bytes),
         )
-        await kafka_clients.start_client(self.settings, consumer)
+        with kafka_clients.client_errors(self.settings, "the StatusView cannot reach Kafka"):  # KafkaUnavailable
+            await kafka_clients.start_client(self.settings, consumer)
         self._consumer = consumer
         try:
             for _attempt in range(TOPIC_WAIT_ATTEMPTS):  # a topic created a moment ago may not show yet

@@ -40,9 +40,10 @@ class KafkaTransport:
         self._producer: Any = None
 
     async def start(self) -> None:
-        from stream.kafka_clients import idempotent_producer, start_client
+        from stream.kafka_clients import client_errors, idempotent_producer, start_client
 
-        self._producer = await start_client(self.settings, idempotent_producer(self.settings, **self._kwargs))
+        with client_errors(self.settings, "the Guard cannot reach Kafka"):  # KafkaUnavailable, one line
+            self._producer = await start_client(self.settings, idempotent_producer(self.settings, **self._kwargs))
 
     async def stop(self) -> None:
         if self._producer is not None:

@@ -27,6 +27,59 @@ def option(*args: Any, show_default: bool = True, **kwargs: Any) -> Callable[[An
     return click.option(*args, show_default=show_default, **kwargs)
 
 
+class _ParsesWithContext:
+    """Usage errors of the command line that name their command (so the line ends with its
+    ``-h`` hint, stream/cli.py) and say plainly which option lacks its value.
+
+    click's parser raises "Option '--out' requires an argument." without the command's
+    context; and ``--out --status`` silently takes ``--status`` as the file name. Both are
+    one usage line here: ``option --out needs a value (--out TEXT) (see `... -h`)``.
+    """
+
+    params: list[click.Parameter]
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            rest: list[str] = super().parse_args(ctx, args)  # type: ignore[misc]
+        except click.BadOptionUsage as exc:
+            if exc.ctx is None:
+                exc.ctx = ctx
+            if "requires" in exc.message and exc.option_name in exc.message:  # "Option '--x' requires an argument."
+                exc.message = self._needs_value(ctx, exc.option_name)
+            raise
+        except click.UsageError as exc:
+            if exc.ctx is None:
+                exc.ctx = ctx
+            raise
+        names = {opt for p in self.params for opt in (*p.opts, *p.secondary_opts) if isinstance(p, click.Option)}
+        names.update(ctx.help_option_names)
+        for param in self.params:
+            if not isinstance(param, click.Option) or param.is_flag or param.count or param.name not in ctx.params:
+                continue
+            value = ctx.params[param.name]
+            values = value if isinstance(value, (tuple, list)) else (value,)
+            taken = next((v for v in values if isinstance(v, str) and v in names), None)
+            if taken is not None:
+                opt = max(param.opts, key=len)
+                raise click.BadOptionUsage(opt, f"{self._needs_value(ctx, opt)}, not the option {taken}", ctx=ctx)
+        return rest
+
+    def _needs_value(self, ctx: click.Context, opt: str) -> str:
+        param = next((p for p in self.params if opt in p.opts or opt in p.secondary_opts), None)
+        metavar = f" ({opt} {param.make_metavar(ctx)})" if isinstance(param, click.Option) else ""
+        return f"option {opt} needs a value{metavar}"
+
+
+class Command(_ParsesWithContext, click.Command):
+    """Every command of checkpoint-guard (:class:`_ParsesWithContext`)."""
+
+
+class Group(_ParsesWithContext, click.Group):
+    """Every command group of checkpoint-guard; its sub-commands are :class:`Command` s."""
+
+    command_class = Command
+
+
 def command(*params: Callable[[Any], Any], name: str | None = None,
             **settings: Any) -> Callable[[Callable[..., int]], click.Command]:
     """A click command from a function returning an exit code; ``params`` in help order."""
@@ -42,7 +95,8 @@ def command(*params: Callable[[Any], Any], name: str | None = None,
                 code = 0
             raise SystemExit(int(code or 0))
 
-        cmd = click.command(name=name or fun.__name__.replace("_", "-"), help=fun.__doc__, **settings)(run)
+        cmd = click.command(name=name or fun.__name__.replace("_", "-"), help=fun.__doc__, cls=Command,
+                            **settings)(run)
         for param in params:  # click appends params given to a Command: keep the listed order
             param(cmd)
         return cmd

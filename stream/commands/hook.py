@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from stream.commands._base import PROG, fail, option
+from stream.commands._base import PROG, Group, fail, option
 
 
 def guarded(run: Callable[[], Any], argv: list[str]) -> None:
@@ -60,7 +60,7 @@ def _log_line(session: str | None, event: str | None, message: str) -> None:
 # --------------------------------------------------------------------------- hook
 
 
-@click.group(name="hook", context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(name="hook", cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 def hook() -> None:
     """Hook commands that an agent runs itself (see `checkpoint-guard hooks install`)."""
 
@@ -203,7 +203,7 @@ _SCOPE_OPTIONS = (
 )
 
 
-@click.group(name="hooks", context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(name="hooks", cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 def hooks() -> None:
     """Install, remove or inspect the Claude Code hooks (docs/HOOK.md)."""
 

@@ -11,13 +11,13 @@ read is reported on stderr in one line and skipped. Details: docs/ADAPTERS.md "i
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import nullcontext
+from pathlib import Path
 from typing import Any, BinaryIO
 
 import click
@@ -186,6 +186,8 @@ def ingest(
         if paths or out or follow:
             fail("--spool takes no PATH, --out or --follow: it sends the hook's spool to Kafka")
         return _ingest_spool(started)
+    if to_kafka and out:
+        fail("give either --out or --to-kafka, not both")
     if out:
         check_output_file(out)
     if paths and paths[0] in LOG_FORMATS:
@@ -224,14 +226,17 @@ def ingest(
     for path in paths:
         check_input_file(path, what="trajectory files or directories (mini-swe-agent *.traj.json, tau-bench "
                                     "result arrays)", dir_ok=True)
-        _refuse_input_events(path)
+        _refuse_wrong_form(path, "trajectories")
 
     loaded = load_trajectories(paths)
     if not loaded.trajectories:  # nothing to run: one line, a usage error (docs/ERRORS.md)
+        other = _other_form("trajectories", paths)  # a directory of logs: name their form
+        if other is not None:
+            fail(other)
         if len(loaded.errors) == 1:
             fail(f"cannot ingest {loaded.errors[0]}")
         more = f": {loaded.errors[0]} (and {len(loaded.errors) - 1} more)" if loaded.errors else ""
-        fail(f"no trajectories read from {', '.join(paths)}{more}")
+        fail(f"no trajectories read from {', '.join(paths)}{more}; {_GIVE['trajectories']}")
     for err in loaded.errors:
         print(f"checkpoint-guard: ingest: {err}", file=sys.stderr)
 
@@ -260,22 +265,68 @@ def ingest(
     return 1 if loaded.errors else 0
 
 
-def _refuse_input_events(path: str) -> None:
-    """Fail (exit 2) when the file ``path`` holds input events or a Claude Code transcript (wrong form)."""
-    from stream.offline.replay import TRANSCRIPT_KEYS, first_line
+#: What each form of ``ingest`` reads, as its wrong-form line names it ("..., not <this>").
+_EXPECTED = {
+    "trajectories": "a trajectory",
+    "claude-code": "a Claude Code transcript",
+    "openhands": "an OpenHands conversation directory",
+}
+#: The fix when nothing more specific applies: what to give.
+_GIVE = {
+    "trajectories": "give trajectory files or directories (mini-swe-agent *.traj.json, tau-bench result arrays)",
+    "claude-code": "give Claude Code transcripts (<sessionId>.jsonl, under ~/.claude/projects/) or project "
+                   "directories holding them",
+    "openhands": "give OpenHands conversation directories (each holding events/) or a directory holding them",
+}
+
+
+def _refuse_wrong_form(path: str, form: str) -> None:
+    """Fail (exit 2) with one line — what the file ``path`` is, what ``form`` expected, the fix —
+    when it is plainly not an input of that form of ``ingest``: ``trajectories`` (``ingest PATH``),
+    ``claude-code`` or ``openhands``. Its first non-blank line decides
+    (:func:`stream.offline.replay.input_form`, replay's own check); a directory is left to the reader."""
+    from stream.offline.replay import first_line, input_form
 
     if os.path.isdir(path):
         return
     try:
         with open(path, "rb") as fh:
-            first = (first_line(fh, limit=1 << 20) or b"").strip()
-        value = json.loads(first) if first.startswith(b"{") else None
-    except (OSError, ValueError):
+            kind, detail = input_form(first_line(fh, limit=1 << 20))
+    except OSError:
         return
-    if isinstance(value, dict) and value.get("type") in ("checkpoint", "artifact"):
-        fail(f"cannot ingest {path}: already input events; use checkpoint-guard replay {path}")
-    if isinstance(value, dict) and TRANSCRIPT_KEYS & set(value):
-        fail(f"cannot ingest {path}: it is a Claude Code transcript; use checkpoint-guard ingest claude-code {path}")
+    whats = {
+        "events": "it is already input events (what ingest writes)",
+        "transcript": "it is a Claude Code transcript",
+        "output": f"it is checkpoint-guard's output ({detail})",
+        "text": "it is Markdown text" if path.lower().endswith((".md", ".markdown")) else
+                "it is plain text (its first line is not JSON)",
+        "binary": "it is binary, not JSON text",
+        "gzip": "it is gzip-compressed",
+        "document": "it is one JSON document over many lines (an agent trajectory?)",
+        "empty": "it is empty",
+        "bad-json": "it is a file", "json": "it is a file",
+    }
+    what = whats[kind]
+    if form == "trajectories":
+        refused: tuple[str, ...] = ("events", "transcript", "output")
+    elif form == "claude-code":  # an empty or not yet parseable first line may be a transcript being written
+        refused = ("events", "output", "text", "binary", "gzip", "document")
+    else:  # openhands reads directories only
+        refused = tuple(whats)
+    if kind not in refused:
+        return
+    fix = {
+        "events": f"use checkpoint-guard replay {path}",
+        "transcript": f"use checkpoint-guard ingest claude-code {path}",
+        "gzip": f"decompress it first (gunzip -k {path})",
+        "document": f"for a trajectory use checkpoint-guard ingest {path}",
+    }.get(kind, "")
+    parent = os.path.dirname(os.path.abspath(path))
+    if form == "openhands" and os.path.basename(parent) == "events" and kind in ("json", "bad-json", "document"):
+        conversation = os.path.dirname(os.path.dirname(os.path.normpath(path))) or "."
+        what, fix = "it is one OpenHands event file", f"give its conversation directory {conversation}"
+    fix = fix or _GIVE[form]
+    fail(f"cannot ingest {path}: {what}, not {_EXPECTED[form]}; {fix}")
 
 
 def _events(
@@ -401,12 +452,15 @@ class LogInputs:
         self._printed: dict[str, tuple[int, int]] = {}
         self._contexts: dict[str, Any] = {}  # session/conversation id -> its context, shared by the readers
 
-    def scan(self, *, report: bool) -> None:
+    def scan(self, *, report: bool, echo: bool = True) -> None:
+        """Look for the inputs; ``report``: keep the problems found in :attr:`input_errors`
+        (and, with ``echo``, print them)."""
         found, errors = self._discover(self.paths)
         if report:
             for e in errors:
                 self.input_errors.append(e)
-                print(f"checkpoint-guard: ingest: {e}", file=sys.stderr)
+                if echo:
+                    print(f"checkpoint-guard: ingest: {e}", file=sys.stderr)
         for f in found:
             key = f.as_posix()
             if key not in self.readers:
@@ -483,8 +537,6 @@ def _ingest_logs(
         fail("--idle-timeout needs --follow")
     if idle_timeout is not None and idle_timeout <= 0:
         fail("--idle-timeout must be > 0 seconds")
-    if to_kafka and out:
-        fail("give either --out or --to-kafka, not both")
     if judge_fallback != "none" and judge != "model":
         fail("--judge-fallback needs --judge model")
     if metrics_file:
@@ -492,6 +544,7 @@ def _ingest_logs(
     for path in paths:
         check_input_file(path, what="OpenHands conversation directories" if fmt == "openhands" else
                          "Claude Code transcripts (*.jsonl) or project directories", dir_ok=True)
+        _refuse_wrong_form(path, fmt)
     try:
         matcher = ProhibitionMatcher(threshold=match_threshold, alert_uncertain=alert_uncertain)
     except ValueError as exc:
@@ -501,10 +554,12 @@ def _ingest_logs(
     inputs = LogInputs(fmt, paths, judges.chosen)
     if metrics_file:
         tally.on_emit = lambda: _write_metrics(metrics_file, fmt, tally, judges, inputs)
-    inputs.scan(report=True)
+    inputs.scan(report=True, echo=False)
     missing = [p for p in paths if not os.path.exists(p)]
-    if not inputs.readers and (not follow or missing):
-        fail(f"nothing to read in {', '.join(paths)}", code=1 if inputs.input_errors else 2)
+    if not inputs.readers and (not follow or missing):  # nothing to read: one line, a usage error
+        fail(_nothing_to_read(fmt, paths, inputs.input_errors))
+    for e in inputs.input_errors:
+        print(f"checkpoint-guard: ingest: {e}", file=sys.stderr)
     where = f"{settings.compaction_topic}/{settings.artifact_topic}" if to_kafka else (out or "stdout")
     try:
         sink_cm = open(out, "wb") if out else nullcontext(sys.stdout.buffer)
@@ -545,6 +600,40 @@ def _ingest_logs(
     print(_log_summary(fmt, inputs.stats, tally.counts, failed, where, time.monotonic() - started, interrupted,
                        judges.summary() + _unread_languages(inputs)), file=sys.stderr)
     return 1 if failed or bad else 0
+
+
+def _other_form(fmt: str, paths: tuple[str, ...]) -> str | None:
+    """The line for the first directory of ``paths`` that holds inputs of another form than
+    ``fmt`` (``trajectories``, ``claude-code``, ``openhands``) and none of its own, or None."""
+    from stream.adapters.compaction.openhands import events_dir_of
+
+    for path in paths:
+        p = Path(path)
+        try:
+            subs = [c for c in p.iterdir() if c.is_dir()] if p.is_dir() else None
+            has_jsonl = subs is not None and any(p.glob("*.jsonl"))
+        except OSError:
+            subs = None
+        if subs is None:
+            continue
+        if fmt != "openhands" and (events_dir_of(p) is not None or any(events_dir_of(c) is not None for c in subs)):
+            return (f"cannot ingest {path}: it holds OpenHands conversations, not {_EXPECTED[fmt]}; "
+                    f"use checkpoint-guard ingest openhands {path}")
+        if fmt != "claude-code" and has_jsonl:
+            return (f"cannot ingest {path}: it holds *.jsonl files (Claude Code transcripts?), not "
+                    f"{_EXPECTED[fmt]}; use checkpoint-guard ingest claude-code {path}")
+    return None
+
+
+def _nothing_to_read(fmt: str, paths: tuple[str, ...], errors: list[str]) -> str:
+    """The one line of an ``ingest openhands|claude-code`` run that found no input at all: the
+    first problem (a directory of the other form named as such), how many more, what to give."""
+    other = _other_form(fmt, paths)
+    if other is not None:
+        return other
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    first = errors[0] if errors else f"nothing to read in {', '.join(paths)}"
+    return f"cannot ingest {first}{more}; {_GIVE[fmt]}"
 
 
 def _skipped_languages(inputs: LogInputs) -> Counter[str]:

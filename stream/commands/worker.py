@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 
 import click
 
-from stream.commands._base import option
+from stream.commands._base import Command, option
 from stream.settings import Settings, get_settings
 
 LOGLEVELS = ("crit", "error", "warn", "info", "debug")
@@ -43,7 +43,7 @@ def handover(args: list[str], *, quiet: bool = False) -> NoReturn:
     host.main(args, quiet=quiet)
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(cls=Command, context_settings={"help_option_names": ["-h", "--help"]})
 @option("--loglevel", "-l", type=click.Choice(LOGLEVELS, case_sensitive=False), default="warn",
         help="Logging level.")
 @option("--logfile", "-f", type=click.Path(dir_okay=False), default=None,
@@ -75,7 +75,7 @@ def worker(ctx: click.Context, **params: Any) -> NoReturn:
     handover(args, quiet=get_settings().log_format == "json")
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(cls=Command, context_settings={"help_option_names": ["-h", "--help"]})
 @option("--yes", "-y", is_flag=True, default=False, help="Do not ask for confirmation.")
 def reset(yes: bool) -> None:
     """Delete this worker's local state (CG_DATA_DIR/state; it rebuilds from the state log).

@@ -251,38 +251,63 @@ def first_line(stream: BinaryIO, *, limit: int = MAX_MESSAGE_BYTES) -> bytes | N
 _OUTPUT_TYPES = {"alert": "alerts", "status": "node statuses", "verdict": "verdicts", "dead_letter": "dead letters"}
 
 
-def not_events(first: bytes | None, name: str) -> str | None:
-    """Why an input whose first non-blank line is ``first`` is not JSONL input events —
-    what it is and the fix, one line — or None when it may be (a bad line further on is
-    a dead letter like any other). ``name`` is the path shown in the fix."""
+def input_form(first: bytes | None) -> tuple[str, str]:
+    """What an input whose first non-blank line is ``first`` is: ``(kind, detail)``, kind one of
+    ``empty``, ``gzip``, ``binary``, ``text`` (not JSON), ``bad-json`` (starts like JSON but does not
+    parse: cut off or broken), ``document`` (the first line of one JSON document over many lines),
+    ``output`` (checkpoint-guard's own output; detail: which), ``transcript`` (Claude Code),
+    ``events`` (input events) or ``json`` (another JSON line). Shared by replay's and ingest's
+    wrong-form checks (:func:`not_events`, ``stream.commands.ingest``)."""
     if first is None:
-        return ("it is empty (no events); give a JSONL file of input events, one JSON object per line "
-                "(DESIGN.md §3; `checkpoint-guard schema DIR` writes their JSON Schemas)")
-    ingest = f"turn it into events first: `checkpoint-guard ingest {name} | checkpoint-guard replay -`"
+        return "empty", ""
     if first.startswith(b"\x1f\x8b"):
-        return f"it is gzip-compressed; decompress it first: `gunzip -c {name} | checkpoint-guard replay -`"
+        return "gzip", ""
     try:
         text = first.decode("utf-8")
     except UnicodeDecodeError:
-        return "it is binary, not JSONL text; give a JSONL file of input events (one JSON object per line)"
+        return "binary", ""
     if "\0" in text:
-        return "it is binary, not JSONL text; give a JSONL file of input events (one JSON object per line)"
+        return "binary", ""
     try:
         value = json.loads(text)
     except ValueError:
         if text.strip().endswith(("{", "[", ",")):  # the first line of an indented JSON document
-            return ("it is one JSON document over many lines (an agent trajectory or a result array?), not one "
-                    f"event per line; {ingest}")
-        return "its first line is not JSON, so it is not JSONL input events; give a JSONL file of input events"
-    output = _OUTPUT_TYPES.get(str(value.get("type"))) if isinstance(value, dict) else None
+            return "document", ""
+        return ("bad-json" if text.lstrip().startswith(("{", "[")) else "text"), ""
+    if not isinstance(value, dict):
+        return "json", ""
+    output = _OUTPUT_TYPES.get(str(value.get("type")))
     if output is not None:
-        return (f"this is checkpoint-guard's output ({output}), not input events; replay reads events: "
+        return "output", output
+    if value.get("type") in ("checkpoint", "artifact"):
+        return "events", ""
+    if TRANSCRIPT_KEYS & set(value):
+        return "transcript", ""
+    return "json", ""
+
+
+def not_events(first: bytes | None, name: str) -> str | None:
+    """Why an input whose first non-blank line is ``first`` is not JSONL input events —
+    what it is and the fix, one line — or None when it may be (a bad line further on is
+    a dead letter like any other). ``name`` is the path shown in the fix."""
+    kind, detail = input_form(first)
+    if kind == "empty":
+        return ("it is empty (no events); give a JSONL file of input events, one JSON object per line "
+                "(DESIGN.md §3; `checkpoint-guard schema DIR` writes their JSON Schemas)")
+    ingest = f"turn it into events first: `checkpoint-guard ingest {name} | checkpoint-guard replay -`"
+    if kind == "gzip":
+        return f"it is gzip-compressed; decompress it first: `gunzip -c {name} | checkpoint-guard replay -`"
+    if kind == "binary":
+        return "it is binary, not JSONL text; give a JSONL file of input events (one JSON object per line)"
+    if kind == "document":
+        return ("it is one JSON document over many lines (an agent trajectory or a result array?), not one "
+                f"event per line; {ingest}")
+    if kind in ("text", "bad-json"):
+        return "its first line is not JSON, so it is not JSONL input events; give a JSONL file of input events"
+    if kind == "output":
+        return (f"this is checkpoint-guard's output ({detail}), not input events; replay reads events: "
                 "`checkpoint-guard ingest TRAJECTORIES | checkpoint-guard replay -`")
-    if (
-        isinstance(value, dict)
-        and value.get("type") not in ("checkpoint", "artifact")
-        and TRANSCRIPT_KEYS & set(value)
-    ):
+    if kind == "transcript":
         return ("it is a Claude Code transcript, not input events; turn it into events first: "
                 f"`checkpoint-guard ingest claude-code {name} | checkpoint-guard replay -`")
     return None

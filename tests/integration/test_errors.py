@@ -69,6 +69,14 @@ CASES = [
     # ---------------------------------------------------------------- usage: exit 2, nothing done
     Case("unknown-command", ("bogus",), 2, ("No such command 'bogus'", "checkpoint-guard -h")),
     Case("unknown-option", ("replay", "--bogus"), 2, ("No such option: --bogus", "checkpoint-guard replay -h")),
+    Case("missing-subcommand", ("topics",), 2, ("Missing argument", "Choose from: create, describe",
+                                                 "(see `checkpoint-guard topics -h`)")),
+    Case(
+        "option-without-its-value",
+        ("ingest", "claude-code", "--out"),
+        2,
+        ("option --out needs a value (--out TEXT)", "(see `checkpoint-guard ingest -h`)"),
+    ),
     Case(
         "bad-setting-partitions",
         ("schema",),
@@ -135,6 +143,43 @@ CASES = [
         ("ingest", "claude-code", "missing.jsonl"),
         2,
         ("cannot read missing.jsonl: no such file or directory", "Claude Code transcripts"),
+    ),
+    Case(
+        "ingest-claude-code-a-markdown-file",
+        ("ingest", "claude-code", "README.md"),
+        2,
+        ("cannot ingest README.md: it is Markdown text, not a Claude Code transcript", "give Claude Code transcripts"),
+        files={"README.md": b"# notes\n\nnot a transcript\n"},
+    ),
+    Case(
+        "ingest-claude-code-its-own-events",
+        ("ingest", "claude-code", "ev.jsonl"),
+        2,
+        ("cannot ingest ev.jsonl: it is already input events (what ingest writes), not a Claude Code transcript",
+         "use checkpoint-guard replay ev.jsonl"),
+        files={"ev.jsonl": EVENT},
+    ),
+    Case(
+        "ingest-openhands-a-transcript",
+        ("ingest", "openhands", str(TRANSCRIPT)),
+        2,
+        ("it is a Claude Code transcript, not an OpenHands conversation directory",
+         f"use checkpoint-guard ingest claude-code {TRANSCRIPT}"),
+    ),
+    Case(
+        "ingest-openhands-a-markdown-file",
+        ("ingest", "openhands", "README.md"),
+        2,
+        ("it is Markdown text, not an OpenHands conversation directory", "give OpenHands conversation directories"),
+        files={"README.md": b"# notes\n"},
+    ),
+    Case(
+        "ingest-openhands-its-own-events",
+        ("ingest", "openhands", "ev.jsonl"),
+        2,
+        ("it is already input events (what ingest writes), not an OpenHands conversation directory",
+         "use checkpoint-guard replay ev.jsonl"),
+        files={"ev.jsonl": EVENT},
     ),
     Case("replay-a-directory", ("replay", "."), 2, ("cannot replay .: it is a directory", "JSONL file")),
     Case(

@@ -120,13 +120,14 @@ def test_ingest_of_an_events_file_says_use_replay_in_one_line_with_exit_2(tmp_pa
     events = tmp_path / "ev.jsonl"
     events.write_text('{"type":"artifact","schema_version":1,"context_id":"c","seq":0}\n', "utf-8")
     msg = one_error_line(cli("ingest", "ev.jsonl", cwd=tmp_path), 2)
-    assert msg == "cannot ingest ev.jsonl: already input events; use checkpoint-guard replay ev.jsonl"
+    assert msg == ("cannot ingest ev.jsonl: it is already input events (what ingest writes), not a trajectory; "
+                   "use checkpoint-guard replay ev.jsonl")
 
 
 def test_ingest_of_a_claude_code_transcript_without_the_format_names_it(tmp_path):
     (tmp_path / "s.jsonl").write_text('{"sessionId":"x","parentUuid":null,"type":"user"}\n', "utf-8")
     msg = one_error_line(cli("ingest", "s.jsonl", cwd=tmp_path), 2)
-    assert msg == ("cannot ingest s.jsonl: it is a Claude Code transcript; "
+    assert msg == ("cannot ingest s.jsonl: it is a Claude Code transcript, not a trajectory; "
                    "use checkpoint-guard ingest claude-code s.jsonl")
 
 
@@ -134,6 +135,125 @@ def test_ingest_of_a_file_that_is_no_trajectory_is_one_line_with_exit_2(tmp_path
     (tmp_path / "README.md").write_text("# a readme\n", "utf-8")
     msg = one_error_line(cli("ingest", "README.md", cwd=tmp_path), 2)
     assert msg.startswith("cannot ingest README.md: not a trajectory file (expected *.traj.json")
+
+
+EVENTS_LINE = '{"type":"artifact","schema_version":1,"context_id":"c","seq":0}\n'
+TRANSCRIPT_LINE = '{"sessionId":"x","parentUuid":null,"type":"user"}\n'
+CC_GIVE = ("give Claude Code transcripts (<sessionId>.jsonl, under ~/.claude/projects/) or project directories "
+           "holding them")
+OH_GIVE = "give OpenHands conversation directories (each holding events/) or a directory holding them"
+
+
+@pytest.mark.parametrize("fmt, name, content, says", [
+    ("claude-code", "README.md", "# a readme\n\nSome text.\n",
+     f"cannot ingest README.md: it is Markdown text, not a Claude Code transcript; {CC_GIVE}"),
+    ("claude-code", "notes.txt", "plain words\n",
+     "cannot ingest notes.txt: it is plain text (its first line is not JSON), not a Claude Code transcript; "
+     + CC_GIVE),
+    ("claude-code", "ev.jsonl", EVENTS_LINE,
+     "cannot ingest ev.jsonl: it is already input events (what ingest writes), not a Claude Code transcript; "
+     "use checkpoint-guard replay ev.jsonl"),
+    ("claude-code", "alerts.jsonl", '{"schema_version":1,"type":"alert","alert_id":"a1"}\n',
+     f"cannot ingest alerts.jsonl: it is checkpoint-guard's output (alerts), not a Claude Code transcript; {CC_GIVE}"),
+    ("claude-code", "run.json", '{\n  "trajectory": []\n}\n',
+     "cannot ingest run.json: it is one JSON document over many lines (an agent trajectory?), not a Claude Code "
+     "transcript; for a trajectory use checkpoint-guard ingest run.json"),
+    ("openhands", "README.md", "# a readme\n",
+     f"cannot ingest README.md: it is Markdown text, not an OpenHands conversation directory; {OH_GIVE}"),
+    ("openhands", "s.jsonl", TRANSCRIPT_LINE,
+     "cannot ingest s.jsonl: it is a Claude Code transcript, not an OpenHands conversation directory; "
+     "use checkpoint-guard ingest claude-code s.jsonl"),
+    ("openhands", "ev.jsonl", EVENTS_LINE,
+     "cannot ingest ev.jsonl: it is already input events (what ingest writes), not an OpenHands conversation "
+     "directory; use checkpoint-guard replay ev.jsonl"),
+    ("openhands", "conv/events/event-00000-x.json", '{"kind": "MessageEvent"}',
+     "cannot ingest conv/events/event-00000-x.json: it is one OpenHands event file, not an OpenHands conversation "
+     "directory; give its conversation directory conv"),
+    ("openhands", "empty.jsonl", "",
+     f"cannot ingest empty.jsonl: it is empty, not an OpenHands conversation directory; {OH_GIVE}"),
+])
+def test_ingest_of_a_log_form_given_a_file_of_another_form_says_what_it_is_in_one_line(tmp_path, fmt, name,
+                                                                                        content, says):
+    (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / name).write_text(content, "utf-8")
+    assert one_error_line(cli("ingest", fmt, name, cwd=tmp_path), 2) == says
+
+
+def test_ingest_claude_code_still_reads_an_empty_transcript_and_one_whose_first_line_is_not_yet_whole(tmp_path):
+    (tmp_path / "new.jsonl").write_text("", "utf-8")  # a session that has not written its first record yet
+    (tmp_path / "cut.jsonl").write_text('{"sessionId":"x","type":"us', "utf-8")  # its first record half written
+    proc = cli("ingest", "claude-code", "new.jsonl", "cut.jsonl", cwd=tmp_path)
+    assert ERROR not in proc.stderr and "ingest claude-code: 2 input(s)" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("layout, says", [
+    ("empty", "no trajectories read from d; give trajectory files or directories (mini-swe-agent *.traj.json, "
+              "tau-bench result arrays)"),
+    ("openhands", "cannot ingest d: it holds OpenHands conversations, not a trajectory; "
+                  "use checkpoint-guard ingest openhands d"),
+    ("claude-code", "cannot ingest d: it holds *.jsonl files (Claude Code transcripts?), not a trajectory; "
+                    "use checkpoint-guard ingest claude-code d"),
+])
+def test_ingest_of_a_directory_of_logs_without_their_format_names_it(tmp_path, layout, says):
+    (tmp_path / "d").mkdir()
+    if layout == "openhands":
+        (tmp_path / "d" / "conv" / "events").mkdir(parents=True)
+        (tmp_path / "d" / "conv" / "events" / "event-00000-x.json").write_text('{"kind": "MessageEvent"}', "utf-8")
+    elif layout == "claude-code":
+        (tmp_path / "d" / "s.jsonl").write_text(TRANSCRIPT_LINE, "utf-8")
+    assert one_error_line(cli("ingest", "d", cwd=tmp_path), 2) == says
+
+
+@pytest.mark.parametrize("fmt, layout, says", [
+    ("claude-code", "empty", f"cannot ingest d: no *.jsonl transcript in this directory; {CC_GIVE}"),
+    ("openhands", "empty", "cannot ingest d: not an OpenHands conversation directory (no events/ inside, nor in "
+                           f"its sub-directories); {OH_GIVE}"),
+    ("claude-code", "openhands", "cannot ingest d: it holds OpenHands conversations, not a Claude Code transcript; "
+                                 "use checkpoint-guard ingest openhands d"),
+    ("openhands", "claude-code", "cannot ingest d: it holds *.jsonl files (Claude Code transcripts?), not an "
+                                 "OpenHands conversation directory; use checkpoint-guard ingest claude-code d"),
+])
+def test_ingest_of_a_directory_with_nothing_of_its_form_is_one_line_with_exit_2(tmp_path, fmt, layout, says):
+    (tmp_path / "d").mkdir()
+    if layout == "openhands":
+        (tmp_path / "d" / "conv" / "events").mkdir(parents=True)
+    elif layout == "claude-code":
+        (tmp_path / "d" / "s.jsonl").write_text(TRANSCRIPT_LINE, "utf-8")
+    proc = cli("ingest", fmt, "d", cwd=tmp_path)
+    assert one_error_line(proc, 2) == says and proc.stdout == ""
+
+
+@pytest.mark.parametrize("args, says", [
+    (("ingest", "claude-code", "--out"), "option --out needs a value (--out TEXT) (see `checkpoint-guard ingest -h`)"),
+    (("ingest", "-o"), "option -o needs a value (-o TEXT) (see `checkpoint-guard ingest -h`)"),
+    (("replay", "in.jsonl", "--seq-gap-limit"),
+     "option --seq-gap-limit needs a value (--seq-gap-limit INTEGER) (see `checkpoint-guard replay -h`)"),
+    (("hooks", "install", "--settings-file"),
+     "option --settings-file needs a value (--settings-file TEXT) (see `checkpoint-guard hooks install -h`)"),
+    (("worker", "--web-port"),
+     "option --web-port needs a value (--web-port INTEGER RANGE) (see `checkpoint-guard worker -h`)"),
+    (("replay", "in.jsonl", "--out", "--status"),  # click would write the alerts into a file named --status
+     "option --out needs a value (--out TEXT), not the option --status (see `checkpoint-guard replay -h`)"),
+    (("ingest", "claude-code", "s.jsonl", "-o", "--follow"),
+     "option --out needs a value (--out TEXT), not the option --follow (see `checkpoint-guard ingest -h`)"),
+])
+def test_an_option_without_its_value_names_it_and_the_help_in_one_line(tmp_path, args, says):
+    (tmp_path / "in.jsonl").write_text(EVENTS_LINE, "utf-8")
+    assert one_error_line(cli(*args, cwd=tmp_path), 2) == says
+    assert not (tmp_path / "--status").exists()
+
+
+@pytest.mark.parametrize("args, says", [
+    (("topics",), "Missing argument '{create|describe}'. Choose from: create, describe "
+                  "(see `checkpoint-guard topics -h`)"),  # click's own message spans three lines
+    (("kafka", "bogus"), "Invalid value for '{start|stop|status}': 'bogus' is not one of 'start', 'stop', 'status' "
+                         "(see `checkpoint-guard kafka -h`)"),
+    (("explain",), "Missing argument 'CONTEXT_ID' (see `checkpoint-guard explain -h`)"),
+    (("tail", "--rul", "x"), "No such option: --rul (did you mean --rule?) (see `checkpoint-guard tail -h`)"),
+    (("ingest", "--to-kafka", "--out", "x.jsonl"), "give either --out or --to-kafka, not both"),  # --out was ignored
+])
+def test_a_missing_or_bad_argument_is_one_line_with_the_commands_help(tmp_path, args, says):
+    assert one_error_line(cli(*args, cwd=tmp_path), 2) == says
 
 
 def test_replay_of_a_directory_of_trajectories_suggests_ingest(tmp_path):

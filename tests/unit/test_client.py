@@ -445,3 +445,46 @@ def test_importing_the_client_loads_neither_faust_nor_mode(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == []
+
+
+# --------------------------------------------------------------------------- no broker: one line, not a traceback
+
+
+def _closed_port_env(tmp_path: Path) -> tuple[dict[str, str], int]:
+    import os
+
+    from stream.devtools.kafka_local import free_ports
+
+    (port,) = free_ports(1)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CG_")}
+    env.update(PYTHONPATH=str(REPO), CG_BROKER=f"kafka://127.0.0.1:{port}", XDG_DATA_HOME=str(tmp_path / "xdg"))
+    return env, port
+
+
+@pytest.mark.parametrize("which", ["Guard", "StatusView"])
+def test_a_client_that_cannot_reach_kafka_raises_one_guard_error_line_and_aiokafka_prints_nothing(tmp_path, which):
+    probe = (f"from stream.client import {which}, KafkaUnavailable, GuardError\n"
+             "try:\n"
+             f"    {which}().start()\n"
+             "except KafkaUnavailable as exc:\n"
+             "    assert isinstance(exc, GuardError) and exc.__cause__ is not None\n"
+             "    print(exc)\n")
+    env, port = _closed_port_env(tmp_path)
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr  # no "Unable connect to ..." from aiokafka
+    assert proc.stdout == (f"the {which} cannot reach Kafka at 127.0.0.1:{port}: nothing listens there (connection "
+                           "refused); start the broker (a local one: `checkpoint-guard kafka start`) or point "
+                           "CG_BROKER at it\n")
+
+
+def test_the_example_pipeline_without_a_broker_says_so_in_one_line_with_exit_1(tmp_path):
+    env, port = _closed_port_env(tmp_path)
+    proc = subprocess.run([sys.executable, str(REPO / "examples" / "pipeline.py")], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        f"pipeline.py: error: the Guard cannot reach Kafka at 127.0.0.1:{port}: nothing listens there (connection "
+        "refused); start the broker (a local one: `checkpoint-guard kafka start`) or point CG_BROKER at it "
+        "(`make example` starts a broker, the topics and a worker for it)"
+    ], proc.stderr

@@ -425,10 +425,10 @@ def test_bad_transcript_lines_are_reported_with_their_line_number(tmp_path):
 
 def test_a_path_that_is_no_log_fails_with_one_line(tmp_path):
     proc = ingest("openhands", str(tmp_path))
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     err = proc.stderr.decode().splitlines()
-    assert err[0].endswith("not an OpenHands conversation directory (no events/ inside, nor in its sub-directories)")
-    assert err[-1].startswith("checkpoint-guard: error: nothing to read in ")
+    assert len(err) == 1 and err[0].startswith(f"checkpoint-guard: error: cannot ingest {tmp_path}: not an OpenHands "
+                                               "conversation directory (no events/ inside, nor in its sub-directories)")
 
 
 def test_follow_is_refused_for_the_trajectory_form_and_help_explains_both_forms():
