@@ -208,14 +208,12 @@ class _View:
         return self.get(key, _MISSING) is not _MISSING  # type: ignore[arg-type]
 
     def __setitem__(self, key: tuple[Any, ...], value: Any) -> None:
-        self.dirty[key] = value
-        self._cache(key, value)
+        self._write(key, value)
 
     def __delitem__(self, key: tuple[Any, ...]) -> None:
         if key not in self:
             raise KeyError(key)
-        self.dirty[key] = _DELETED
-        self._cache(key, None)
+        self._write(key, _DELETED)
 
     def pop(self, key: tuple[Any, ...], *default: Any) -> Any:
         value = self.get(key, _MISSING)
@@ -223,9 +221,13 @@ class _View:
             if default:
                 return default[0]
             raise KeyError(key)
-        self.dirty[key] = _DELETED
-        self._cache(key, None)
+        self._write(key, _DELETED)
         return value
+
+    def _write(self, key: tuple[Any, ...], value: Any) -> None:
+        """A write (``_DELETED``: a delete) for the next commit, and through the read cache."""
+        self.dirty[key] = value
+        self._cache(key, None if value is _DELETED else value)
 
     def take_dirty(self) -> list[list[Any]]:
         """The dirty writes as entries (values encoded); they stay readable (``taken``)
@@ -244,7 +246,7 @@ class _View:
         """The taken writes are in the store: they move into the read cache."""
         young, dirty = self.young, self.dirty
         for key, value in self.taken.items():
-            if key not in dirty:  # a key written again since the take: young holds that write
+            if key not in dirty:  # written again since the take: the newer write is the one to read
                 young[key] = None if value is _DELETED else value
         self.taken.clear()
         self.taken_json.clear()
