@@ -323,16 +323,17 @@ _id_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 def _trigger(event: Event, source: Source) -> Trigger:
     """The event's :class:`Trigger`; an event's alerts, statuses and verdict share one."""
-    last = _last_trigger
-    if last[0] is event and last[1] is source:
-        return last[2]  # type: ignore[no-any-return]
+    global _last_trigger
+    last_event, last_source, trigger = _last_trigger  # one tuple, read and replaced whole: thread-safe
+    if last_event is event and last_source is source and trigger is not None:
+        return trigger
     trigger = Trigger(event.event_id, event.type, source.topic, source.partition, source.offset)
-    last[:] = [event, source, trigger]
+    _last_trigger = (event, source, trigger)
     return trigger
 
 
 #: (event, source, trigger) of the last :func:`_trigger` call (by identity: both are frozen).
-_last_trigger: list[Any] = [None, None, None]
+_last_trigger: tuple[Any, Any, Trigger | None] = (None, None, None)
 
 
 def _listed(items: Any) -> tuple[str, ...]:
