@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapte
 
 from stream.domain import outputs
 from stream.domain.events import ArtifactEvent, CheckpointEvent, Event
-from stream.domain.keys import text_key
+from stream.domain.keys import constraint_key
 from stream.domain.outputs import encode_record
 from stream.errors import InvalidEvent
 from stream.times import rfc3339_time
@@ -170,11 +170,10 @@ def _build_models(limits: Limits) -> SimpleNamespace:
         CheckpointIn=CheckpointIn,
         ArtifactIn=ArtifactIn,
         input_adapter=(input_adapter := TypeAdapter(InputEvent)),
-        constraints_adapter=(constraints_adapter := TypeAdapter(ConstraintList)),
-        # their pydantic-core validators, called directly per message (TypeAdapter's own
+        # the pydantic-core validators, called directly per message (TypeAdapter's own
         # validate_python adds a Python frame and its keyword handling to every call)
         input_validator=input_adapter.validator,
-        constraints_validator=constraints_adapter.validator,
+        constraints_validator=TypeAdapter(ConstraintList).validator,
     )
 
 
@@ -402,7 +401,7 @@ def _reason(err: ValidationError, obj: dict[str, Any], limits: Limits) -> str:
 def _keys(items: list[Any] | None, field: str, limits: Limits) -> tuple[str, ...]:
     if not items:
         return ()
-    keys = {text_key(c) if type(c) is str else c.id for c in items}  # constraint_key, inlined
+    keys = {constraint_key(c if isinstance(c, str) else {"id": c.id}) for c in items}
     longest = max(map(len, keys))
     if longest > limits.max_constraint_chars:  # NFKC can lengthen a text up to 18 times
         raise InvalidEvent(

@@ -19,7 +19,7 @@ def _text_key(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
-_remembered_key = lru_cache(maxsize=1 << 14)(_text_key)  # at most ~16 MB of texts
+_remembered_key = lru_cache(maxsize=1 << 14)(_text_key)  # at most 16,384 texts of 512 characters (and keys)
 
 
 def text_key(text: str) -> str:
