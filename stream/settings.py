@@ -83,8 +83,8 @@ class Settings(BaseSettings):
     producer_lz4_level: int = Field(
         1, ge=0, le=16,
         description="lz4 level of those batches. aiokafka compresses at 9 (LZ4HC) and offers no setting: 7x the "
-        "CPU of level 1 for about 13% fewer bytes (bench part 2: a tenth of the worker's CPU on output-heavy "
-        "streams). 1-2: fast lz4; 3 and up: LZ4HC.",
+        "CPU of level 1 for about 13% fewer bytes (py-spy of the worker on bench part 2's synthetic stream: a "
+        "tenth of its CPU). 1-2: fast lz4; 3 and up: LZ4HC.",
     )
     session_timeout: float = Field(
         60.0, ge=6, le=3600,
