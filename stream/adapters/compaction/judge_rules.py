@@ -394,20 +394,21 @@ def _read_foreign(table: cues.ForeignTable, lines: list[tuple[str, bool]], sourc
                 continue
             hits = _clause_rules(table, s, item) if table.lang not in cues.LATIN_TABLES else []
             if not hits:
-                cue = _first_cue(table, s, item)
-                hits = [(s, cue)] if cue is not None else []
+                found = _first_cue(table, s, item)
+                hits = [(s, found[0])] if found is not None else []
             out += [make_prohibition(text[:500], source=source, form=cue.form or "explicit",
                                      cue=f"{table.lang}:{cue.name}") for text, cue in hits]
     return out
 
 
-def _first_cue(table: cues.ForeignTable, s: str, item: bool) -> cues.Cue | None:
+def _first_cue(table: cues.ForeignTable, s: str, item: bool) -> tuple[cues.Cue, re.Pattern[str]] | None:
+    """The first instruction cue that reads ``s``, with its pattern."""
     core = _TRAILING_PAREN.sub("", s)  # "X は使わない（理由）": the reason is not the rule's end
     for cue, pattern in table.instruction:
         if cue.scope == "item" and not item:
             continue
         if pattern.search(s) or (core != s and pattern.search(core)):
-            return cue
+            return cue, pattern
     return None
 
 
@@ -422,11 +423,10 @@ def _clause_rules(table: cues.ForeignTable, s: str, item: bool) -> list[tuple[st
     for part in parts:
         if len(part) < 3:
             continue
-        cue = _first_cue(table, part, item)
+        found = _first_cue(table, part, item)
         # the clause's cue must hold in the sentence too: its context may undo it ("我不想改 X，但是没办法": conceded)
-        pattern = next(pat for c, pat in table.instruction if c is cue) if cue is not None else None
-        if cue is not None and pattern is not None and pattern.search(s):
-            hits.append((part, cue))
+        if found is not None and found[1].search(s):
+            hits.append((part, found[0]))
     return hits
 
 
