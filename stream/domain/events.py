@@ -12,7 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from stream.domain.frozen import fast_init
 
+
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Source:
     """Where an event came from: the ``trigger`` of the alerts it causes.
@@ -35,6 +38,7 @@ class Source:
 OFFLINE = Source()
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ArtifactEvent:
     """An artifact entered (``admitted``) or left (``evicted``) one storage tier.
@@ -67,6 +71,7 @@ class ArtifactEvent:
         }
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class CheckpointEvent:
     """A summary node was persisted (new node, or a new version of an existing one).

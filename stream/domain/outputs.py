@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
+from stream.domain.frozen import fast_init
+
 SCHEMA_VERSION = 1
 
 
@@ -24,6 +26,7 @@ def _listed(items: tuple[Any, ...] | None) -> list[Any] | None:
     return None if items is None else list(items)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Trigger:
     """The event whose application caused a record (topic/partition/offset None offline)."""
@@ -39,6 +42,7 @@ class Trigger:
                 "partition": self.partition, "offset": self.offset}
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Alert:
     """One alert (DESIGN.md §3, §4 *Bounded outputs* [v2.1]).
@@ -105,6 +109,7 @@ class Alert:
         }
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class NodeStatus:
     """One node-status record (DESIGN.md §4 *Node status*). ``degraded_truncated`` is left
@@ -150,6 +155,7 @@ class NodeStatus:
         return rec
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """One verdict per applied checkpoint (``checkpoint-verdicts``)."""
