@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from bisect import bisect_left, insort
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from itertools import islice
 from typing import Any, NamedTuple
@@ -107,7 +107,7 @@ def _has(items: Any, x: Any) -> bool:
     """Membership in a sorted container or a sorted list read back from a table."""
     if not items:
         return False
-    if isinstance(items, SortedList):
+    if type(items) is not list and isinstance(items, SortedList):  # a list skips the ABC check
         return x in items
     i = bisect_left(items, x)
     return i < len(items) and items[i] == x
@@ -267,7 +267,7 @@ def node_detail(state: State, context_id: str, node_id: str) -> NodeDetail | Non
 # --- output ------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Output:
     """What one :meth:`Engine.process` call produced, in order.
 
@@ -285,16 +285,26 @@ class Output:
     ``buffered``: 1 if the arriving event now waits.
     """
 
-    alerts: list[Alert] = field(default_factory=list)
-    statuses: list[NodeStatus] = field(default_factory=list)
-    records: list[Record] = field(default_factory=list)
-    node_changes: list[tuple[NodeSummary | None, NodeSummary]] = field(default_factory=list)
-    verdicts: list[Verdict] = field(default_factory=list)
-    applied: list[tuple[Event, Source]] = field(default_factory=list)
-    rejected: list[Rejection] = field(default_factory=list)
+    alerts: list[Alert]
+    statuses: list[NodeStatus]
+    records: list[Record]
+    node_changes: list[tuple[NodeSummary | None, NodeSummary]]
+    verdicts: list[Verdict]
+    applied: list[tuple[Event, Source]]
+    rejected: list[Rejection]
     duplicates: int = 0
     dropped: int = 0
     buffered: int = 0
+
+    def __init__(self) -> None:  # not the generated one: seven default_factory calls per event
+        self.alerts = []
+        self.statuses = []
+        self.records = []
+        self.node_changes = []
+        self.verdicts = []
+        self.applied = []
+        self.rejected = []
+        self.duplicates = self.dropped = self.buffered = 0
 
     def alert(self, alert: Alert) -> None:
         self.alerts.append(alert)
@@ -313,12 +323,18 @@ def alert_id(context_id: str, node_id: str | None, rule: str, status: str, sets:
     ``set_digest`` (``[after, before]`` digests for ``non_idempotent``; the gap for
     ``sequence_gap``; None for ``unverifiable_checkpoint``) — never the listed set.
     """
-    blob = _id_json([context_id, node_id, rule, status, sets, trigger_event_id])
+    items = [context_id, node_id, rule, status, sets, trigger_event_id]
+    if type(sets) is str and type(node_id) is str:  # the common case, the very bytes of json.dumps
+        blob = "[" + ",".join(map(_json_str, items)) + "]"
+    else:
+        blob = _id_json(items)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:32]
 
 
 #: ``json.dumps(v, ensure_ascii=False, separators=(",", ":"))``, its encoder built once.
 _id_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+#: A string's JSON text as ``json.dumps(s, ensure_ascii=False)`` gives it.
+_json_str = json.encoder.encode_basestring
 
 
 def _trigger(event: Event, source: Source) -> Trigger:
@@ -412,6 +428,10 @@ def _fit(record: Any, name: str, max_bytes: int) -> Any:
 
 
 # --- the engine ----------------------------------------------------------------------------
+
+
+#: ``_touch``'s ``rec`` when the caller has not read the node.
+_UNREAD: Any = object()
 
 
 class _Step:
@@ -526,8 +546,10 @@ class Engine:
         if seen_key in state.seen:
             out.duplicates += 1
             return
+        old = None  # a checkpoint's stored node, read once for the ledger check and the apply
         if isinstance(event, CheckpointEvent):
-            reason = self._over_ledger(state, event)
+            old = state.nodes.get((event.context_id, event.node_id))
+            reason = self._over_ledger(state, event, old)
             if reason is not None:  # dead letter: its seq is used up, nothing else changes
                 out.rejected.append(Rejection(event, source, reason))
                 return
@@ -538,17 +560,17 @@ class Engine:
             self._apply_artifact(state, event, step)
             self._emit(state, event, source, step, out)
             return
-        verdict = self._apply_checkpoint(state, event, source, step, out)
-        if verdict is not None:
+        applied = self._apply_checkpoint(state, event, source, step, out, old)
+        if applied is not None:
+            verdict, rec = applied
             self._emit(state, event, source, step, out)
-            rec = state.nodes[(event.context_id, event.node_id)]
             out.verdicts.append(self._verdict(state, event, source, rec, verdict))
 
-    def _over_ledger(self, state: State, ev: CheckpointEvent) -> str | None:
-        """Why the version would take its node's ledger past ``max_ledger`` (None: it
-        would not, or it enters no ledger: a frozen node, a freezing re-summarization)."""
+    def _over_ledger(self, state: State, ev: CheckpointEvent, old: dict[str, Any] | None) -> str | None:
+        """Why the version would take its node's ledger (``old``: the stored node) past
+        ``max_ledger`` (None: it would not, or it enters no ledger: a frozen node, a
+        freezing re-summarization)."""
         limit = self.max_ledger
-        old = state.nodes.get((ev.context_id, ev.node_id))
         if old is None:
             raw, children = len(ev.raw_negative_constraints), len(ev.children)
         else:
@@ -570,9 +592,11 @@ class Engine:
         artifacts, ctx = state.artifacts, ev.context_id
         return [r for r in ev.referents if not artifacts.get((ctx, r))]
 
-    def _orphans_change(self, state: State, ev: CheckpointEvent) -> bool:
+    def _orphans_change(self, state: State, ev: CheckpointEvent, after: list[str] | None = None) -> bool:
+        """Whether the version's orphan set (``after``, when already computed) differs from the node's."""
         before = (state.alert_sets.get((ev.context_id, ev.node_id)) or {}).get("o") or ()
-        after = self._orphans(state, ev)
+        if after is None:
+            after = self._orphans(state, ev)
         return len(before) != len(after) or any(a != b for a, b in zip(before, after))
 
     def _apply_artifact(self, state: State, ev: ArtifactEvent, step: _Step) -> None:
@@ -616,25 +640,26 @@ class Engine:
 
     def _apply_checkpoint(
         self, state: State, ev: CheckpointEvent, source: Source, step: _Step, out: Output,
-    ) -> str | None:
-        """Store / replace / freeze; returns the verdict, None for an ignored frozen node
-        (whose verdict is already out: nothing changed)."""
+        old: dict[str, Any] | None,
+    ) -> tuple[str, dict[str, Any]] | None:
+        """Store / replace / freeze the node (``old``: as stored); returns the verdict and the
+        node as now stored, None for an ignored frozen node (whose verdict is already out:
+        nothing changed)."""
         ctx, nid = ev.context_id, ev.node_id
         nkey = (ctx, nid)
         nodes = state.nodes
-        old = nodes.get(nkey)
         if old is not None and old["frozen"]:
             out.verdicts.append(self._verdict(state, ev, source, old, IGNORED_FROZEN))
             return None
 
         after = self._orphans(state, ev)
-        self._touch(state, step, nid)
-        if old is not None and self._orphans_change(state, ev):
+        self._touch(state, step, nid, old)
+        if old is not None and self._orphans_change(state, ev, after):
             # Re-summarization changed the orphan set: not idempotent -> freeze the node at
             # its first compaction; the new version is discarded (it enters no ledger).
             out.alert(self._non_idempotent(state, ev, source, old, after))
-            nodes[nkey] = {**old, "frozen": True}
-            return FROZEN
+            frozen = nodes[nkey] = {**old, "frozen": True}
+            return FROZEN, frozen
 
         old_lraw = old["lraw"] if old is not None else ()
         old_lchildren = old["lchildren"] if old is not None else ()
@@ -694,7 +719,7 @@ class Engine:
                 creach = reach_t.get((ctx, c))
                 if creach:
                     self._grow_reach(state, step, nid, creach)
-        return ACCEPTED if old is None else REPLACED
+        return (ACCEPTED if old is None else REPLACED), rec
 
     @staticmethod
     def _grown(ledger: Any, new: list[str]) -> Any:
@@ -802,12 +827,14 @@ class Engine:
         return len(keys)
 
     # ------------------------------------------------------------------ propagation
-    def _touch(self, state: State, step: _Step, node_id: str) -> None:
-        """Capture a node's status before the event changes it (once per event)."""
+    def _touch(self, state: State, step: _Step, node_id: str, rec: Any = _UNREAD) -> None:
+        """Capture a node's status before the event changes it (once per event); ``rec``:
+        the stored node when the caller has just read it."""
         if node_id in step.before:
             return
         key = (step.ctx, node_id)
-        rec = state.nodes.get(key)
+        if rec is _UNREAD:
+            rec = state.nodes.get(key)
         if rec is None:
             step.before[node_id] = None
             return

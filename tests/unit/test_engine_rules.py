@@ -17,6 +17,8 @@ Choices the spec leaves open, pinned here as the engine makes them:
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from stream.domain import OFFLINE, DictState, Engine, Source
 from stream.domain.outputs import Trigger
@@ -936,6 +938,26 @@ def test_alert_id_hashes_each_of_context_node_rule_status_set_and_trigger():
     ]
     assert alert_id(*args) == alert_id(*args)
     assert len({alert_id(*args), *(alert_id(*v) for v in variants)}) == 7
+
+
+_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+
+
+@given(ids=st.tuples(_TEXT, st.one_of(st.none(), _TEXT), _TEXT, _TEXT, _TEXT),
+       sets=st.one_of(st.none(), _TEXT, st.lists(_TEXT, max_size=2), st.tuples(st.integers(0, 2**63 - 1),
+                                                                              st.integers(0, 2**63 - 1))))
+def test_alert_id_is_sha256_of_the_compact_json_of_its_parts(ids, sets):
+    # the id's bytes are a contract (replays and remediation workers recompute it): json.dumps, compact,
+    # not ASCII-escaped; strings of any code point, every shape of set the rules give
+    import hashlib
+    import json
+
+    from stream.domain.engine import alert_id
+
+    context, node, rule, status, trigger = ids
+    sets = list(sets) if isinstance(sets, tuple) else sets
+    blob = json.dumps([context, node, rule, status, sets, trigger], ensure_ascii=False, separators=(",", ":"))
+    assert alert_id(context, node, rule, status, sets, trigger) == hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
 def test_the_engine_returns_frozen_values_and_wire_encodes_each_kind_in_one_place():
