@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
@@ -23,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapte
 
 from stream.domain import outputs
 from stream.domain.events import ArtifactEvent, CheckpointEvent, Event
-from stream.domain.keys import constraint_key
+from stream.domain.keys import constraint_key, text_key
 from stream.domain.outputs import encode_record
 from stream.errors import InvalidEvent
 from stream.times import rfc3339_time
@@ -401,14 +402,31 @@ def _reason(err: ValidationError, obj: dict[str, Any], limits: Limits) -> str:
 def _keys(items: list[Any] | None, field: str, limits: Limits) -> tuple[str, ...]:
     if not items:
         return ()
-    keys = {constraint_key(c if isinstance(c, str) else {"id": c.id}) for c in items}
-    longest = max(map(len, keys))
+    if all(type(c) is str for c in items) and sum(map(len, items)) <= _REMEMBERED_LIST_CHARS:
+        keys, longest = _text_keys(tuple(items))
+    else:
+        keys, longest = _sorted_keys({constraint_key(c if isinstance(c, str) else {"id": c.id}) for c in items})
     if longest > limits.max_constraint_chars:  # NFKC can lengthen a text up to 18 times
         raise InvalidEvent(
             f"{field}: a constraint key of {longest} characters, limit is {limits.max_constraint_chars} "
             "(CG_MAX_CONSTRAINT_CHARS)"
         )
-    return tuple(sorted(keys))
+    return keys
+
+
+def _sorted_keys(keys: set[str]) -> tuple[tuple[str, ...], int]:
+    return tuple(sorted(keys)), max(map(len, keys))
+
+
+#: A list of string constraints up to this many characters in all has its keys remembered:
+#: a context's checkpoints re-list the same constraints, event after event.
+_REMEMBERED_LIST_CHARS = 4096
+
+
+@lru_cache(maxsize=1 << 12)  # at most 4,096 lists of 4,096 characters (and their keys)
+def _text_keys(texts: tuple[str, ...]) -> tuple[tuple[str, ...], int]:
+    """(sorted distinct keys, the longest key's length) of string constraints."""
+    return _sorted_keys({text_key(t) for t in texts})
 
 
 def _ids(items: list[str] | None) -> tuple[str, ...]:
@@ -419,6 +437,9 @@ def _informational_constraints(v: Any, field: str, models: SimpleNamespace, limi
     if v is None:
         return ()
     try:
+        if (type(v) is list and len(v) <= limits.max_constraints
+                and all(type(c) is str and len(c) <= limits.max_constraint_chars for c in v)):
+            return _keys(v, field, limits)  # what the validator accepts unchanged: a short list of short strings
         return _keys(models.constraints_validator.validate_python(v, strict=True), field, limits)
     except (ValidationError, InvalidEvent):
         return ()

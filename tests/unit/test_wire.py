@@ -17,6 +17,8 @@ Choices the spec leaves open, pinned here as the codec makes them:
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -210,6 +212,18 @@ def test_an_informational_list_over_10000_entries_is_treated_as_absent():
     assert (event.instructions, event.raw_instructions) == ((), ("do y",))
 
 
+def test_an_informational_text_over_the_constraint_limits_is_treated_as_absent():
+    from stream.wire import Limits
+
+    line = as_line(make_checkpoint(instructions=["do x", "do yyyyy"], raw_instructions=["do", "\ufdfa"]))
+    event = decode_event(line, limits=Limits(max_constraint_chars=5))  # 8 characters; a key of 18
+    assert (event.instructions, event.raw_instructions) == ((), ())
+    event = decode_event(line, limits=Limits(max_constraints=1))
+    assert (event.instructions, event.raw_instructions) == ((), ())
+    event = decode_event(line)
+    assert event.instructions == ("do x", "do yyyyy") and len(event.raw_instructions) == 2
+
+
 # --------------------------------------------------------------------------- constraints
 
 
@@ -237,6 +251,21 @@ def test_constraints_are_reduced_to_their_sorted_deduplicated_keys():
     )))
     assert event.raw_negative_constraints == ("", "do not push", "file")
 
+
+
+def test_remembered_constraint_keys_still_meet_each_limit():
+    # the keys of a list of strings are remembered across events; the key-length limit is
+    # checked on every call, so a list accepted at one limit is refused at a lower one
+    from stream.wire import Limits
+
+    line = as_line(make_checkpoint(negative_constraints=["No  Push", "\ufb03x"], raw_negative_constraints=["\ufdfa"]))
+    wide = unicodedata.normalize("NFKC", "\ufdfa").casefold()  # one code point, 18 characters as a key
+    for _ in range(2):
+        event = decode_event(line)
+        assert (event.negative_constraints, event.raw_negative_constraints) == (("ffix", "no push"), (wide,))
+    with pytest.raises(InvalidEvent, match="raw_negative_constraints: a constraint key of 18 characters, limit is 17"):
+        decode_event(line, limits=Limits(max_constraint_chars=17))
+    assert decode_event(line, limits=Limits(max_constraint_chars=18)).raw_negative_constraints == (wide,)
 
 # --------------------------------------------------------------------------- not JSON: NaN, UTF-8, size, depth
 
