@@ -205,10 +205,19 @@ class _View:
         return value
 
     def __contains__(self, key: object) -> bool:
-        return self.get(key, _MISSING) is not _MISSING  # type: ignore[arg-type]
+        value = self.young.get(key, _MISSING)  # type: ignore[call-overload]  # get's first lookup, inlined
+        if value is _MISSING:
+            value = self._load(key)  # type: ignore[arg-type]
+        return value is not None
 
     def __setitem__(self, key: tuple[Any, ...], value: Any) -> None:
-        self._write(key, value)
+        # _write and _cache inlined: the engine's most frequent write
+        self.dirty[key] = value
+        young = self.young
+        if len(young) >= self.cap and key not in young:
+            self.old, young = young, {}
+            self.young = young
+        young[key] = value
 
     def __delitem__(self, key: tuple[Any, ...]) -> None:
         if key not in self:
