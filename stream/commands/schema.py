@@ -29,7 +29,8 @@ def schema(directory: str | None) -> int:
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        fail(f"cannot create directory {directory}: {exc.strerror}")
+        fail(f"cannot create directory {directory}: {exc.strerror}; give a directory path you can write "
+             "(created if missing), or no argument to print them")
     for name, sch in schemas.items():
         (out / f"{name}.schema.json").write_text(json.dumps(sch, indent=2, sort_keys=True) + "\n")
         print(out / f"{name}.schema.json")

@@ -251,11 +251,12 @@ def test_one_broken_run_in_a_tau_array_does_not_lose_the_others(tmp_path):
 
 
 def test_missing_paths_and_non_json_files_are_errors(tmp_path):
-    files, errors = discover([tmp_path / "nope", write(tmp_path / "a.txt", "x")])
+    files, errors = discover([tmp_path / "nope", write(tmp_path / "a.txt", "x"), Path("/dev/null")])
     assert files == []
     assert [e.problem for e in errors] == [
         "no such file or directory",
         "not a trajectory file (expected *.traj.json or a tau-bench *.json array)",
+        "not a regular file or directory",
     ]
 
 

@@ -289,6 +289,19 @@ def test_schema_into_an_existing_file_is_one_line_with_exit_2(tmp_path):
     assert (tmp_path / "taken").read_text() == "x"
 
 
+def test_schema_under_a_file_is_one_line_that_says_what_to_give(tmp_path):
+    (tmp_path / "taken").write_text("x")
+    msg = one_error_line(cli("schema", "taken/sub", cwd=tmp_path), 2)
+    assert msg == ("cannot create directory taken/sub: Not a directory; give a directory path you can write "
+                   "(created if missing), or no argument to print them")
+
+
+@pytest.mark.parametrize("form", [(), ("claude-code",)], ids=["trajectories", "claude-code"])
+def test_ingest_of_a_device_says_it_is_not_a_file_not_that_it_is_missing(tmp_path, form):
+    msg = one_error_line(cli("ingest", *form, "/dev/null", "-o", "out.jsonl", cwd=tmp_path), 2)
+    assert msg.startswith("cannot ingest /dev/null: not a regular file or directory")
+
+
 @pytest.mark.parametrize("args", [("replay", "in.jsonl"), ("schema",), ("worker",), ("--help",)])
 def test_a_broker_url_with_a_foreign_scheme_is_one_line_with_exit_2_for_any_command(tmp_path, args):
     (tmp_path / "in.jsonl").write_text("")

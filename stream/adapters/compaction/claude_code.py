@@ -58,6 +58,8 @@ def discover(paths: list[str | Path]) -> tuple[list[Path], list[str]]:
                 errors.append(f"{path}: no *.jsonl transcript in this directory")
             for f in files:
                 found.setdefault(f.as_posix(), f)
+        elif path.exists():  # a device, a socket, a FIFO: nothing to read transcripts from
+            errors.append(f"{path}: not a regular file or directory")
         else:
             errors.append(f"{path}: no such file or directory")
     return [found[k] for k in sorted(found)], errors

@@ -47,6 +47,8 @@ def discover(paths: Iterable[str | Path]) -> tuple[list[Path], list[AdapterError
                     path, "not a trajectory file (expected *.traj.json or a tau-bench *.json array)"))
             else:
                 found.setdefault(path.as_posix(), path)
+        elif path.exists():  # a device, a socket, a FIFO
+            errors.append(AdapterError(path, "not a regular file or directory"))
         else:
             errors.append(AdapterError(path, "no such file or directory"))
     return [found[k] for k in sorted(found)], errors
