@@ -1,7 +1,7 @@
 """Labelled real folds kept as pointers: no text of anyone's session in the repository.
 
     python -m bench.real_folds pack FOLD_DIR > bench/real_folds/NAME.json
-    python -m bench.real_folds unpack NAME --mirrors DIR --out DIR   # NAME: a manifest of bench/real_folds (P, Q, ...) or a path
+    python -m bench.real_folds unpack NAME --mirrors DIR --out DIR   # NAME: bench/real_folds/NAME.json, or a path
     python -m bench.real_folds list
 
 ``pack`` turns a fold folder (the layout and labels of ``../shared/real-logs``) into a
