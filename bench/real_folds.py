@@ -3,10 +3,13 @@
     python -m bench.real_folds pack FOLD_DIR > bench/real_folds/NAME.json
     python -m bench.real_folds unpack NAME --mirrors DIR --out DIR   # NAME: bench/real_folds/NAME.json, or a path
     python -m bench.real_folds list
+    python -m bench.real_folds agree DIR_A DIR_B    # two labellers' labels of the same transcripts
 
 ``pack`` turns a fold folder (the layout and labels of ``../shared/real-logs``) into a
 manifest: per transcript its source (repository, commit, path, blob) and the labels with
 every text replaced by a span (line, start, length, sha256) over :func:`line_text`.
+``agree`` scores a second labelling of the same transcripts against the first, pair by pair
+(see :func:`agree`): how far two careful labellers agree bounds what any judge can show.
 ``unpack`` rebuilds the folder from local git clones of those repositories (``--mirrors``: one
 bare clone per repository, ``git clone --bare https://github.com/OWNER/NAME MIRRORS/OWNER+NAME``;
 a blob that differs is refused) and checks every span's hash. Errors: one line
@@ -146,6 +149,77 @@ def unpack(manifest: dict[str, Any], mirrors: Path, out: Path) -> int:
     return len(manifest["files"])
 
 
+def _labels(fold: Path) -> dict[str, dict[str, Any]]:
+    return {(lab := json.loads(lf.read_text()))["file"]: lab for lf in sorted((fold / "labels").glob("*.json"))}
+
+
+def _in_force(label: dict[str, Any], comp: dict[str, Any]) -> dict[str, tuple[int, str, bool]]:
+    """pid -> (line, text, dropped) of a compaction's prohibitions in force (revoked ones left out)."""
+    gold = {p["id"]: p for p in label.get("prohibitions", [])}
+    dropped = set(comp.get("dropped", []))
+    out = {}
+    for pid in comp.get("in_force", []):
+        if pid in gold and pid not in set(comp.get("not_in_force", [])):
+            out[pid] = (gold[pid]["line"], gold[pid]["text"], pid in dropped)
+    return out
+
+
+def agree(first: Path, second: Path) -> dict[str, Any]:
+    """Pair-level agreement of ``second``'s labels with ``first``'s, over the transcripts both label.
+
+    A compaction is matched by its boundary line; a prohibition in force by its line and
+    :func:`bench.eval_real_logs.same_prohibition` (one text holds half the other's words).
+    Returns counts (``both``: in force for both; ``first_only`` / ``second_only``), the
+    carried/dropped table of the pairs in force for both with Cohen's kappa, and ``second``
+    scored as if it were a judge of ``first``'s drops (TP: both dropped; FP: second dropped,
+    first carried it or has no such rule in force; FN: first dropped, second did not):
+    the precision and recall a perfect copy of the second labeller would get.
+    """
+    from bench.eval_real_logs import same_prohibition
+
+    a_labels, b_labels = _labels(first), _labels(second)
+    files = sorted(set(a_labels) & set(b_labels))
+    if not files:
+        raise FoldError(f"{first} and {second} label no transcript in common")
+    c = {"files": len(files), "compactions": 0, "both": 0, "first_only": 0, "second_only": 0,
+         "dd": 0, "dc": 0, "cd": 0, "cc": 0, "tp": 0, "fp": 0, "fn": 0}
+    for f in files:
+        a_comps = {x["boundary_line"]: x for x in a_labels[f].get("compactions", [])}
+        b_comps = {x["boundary_line"]: x for x in b_labels[f].get("compactions", [])}
+        for line in sorted(set(a_comps) | set(b_comps)):
+            c["compactions"] += 1
+            a = _in_force(a_labels[f], a_comps[line]) if line in a_comps else {}
+            b = _in_force(b_labels[f], b_comps[line]) if line in b_comps else {}
+            unmatched = dict(b)
+            for la, ta, da in a.values():
+                hit = next((pid for pid, (lb, tb, _) in unmatched.items()
+                            if lb == la and same_prohibition(tb, ta)), None)
+                if hit is None:  # the same words labelled on another line (a queued message and its copy)
+                    hit = next((pid for pid, (_, tb, _) in unmatched.items() if same_prohibition(tb, ta)), None)
+                if hit is None:
+                    c["first_only"] += 1
+                    c["fn"] += da
+                    continue
+                db = unmatched.pop(hit)[2]
+                c["both"] += 1
+                c[("d" if da else "c") + ("d" if db else "c")] += 1
+                c["tp"] += da and db
+                c["fp"] += db and not da
+                c["fn"] += da and not db
+            c["second_only"] += len(unmatched)
+            c["fp"] += sum(d for _, _, d in unmatched.values())
+    n = c["both"]
+    if n:
+        observed = (c["dd"] + c["cc"]) / n
+        pa, pb = (c["dd"] + c["dc"]) / n, (c["dd"] + c["cd"]) / n
+        chance = pa * pb + (1 - pa) * (1 - pb)
+        c["kappa"] = round((observed - chance) / (1 - chance), 3) if chance < 1 else 1.0
+        c["agreement"] = round(observed, 3)
+    c["precision"] = round(c["tp"] / (c["tp"] + c["fp"]), 3) if c["tp"] + c["fp"] else None
+    c["recall"] = round(c["tp"] / (c["tp"] + c["fn"]), 3) if c["tp"] + c["fn"] else None
+    return c
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.real_folds", description=__doc__.split("\n\n")[0],
                                  epilog="\n\n".join(__doc__.split("\n\n")[1:]),
@@ -159,6 +233,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="folder of bare clones named OWNER+NAME (or OWNER+NAME/repo) (default: %(default)s)")
     u.add_argument("--out", type=Path, required=True, help="folder to write the fold into")
     sub.add_parser("list", help="the manifests kept in bench/real_folds")
+    g = sub.add_parser("agree", help="score a second labelling of the same transcripts against the first")
+    g.add_argument("first", type=Path, help="a fold folder (labels/*.json): the reference labels")
+    g.add_argument("second", type=Path, help="a fold folder labelling some of the same transcripts")
     a = ap.parse_args(argv)
     try:
         if a.cmd == "pack":
@@ -173,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
                 raise FoldError(f"{a.manifest}: no such manifest (kept folds: {known})")
             n = unpack(json.loads(path.read_text()), a.mirrors, a.out)
             print(f"{n} transcripts and labels written to {a.out}", file=sys.stderr)
+        elif a.cmd == "agree":
+            json.dump(agree(a.first, a.second), sys.stdout, indent=1)
+            print()
         else:
             for m in sorted(HERE.glob("*.json")):
                 d = json.loads(m.read_text())

@@ -101,3 +101,42 @@ def test_the_kept_manifests_are_text_free_pointers() -> None:
             for c in f["compactions"]:
                 assert "notes" not in c
                 assert all(set(s) == {"line", "start", "len", "sha"} for s in c["carried_quotes"].values())
+
+
+def _labelled(root: Path, prohibitions: list[tuple[str, int, str]], in_force: list[str], dropped: list[str],
+              not_in_force: list[str] | None = None) -> Path:
+    (root / "labels").mkdir(parents=True)
+    label = {"file": "someone__logs/s1.jsonl", "session_id": "s1",
+             "prohibitions": [{"id": pid, "line": line, "text": text} for pid, line, text in prohibitions],
+             "compactions": [{"boundary_line": 40, "summary_line": 41, "in_force": in_force,
+                              "carried": [p for p in in_force if p not in dropped], "dropped": dropped,
+                              "not_in_force": not_in_force or []}]}
+    (root / "labels" / "s1.json").write_text(json.dumps(label))
+    return root
+
+
+def test_agree_scores_the_second_labelling_as_a_judge_of_the_first(tmp_path: Path) -> None:
+    first = _labelled(tmp_path / "a", [("P1", 3, "never push to main"), ("P2", 9, "keep the CLI flags"),
+                                       ("P3", 12, "do not add a new dependency")],
+                      ["P1", "P2", "P3"], ["P1", "P3"])
+    # the same P1 (dropped), P2 labelled dropped, P3 not seen, a rule of its own (carried), one revoked
+    second = _labelled(tmp_path / "b", [("Q1", 3, "Never push to main!"), ("Q2", 9, "keep the CLI flags as they are"),
+                                        ("Q3", 20, "write tests in pytest"), ("Q4", 25, "no emojis")],
+                       ["Q1", "Q2", "Q3", "Q4"], ["Q1", "Q2"], not_in_force=["Q4"])
+    c = real_folds.agree(first, second)
+    assert (c["both"], c["first_only"], c["second_only"]) == (2, 1, 1)
+    assert (c["dd"], c["cd"], c["dc"], c["cc"]) == (1, 1, 0, 0)
+    assert (c["tp"], c["fp"], c["fn"]) == (1, 1, 1)
+    assert c["precision"] == c["recall"] == 0.5
+    assert c["agreement"] == 0.5 and c["kappa"] == 0.0
+    same = real_folds.agree(first, first)
+    assert (same["tp"], same["fp"], same["fn"], same["kappa"]) == (2, 0, 0, 1.0)
+
+
+def test_agree_needs_a_transcript_in_common(tmp_path: Path) -> None:
+    first = _labelled(tmp_path / "a", [("P1", 3, "never push to main")], ["P1"], ["P1"])
+    other = tmp_path / "b" / "labels"
+    other.mkdir(parents=True)
+    (other / "x.json").write_text(json.dumps({"file": "else/x.jsonl", "compactions": []}))
+    with pytest.raises(real_folds.FoldError, match="no transcript in common"):
+        real_folds.agree(first, tmp_path / "b")
