@@ -166,11 +166,12 @@ def _build_models(limits: Limits) -> SimpleNamespace:
         kind: Any = Field(None, description="raw_span | tool_output | file | durable_record (informational).")
 
     InputEvent = Annotated[CheckpointIn | ArtifactIn, Field(discriminator="type")]
+    input_adapter: TypeAdapter[Any] = TypeAdapter(InputEvent)
     return SimpleNamespace(
         ConstraintObject=ConstraintObject,
         CheckpointIn=CheckpointIn,
         ArtifactIn=ArtifactIn,
-        input_adapter=(input_adapter := TypeAdapter(InputEvent)),
+        input_adapter=input_adapter,
         # the pydantic-core validators, called directly per message (TypeAdapter's own
         # validate_python adds a Python frame and its keyword handling to every call)
         input_validator=input_adapter.validator,
