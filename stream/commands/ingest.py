@@ -190,6 +190,10 @@ def ingest(
         fail("give either --out or --to-kafka, not both")
     if out:
         check_output_file(out)
+    inputs = paths[1:] if paths and paths[0] in LOG_FORMATS else (paths or (str(DEFAULT_TRACES),))
+    for flag, target in (("--out", out), ("--metrics-file", metrics_file)):
+        if target:
+            _refuse_overwrite(flag, target, inputs)
     if paths and paths[0] in LOG_FORMATS:
         return _ingest_logs(
             paths[0], paths[1:], out=out, to_kafka=to_kafka, follow=follow, idle_timeout=idle_timeout,
@@ -263,6 +267,20 @@ def ingest(
 
     print(_summary(counts, len(loaded.errors), where, time.monotonic() - started), file=sys.stderr)
     return 1 if loaded.errors else 0
+
+
+def _refuse_overwrite(flag: str, target: str, inputs: tuple[str, ...]) -> None:
+    """Fail (exit 2) when ``target`` is one of the ``inputs`` or lies in an input directory:
+    writing it would destroy the input, or feed the output back in at the next run."""
+    where = os.path.realpath(target)
+    for path in inputs:
+        if not os.path.exists(path):
+            continue
+        real = os.path.realpath(path)
+        if where == real or (os.path.isdir(real) and where.startswith(real.rstrip(os.sep) + os.sep)):
+            inside = "is" if where == real else "is inside"
+            fail(f"{flag} {target} {inside} the input {path}; it would overwrite or be read as input; "
+                 "write it outside the inputs")
 
 
 #: What each form of ``ingest`` reads, as its wrong-form line names it ("..., not <this>").

@@ -116,6 +116,32 @@ def test_ingest_out_naming_a_directory_is_one_line_with_exit_2(tmp_path):
     assert msg.startswith(f"cannot write --out {tmp_path}: it is a directory; give a file name")
 
 
+@pytest.mark.parametrize("form, make, out", [
+    ("claude-code", "s.jsonl", "s.jsonl"),            # the transcript itself
+    ("claude-code", "logs/s.jsonl", "logs/ev.jsonl"),  # inside the input directory: read back next run
+    ("openhands", "conv/base_state.json", "conv/base_state.json"),
+    (None, "t.traj.json", "t.traj.json"),              # a trajectory
+])
+def test_ingest_never_writes_over_or_into_its_input(tmp_path, form, make, out):
+    target = tmp_path / make
+    target.parent.mkdir(parents=True, exist_ok=True)
+    body = '{"sessionId":"x","parentUuid":null,"type":"user"}\n'
+    target.write_text(body, "utf-8")
+    given = str(target.parent) if "/" in make else make
+    args = ([form] if form else []) + [given, "--out", out]
+    msg = one_error_line(cli("ingest", *args, cwd=tmp_path), 2)
+    inside = "is" if (tmp_path / out).resolve() == (tmp_path / given).resolve() else "is inside"
+    assert msg == (f"--out {out} {inside} the input {given}; it would overwrite or be read as input; "
+                   "write it outside the inputs")
+    assert target.read_text("utf-8") == body  # untouched
+
+
+def test_ingest_metrics_file_is_refused_over_an_input_too(tmp_path):
+    (tmp_path / "s.jsonl").write_text('{"sessionId":"x","parentUuid":null,"type":"user"}\n', "utf-8")
+    msg = one_error_line(cli("ingest", "claude-code", "s.jsonl", "--metrics-file", "s.jsonl", cwd=tmp_path), 2)
+    assert msg.startswith("--metrics-file s.jsonl is the input s.jsonl;")
+
+
 def test_ingest_of_an_events_file_says_use_replay_in_one_line_with_exit_2(tmp_path):
     events = tmp_path / "ev.jsonl"
     events.write_text('{"type":"artifact","schema_version":1,"context_id":"c","seq":0}\n', "utf-8")
