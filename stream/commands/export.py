@@ -12,6 +12,18 @@ from stream.settings import get_settings
 settings = get_settings()
 
 
+def jsonl_line(value: bytes | None) -> bytes | None:
+    """``value`` as one JSONL line (newline added), or None when it cannot be one: empty,
+    holding a newline, or not UTF-8."""
+    if not value or b"\n" in value:
+        return None
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return value + b"\n"
+
+
 @command(
     option("--out", "-o", type=str, default=None, help="Write here instead of stdout."),
     option("--since", type=str, default=None, help="Start at records stamped at/after TIME (RFC 3339)."),
@@ -34,11 +46,11 @@ def export(out: str | None, since: str | None, until: str | None, context: str |
     counts = {"written": 0, "skipped": 0}
 
     def write(rec: Any) -> None:
-        value = rec.value or b""
-        if b"\n" in value or not value:
+        line = jsonl_line(rec.value)
+        if line is None:
             counts["skipped"] += 1
             return
-        sink.write(value + b"\n")
+        sink.write(line)
         counts["written"] += 1
 
     try:

@@ -494,3 +494,17 @@ def test_the_command_shown_to_rerun_the_cli_is_one_the_shell_can_run(
     monkeypatch.setattr(_base.sys, "executable", str(tmp_path / "python"))  # no script at all
     monkeypatch.setattr(_base.sys, "argv", [str(tmp_path / "stream" / "__main__.py")])
     assert _base.runnable_prog() == f"{tmp_path / 'python'} -m stream"
+
+
+@pytest.mark.parametrize("value, line", [
+    (b'{"type":"artifact"}', b'{"type":"artifact"}\n'),
+    ('{"id":"caf\u00e9"}'.encode(), '{"id":"caf\u00e9"}\n'.encode()),
+    (b"", None), (None, None),
+    (b'{"a":\n1}', None),              # two lines
+    (b"\xff\xfe\x80", None),           # not UTF-8: a JSONL reader could not read the file
+    (b'{"id":"\xed\xa0\x80"}', None),  # a lone surrogate is not UTF-8 either
+])
+def test_export_writes_only_values_that_are_one_utf8_line(value, line):
+    from stream.commands.export import jsonl_line
+
+    assert jsonl_line(value) == line
