@@ -14,8 +14,8 @@ def schema(directory: str | None) -> int:
     """Write the JSON Schemas of input events, alerts, verdicts, node status records, dead letters and
     remediation requests.
 
-    With DIR, writes DIR/<name>.schema.json (input-event, alert, verdict, dead-letter,
-    remediation-request);
+    With DIR, writes DIR/<name>.schema.json (input-event, alert, verdict, status,
+    dead-letter, remediation-request);
     without, prints them all as one JSON object.
     """
     schemas = json_schemas()
@@ -32,6 +32,9 @@ def schema(directory: str | None) -> int:
         fail(f"cannot create directory {directory}: {exc.strerror}; give a directory path you can write "
              "(created if missing), or no argument to print them")
     for name, sch in schemas.items():
-        (out / f"{name}.schema.json").write_text(json.dumps(sch, indent=2, sort_keys=True) + "\n")
+        try:
+            (out / f"{name}.schema.json").write_text(json.dumps(sch, indent=2, sort_keys=True) + "\n")
+        except OSError as exc:
+            fail(f"cannot write {out / f'{name}.schema.json'}: {exc.strerror}; give a directory path you can write")
         print(out / f"{name}.schema.json")
     return 0

@@ -315,6 +315,12 @@ def test_schema_into_an_existing_file_is_one_line_with_exit_2(tmp_path):
     assert (tmp_path / "taken").read_text() == "x"
 
 
+def test_schema_that_cannot_write_a_file_is_one_line_with_exit_2(tmp_path):
+    (tmp_path / "out" / "alert.schema.json").mkdir(parents=True)  # in the way of a schema file, even as root
+    msg = one_error_line(cli("schema", "out", cwd=tmp_path), 2)
+    assert msg == "cannot write out/alert.schema.json: Is a directory; give a directory path you can write"
+
+
 def test_schema_under_a_file_is_one_line_that_says_what_to_give(tmp_path):
     (tmp_path / "taken").write_text("x")
     msg = one_error_line(cli("schema", "taken/sub", cwd=tmp_path), 2)
