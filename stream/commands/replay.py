@@ -41,7 +41,7 @@ settings = get_settings()
         default=None,
         is_flag=False,
         flag_value="",
-        help="Start each context's expected seq at the first event read (partial input). "
+        help="Offline, a flag: start each context's expected seq at the first event read (partial input). "
         "With --from-kafka: --since TIME (RFC 3339) also starts reading at TIME.",
     ),
     option("--from-kafka", is_flag=True, default=False, help="Read the input topics instead of files."),
@@ -109,6 +109,13 @@ def replay(
     if not paths:
         fail("replay needs at least one PATH (a JSONL file of input events, or - for stdin), or --from-kafka")
     since_flag = since is not None
+    if since_flag:  # `--since TIME FILE` offline: click took --since as the flag and TIME as a path
+        from stream.times import rfc3339_time
+
+        for path in paths:
+            if path != "-" and not os.path.exists(path) and rfc3339_time(path) is not None:
+                fail(f"offline, --since takes no TIME ({path}): it starts each context at its first event read; "
+                     "a TIME is for --from-kafka")
     # The engine's state is millions of small JSON-ready objects that live until the
     # end; the cyclic GC rescanning them dominated big replays (bench/bench_engine.py).
     gc.freeze()

@@ -514,3 +514,10 @@ def test_export_writes_only_values_that_are_one_utf8_line(value, line):
     from stream.commands.export import jsonl_line
 
     assert jsonl_line(value) == line
+
+
+def test_replay_since_with_a_time_offline_says_time_is_for_from_kafka(tmp_path):
+    (tmp_path / "ev.jsonl").write_text("", "utf-8")
+    msg = one_error_line(cli("replay", "--since", "2026-01-01T00:00:00Z", "ev.jsonl", cwd=tmp_path), 2)
+    assert msg == ("offline, --since takes no TIME (2026-01-01T00:00:00Z): it starts each context at its first "
+                   "event read; a TIME is for --from-kafka")
