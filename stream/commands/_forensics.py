@@ -49,6 +49,8 @@ def each(topics, handle: Callable[[Record], None], *, since: str | None = None, 
         until_ms = parse_time(until) if until else None
     except ConfigurationError as exc:
         fail(str(exc))
+    if since_ms is not None and until_ms is not None and until_ms <= since_ms:
+        fail(f"--until {until} is not after --since {since}: the range holds no record; swap them")
     key = context.encode("utf-8") if context is not None else None
     with _progress() as bar:
         task = bar.add_task("reading " + ", ".join(topics), total=None) if bar else None

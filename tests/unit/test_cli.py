@@ -521,3 +521,11 @@ def test_replay_since_with_a_time_offline_says_time_is_for_from_kafka(tmp_path):
     msg = one_error_line(cli("replay", "--since", "2026-01-01T00:00:00Z", "ev.jsonl", cwd=tmp_path), 2)
     assert msg == ("offline, --since takes no TIME (2026-01-01T00:00:00Z): it starts each context at its first "
                    "event read; a TIME is for --from-kafka")
+
+
+@pytest.mark.parametrize("cmd", [("export",), ("replay", "--from-kafka")])
+def test_an_until_before_since_is_one_line_before_any_broker_is_asked(tmp_path, cmd):
+    proc = cli(*cmd, "--since", "2026-12-03T05:50:00Z", "--until", "2026-12-03T05:40:00Z", cwd=tmp_path,
+               CG_BROKER="127.0.0.1:1")  # nothing listens there: a broker error would be another line
+    assert one_error_line(proc, 2) == ("--until 2026-12-03T05:40:00Z is not after --since 2026-12-03T05:50:00Z: "
+                                       "the range holds no record; swap them")
