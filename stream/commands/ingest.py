@@ -303,15 +303,22 @@ def _refuse_wrong_form(path: str, form: str) -> None:
     when it is plainly not an input of that form of ``ingest``: ``trajectories`` (``ingest PATH``),
     ``claude-code`` or ``openhands``. Its first non-blank line decides
     (:func:`stream.offline.replay.input_form`, replay's own check); a directory is left to the reader."""
+    problem = _wrong_form(path, form)
+    if problem is not None:
+        fail(f"cannot ingest {problem}")
+
+
+def _wrong_form(path: str, form: str) -> str | None:
+    """``"<path>: what it is, not <form's input>; the fix"`` for :func:`_refuse_wrong_form`, or None."""
     from stream.offline.replay import first_line, input_form
 
     if os.path.isdir(path):
-        return
+        return None
     try:
         with open(path, "rb") as fh:
             kind, detail = input_form(first_line(fh, limit=1 << 20))
     except OSError:
-        return
+        return None
     whats = {
         "events": "it is already input events (what ingest writes)",
         "transcript": "it is a Claude Code transcript",
@@ -332,7 +339,7 @@ def _refuse_wrong_form(path: str, form: str) -> None:
     else:  # openhands reads directories only
         refused = tuple(whats)
     if kind not in refused:
-        return
+        return None
     fix = {
         "events": f"use checkpoint-guard replay {path}",
         "transcript": f"use checkpoint-guard ingest claude-code {path}",
@@ -344,7 +351,7 @@ def _refuse_wrong_form(path: str, form: str) -> None:
         conversation = os.path.dirname(os.path.dirname(os.path.normpath(path))) or "."
         what, fix = "it is one OpenHands event file", f"give its conversation directory {conversation}"
     fix = fix or _GIVE[form]
-    fail(f"cannot ingest {path}: {what}, not {_EXPECTED[form]}; {fix}")
+    return f"{path}: {what}, not {_EXPECTED[form]}; {fix}"
 
 
 def _events(
@@ -469,6 +476,7 @@ class LogInputs:
         self.input_errors: list[str] = []
         self._printed: dict[str, tuple[int, int]] = {}
         self._contexts: dict[str, Any] = {}  # session/conversation id -> its context, shared by the readers
+        self._skipped: set[str] = set()  # files of a directory that are not of this form
 
     def scan(self, *, report: bool, echo: bool = True) -> None:
         """Look for the inputs; ``report``: keep the problems found in :attr:`input_errors`
@@ -481,14 +489,25 @@ class LogInputs:
                     print(f"checkpoint-guard: ingest: {e}", file=sys.stderr)
         for f in found:
             key = f.as_posix()
-            if key not in self.readers:
-                self.readers[key] = self._reader(f, self.judge, self._contexts)
+            if key in self.readers or key in self._skipped:
+                continue
+            # a file a directory holds: refused like a file named alone (events, output...), skipped, counted
+            wrong = _wrong_form(key, self.fmt) if self.fmt == "claude-code" and key not in self.paths else None
+            if wrong is not None:
+                self._skipped.add(key)
+                if report:
+                    self.input_errors.append(wrong)
+                    if echo:
+                        print(f"checkpoint-guard: ingest: {wrong}", file=sys.stderr)
+                continue
+            self.readers[key] = self._reader(f, self.judge, self._contexts)
 
     def restart(self, judge: Judge) -> LogInputs:
         """The same inputs read again from the start with ``judge``; problems already printed are not printed again."""
         again = LogInputs(self.fmt, tuple(self.paths), judge)
         again.input_errors = list(self.input_errors)
         again._printed = dict(self._printed)
+        again._skipped = set(self._skipped)
         again.scan(report=False)
         return again
 

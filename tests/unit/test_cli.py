@@ -9,6 +9,7 @@ before it connects to Kafka.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import socket
 import subprocess
@@ -228,6 +229,21 @@ def test_ingest_of_a_directory_of_logs_without_their_format_names_it(tmp_path, l
     elif layout == "claude-code":
         (tmp_path / "d" / "s.jsonl").write_text(TRANSCRIPT_LINE, "utf-8")
     assert one_error_line(cli("ingest", "d", cwd=tmp_path), 2) == says
+
+
+def test_ingest_claude_code_of_a_directory_skips_an_events_file_in_it_and_says_so(tmp_path):
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "a.jsonl").write_text('{"type":"artifact","schema_version":1,"context_id":"c","seq":0}\n', "utf-8")
+    (d / "s.jsonl").write_text(json.dumps({"sessionId": "s1", "parentUuid": None, "uuid": "u1", "type": "user",
+                                           "message": {"role": "user", "content": "hello"}}) + "\n", "utf-8")
+    proc = cli("ingest", "claude-code", "d", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert ("checkpoint-guard: ingest: d/a.jsonl: it is already input events (what ingest writes), not a Claude "
+            "Code transcript; use checkpoint-guard replay d/a.jsonl") in proc.stderr.splitlines()
+    assert "1 input(s) failed" in proc.stderr and '"context_id"' in proc.stdout  # the transcript still read
+    only = cli("ingest", "claude-code", "d/a.jsonl", cwd=tmp_path)  # named alone: refused, as before
+    assert one_error_line(only, 2).startswith("cannot ingest d/a.jsonl: it is already input events")
 
 
 @pytest.mark.parametrize("fmt, layout, says", [
