@@ -71,6 +71,20 @@ def _in_use(root: Path) -> str | None:
     return None
 
 
+def _unsent(root: Path) -> str:
+    """``"; N Claude Code hook events not yet sent ..."`` when the hook's spool under ``root`` holds any."""
+    from stream.hook.spool import Spool
+
+    spool_dir = Path(get_settings().hook_dir) / "spool"
+    if not spool_dir.is_dir() or not spool_dir.resolve().is_relative_to(root.resolve()):
+        return ""
+    n = sum(Spool(spool_dir, f.stem).pending() for f in sorted(spool_dir.glob("*.jsonl")))
+    if not n:
+        return ""
+    return (f"; {n} Claude Code hook event(s) not yet sent to Kafka are in {spool_dir} "
+            f"(send them first: {PROG} ingest --spool)")
+
+
 @command(
     option("--cache", is_flag=True, default=False,
            help=f"Also delete <cache> ({USER_CACHE_DIR}): Kafka's jars (downloaded again on the next start), "
@@ -83,7 +97,8 @@ def clean(cache: bool, dry_run: bool, yes: bool) -> int:
 
     Deletes <data> (the XDG data dir, $XDG_DATA_HOME/checkpoint-guard): the default
     worker data dir (its local state; the state log in Kafka is untouched), the local
-    broker's home (`kafka start`: its topics and data) and the demo's. --cache also
+    broker's home (`kafka start`: its topics and data), the demo's, and the Claude Code
+    hook's cursors, spool and judge cache (events not yet sent are counted first). --cache also
     deletes <cache> ($XDG_CACHE_HOME/checkpoint-guard). Refuses while a worker or a
     local broker uses them. A CG_DATA_DIR or CG_KAFKA_HOME outside <data> is listed
     and kept; `checkpoint-guard reset` deletes one worker's local state only.
@@ -102,7 +117,7 @@ def clean(cache: bool, dry_run: bool, yes: bool) -> int:
         why = _in_use(root)
         if why:
             fail(why, code=1)
-    about = {root: f"{root} ({_human(_size(root))}{_contents(root)})" for root in targets}
+    about = {root: f"{root} ({_human(_size(root))}{_contents(root)}){_unsent(root)}" for root in targets}
     listing = ", ".join(about.values())
     if dry_run:
         click.echo(f"would delete {listing}")

@@ -470,6 +470,20 @@ def test_clean_deletes_the_home_state_and_says_what_it_removed(tmp_path):
     assert again.returncode == 0 and f"nothing to clean: {data} does not exist" in again.stdout
 
 
+def test_clean_counts_the_hooks_unsent_events_before_deleting_them(tmp_path):
+    spool = tmp_path / "xdg-data" / "checkpoint-guard" / "claude-code" / "spool"
+    spool.mkdir(parents=True)
+    lines = [json.dumps({"type": "artifact", "context_id": "cc:s1", "seq": n}) for n in range(3)]
+    (spool / "s1.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
+    (spool / "s1.json").write_text(json.dumps({"sent": {"cc:s1": 0}}), "utf-8")  # seq 0 acknowledged
+    dry = cli("clean", "--dry-run", cwd=tmp_path)
+    assert dry.returncode == 0, dry.stderr
+    assert (f"; 2 Claude Code hook event(s) not yet sent to Kafka are in {spool} "
+            "(send them first: checkpoint-guard ingest --spool)") in dry.stdout
+    (spool / "s1.json").write_text(json.dumps({"sent": {"cc:s1": 2}}), "utf-8")  # all sent: nothing to say
+    assert "not yet sent" not in cli("clean", "--dry-run", cwd=tmp_path).stdout
+
+
 def test_demo_keep_running_says_how_to_connect_and_how_to_stop():
     from rich.console import Console
 
