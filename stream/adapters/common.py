@@ -7,6 +7,7 @@ adapters import it).
 from __future__ import annotations
 
 import hashlib
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,13 @@ def as_list(value: object) -> list[Any]:
 
 def short_hash(text: str, n: int = 12) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:n]
+
+
+def json_error(exc: json.JSONDecodeError, *, line: bool = True) -> str:
+    """``exc`` as "<what> at line L column C" (``line=False``: column only), without the
+    doubled "at" of messages that end in one ("Unterminated string starting at")."""
+    what = exc.msg.removesuffix(" at")
+    return f"{what} at line {exc.lineno} column {exc.colno}" if line else f"{what} at column {exc.colno}"
 
 
 def json_value_problem(exc: ValueError) -> str:

@@ -300,3 +300,17 @@ def test_rates_options_are_parsed_or_rejected_with_one_line():
         parse_rates("0.7,1.5,0.1")
     with pytest.raises(ValueError, match="expected three numbers"):
         parse_rates("high,low,none")
+
+
+def test_a_json_error_names_where_without_a_doubled_at():
+    import json
+
+    from stream.adapters.common import json_error
+
+    with pytest.raises(json.JSONDecodeError) as open_string:
+        json.loads('{"a": "open')
+    assert json_error(open_string.value) == "Unterminated string starting at line 1 column 7"
+    assert json_error(open_string.value, line=False) == "Unterminated string starting at column 7"
+    with pytest.raises(json.JSONDecodeError) as no_value:
+        json.loads('{"a": }')
+    assert json_error(no_value.value) == "Expecting value at line 1 column 7"

@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from stream.adapters.common import as_dict, as_list, json_value_problem
+from stream.adapters.common import as_dict, as_list, json_error, json_value_problem
 from stream.adapters.compaction import compaction_logs as logs
 from stream.adapters.compaction.compaction_logs import LogContext, ReadStats
 from stream.adapters.compaction.judge import Candidate, Judge
@@ -483,7 +483,7 @@ class ClaudeCodeTranscript:
         if bad is not None:  # what follows the records read (if any) is lost, and said so
             self.stats.records += 1
             after = f" after {len(values)} record(s)" if values else ""
-            self.stats.error(f"{self.path}:{self._lineno}: not valid JSON{after}: {bad.msg} at column {bad.colno}")
+            self.stats.error(f"{self.path}:{self._lineno}: not valid JSON{after}: {json_error(bad, line=False)}")
         if len(values) > 1:
             self.stats.warn(f"{self.path}:{self._lineno}: {len(values)} JSON records glued on one line "
                             "(a record written without its newline); each read")

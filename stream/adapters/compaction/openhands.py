@@ -18,7 +18,7 @@ import uuid as uuidlib
 from pathlib import Path
 from typing import Any
 
-from stream.adapters.common import as_dict, json_value_problem
+from stream.adapters.common import as_dict, json_error, json_value_problem
 from stream.adapters.compaction import compaction_logs as logs
 from stream.adapters.compaction.compaction_logs import ContextEvents, LogContext, ReadStats
 from stream.adapters.compaction.judge import Candidate, Judge
@@ -321,7 +321,7 @@ class OpenHandsConversation:
                 return _WAIT
             self.stats.records += 1
             if isinstance(exc, json.JSONDecodeError):
-                self.stats.error(f"{where}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
+                self.stats.error(f"{where}: not valid JSON: {json_error(exc)}")
             elif isinstance(exc, ValueError) and not isinstance(exc, UnicodeDecodeError):
                 self.stats.error(f"{where}: {json_value_problem(exc)}")
             else:

@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from stream.adapters.common import AdapterError, json_value_problem
+from stream.adapters.common import AdapterError, json_error, json_value_problem
 from stream.adapters.simulated import swe_agent, tau_bench
 from stream.adapters.simulated.model import Format, Loaded, Trajectory
 
@@ -76,7 +76,7 @@ def _load_file(path: Path) -> list[Trajectory | AdapterError]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        return [AdapterError(path, f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")]
+        return [AdapterError(path, f"not valid JSON: {json_error(exc)}")]
     except ValueError as exc:  # an integer over Python's digit limit (sys.get_int_max_str_digits)
         return [AdapterError(path, json_value_problem(exc))]
     except RecursionError:
