@@ -8,12 +8,10 @@
 ``pack`` turns a fold folder (the layout and labels of ``../shared/real-logs``) into a
 manifest: per transcript its source (repository, commit, path, blob) and the labels with
 every text replaced by a span (line, start, length, sha256) over :func:`line_text`.
-``agree`` scores a second labelling of the same transcripts against the first, pair by pair
-(see :func:`agree`): how far two careful labellers agree bounds what any judge can show.
-``unpack`` rebuilds the folder from local git clones of those repositories (``--mirrors``: one
-bare clone per repository, ``git clone --bare https://github.com/OWNER/NAME MIRRORS/OWNER+NAME``;
-a blob that differs is refused) and checks every span's hash. Errors: one line
-on stderr, exit 1. Notes and reasons (free text) are not kept.
+``unpack`` rebuilds the folder from bare clones (``--mirrors``: ``MIRRORS/OWNER+NAME`` per
+repository; a blob that differs is refused) and checks every span's hash. ``agree``: a second
+labelling scored pair by pair against the first (:func:`agree`). Errors: one line on stderr,
+exit 1. Notes and reasons (free text) are not kept.
 """
 
 from __future__ import annotations
