@@ -937,6 +937,15 @@ DROP_CUES: tuple[Cue, ...] = (
         "low",
     ),
     Cue(
+        "not-quoted-long-own",
+        "en",
+        "drop",
+        None,
+        "a long message's rule the list does not quote, read by a strong cue, in a message that is the user's own "
+        "writing (paragraphs and points, no headings, fences or tag lines of a pasted document or template)",
+        "medium",
+    ),
+    Cue(
         "not-quoted-long",
         "*",
         "drop",
@@ -1005,8 +1014,10 @@ class Level:
 #: rule from a rule file in any fold); recall still asks for its re-injection.
 #: A short message the list does not quote, with some of its words left elsewhere ('not-quoted'), alerts at precise too
 #: (round 7, all six folds: 13 / 2 before, 13 / 0 after the two false readings were fixed by their form).
+#: A long message's rule in the user's own writing (no heading, fence or tag line: not a pasted document), read by a
+#: strong cue, unconditional, English, alerts at precise too ('not-quoted-long-own', round 10, eight folds: 7 / 0).
 _PRECISE = frozenset({"unquoted-again", "unquoted-again-unstated", "removed", "plan-no-trace", "plan-named-unstated",
-                      "not-quoted-no-trace", "unmatched", "not-quoted"})
+                      "not-quoted-no-trace", "unmatched", "not-quoted", "not-quoted-long-own"})
 _LONG = frozenset({"not-quoted-long", "not-quoted-long-no-trace"})
 _BALANCED = _PRECISE | {"unquoted-again-traced", "plan-unstated"}
 #: The levels of the precision setting (``--judge-precision`` / ``CG_JUDGE_PRECISION``); measured in docs/REAL_LOGS.md.

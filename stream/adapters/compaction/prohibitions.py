@@ -108,7 +108,7 @@ def make_prohibition(text: str, *, source: str = "user", form: str = "explicit",
 _WRAPPER = _Lazy("_WRAPPER",
     r"<(system-reminder|local-command-stdout|local-command-stderr|local-command-caveat|bash-input|bash-stdout|"
     r"bash-stderr|command-message|command-name|task-notification|agent-notification|user-prompt-submit-hook|"
-    r"teammate-message|"
+    r"teammate-message|ide_opened_file|ide_selection|ide_diagnostics|"
     r"[a-z]+-notification)\b[^>]*>.*?(?:</\1>|\Z)",
     re.IGNORECASE | re.DOTALL,
 )
@@ -159,6 +159,14 @@ _ROLE_OPENING = _Lazy(
     r"du\s+bist\s+(?:ein|eine|der|die|das)|eres\s+(?:un|una|el|la)|sei\s+(?:un|una|il|la)|você\s+é\s+(?:um|uma|o|a)|ты\s+—?\s*\w+)\s+\w"
     r"|^\W{0,6}(?:あなたは|你是|당신은)", re.IGNORECASE | re.MULTILINE)
 _PROMPT_MESSAGE_CHARS = 2_000
+#: What a generated prompt is built of and a typed one is not (round 10: three users typed their own "You are a senior
+#: ... engineer" prompt as plain paragraphs and lists; their rules are theirs): markdown headings, XML-like tag lines,
+#: template placeholders (not banner rules: a typed prompt has them too).
+_TEMPLATE_MARK = _Lazy(
+    "_TEMPLATE_MARK",
+    r"^[ \t]*(?:#{1,6}[ \t]+\S|</?[a-z][\w-]*(?:\s[^>\n]*)?>[ \t]*$)|\{\{[^{}\n]{1,40}\}\}|\$ARGUMENTS\b",
+    re.MULTILINE,
+)
 #: A user-side message longer than this is mostly pasted material (a document, a template, a status dump): only its
 #: lead-in and its close (:data:`_FRAME_CHARS` each, whole lines) are read as the user's words (folds DEV, T, T2, H:
 #: 3 gold rules in such messages, all in the frame; 125 reviewed negatives, mostly in the body).
@@ -225,6 +233,16 @@ def _frame(text: str) -> str:
     return f"{head}\n\n{tail}"
 
 
+def _is_template(text: str) -> bool:
+    """A long prompt that casts its reader in a role is a tool's template (a swarm launcher, a command file) when it is
+    built like one: a title or banner before the role line, or a document's headings / tag lines / placeholders.
+    One that opens with the role line and is plain paragraphs and lists is the user's own typed prompt."""
+    if not _ROLE_OPENING.search(text[:600]):
+        return False
+    opening = _WRAPPER.sub("", text).lstrip()
+    return not _ROLE_OPENING.match(opening) or len(_TEMPLATE_MARK.findall(text)) >= 2
+
+
 def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, bool, bool, int]]:
     """``(line, section heading, descriptive section, list item, block)`` of the prose in ``text``.
 
@@ -238,8 +256,8 @@ def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, 
         return
     if any(text.lstrip().startswith(p) for p in _NOT_WORDS) or _PASTE_OPENING.match(text.lstrip()):
         return
-    if source == "user" and len(text) > _PROMPT_MESSAGE_CHARS and _ROLE_OPENING.search(text[:600]):
-        return  # a long prompt that casts the agent in a role: a template or another tool's text, not typed words
+    if source == "user" and len(text) > _PROMPT_MESSAGE_CHARS and _is_template(text):
+        return  # a long prompt that casts the agent in a role, built like a tool's template, not typed words
     if source == "user" and len(text) > _PASTED_MESSAGE_CHARS:
         text = _frame(text)
     text = _WRAPPER.sub("\n", text)
