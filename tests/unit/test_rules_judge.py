@@ -774,3 +774,45 @@ def test_a_plans_scope_cut_and_existing_things_unaffected():
     assert ("Drop the share button entirely", "plan-scope-cut") in found
     assert ("Existing drafts unaffected", "plan-existing-unaffected") in found
     assert not any("import" in t or "cut it" in t for t, _ in found)  # a code step; a pronoun's cut
+
+
+# --------------------------------------------------------------------------- round 10 (kinds from folds W and X)
+
+
+def test_i_dont_want_a_new_thing_and_negations_typed_without_their_apostrophe():
+    assert [c for _, _, c in read("I don't want a new settings page")] == ["neg-imperative"]
+    assert [c for _, _, c in read("i dont want a second lockfile in the repo")] == ["neg-imperative"]
+    assert read("I don't want to rush this release") == []  # the user's own aim, not a rule
+
+
+def test_a_negated_imperative_after_a_time_clause_without_its_comma():
+    assert [t for t, _, _ in read("before you start dont rename the modules")] == [
+        "before you start dont rename the modules"]
+    assert [c for _, _, c in read("once the build is green never force push")] == ["neg-imperative"]
+    assert read("when you don't know, ask me") == []  # the clause's own verb is negated: no rule of it
+
+
+def test_where_a_thing_goes_and_where_not_is_a_contrast_without_a_comma_too():
+    assert [c for _, _, c in read("the reports are in the shared drive not git")] == ["contrast"]
+    assert [c for _, _, c in read("the secrets should be in the vault, not the env file")] == ["contrast"]
+    assert read("the leak is in the cache layer not the client") == []  # a diagnosis, not a rule
+    assert read("the script is in the tools folder not sure why") == []
+
+
+def test_confirm_with_me_joined_to_the_work_it_holds_back_is_restraint():
+    assert [c for _, _, c in read("update the schema and confirm with me before you migrate")] == ["consult-first"]
+    assert [f for _, f, _ in read("if the API has to change, say why and get my approval")] == ["restraint"]
+    assert read("and confirm with me that it builds on staging") == []
+
+
+def test_chinese_not_yet_after_my_confirmation_and_a_refusal_of_an_act():
+    assert [c for _, _, c in read("先不用生成部署脚本")] == ["zh:later"]
+    assert [c for _, _, c in read("我确认后再发布新版本")] == ["zh:after-me"]
+    assert [c for _, _, c in read("构建完成以后你再开始上传")] == ["zh:after-me"]
+    assert [c for _, _, c in read("不用修改测试用例", channel="rejection")] == ["zh:no-need-act"]
+    assert read("不用担心这个") == [] and read("不需要改这个") == [] and read("不用改了，谢谢") == []
+
+
+def test_chinese_keep_only_x_is_a_pruning_step_not_a_keep_rule():
+    assert read("只保留最近的三份备份") == []
+    assert [c for _, _, c in read("保留现有的导出格式")] == ["zh:keep-as-is"]

@@ -751,6 +751,15 @@ _NO_MARKER = _Lazy(
 #: A fronted topic: "About the lockfile, please keep it as is".
 _TOPIC = _Lazy("_TOPIC", r"^(?:about|regarding|re:?|as\s+(?:for|to)|concerning|wrt)\s+([^,]{1,40}),\s*", re.I)
 _CONDITION = _Lazy("_CONDITION", r"^(?:if|when|unless|once|before|after|while|whenever|in case)\b[^,]{0,120},\s*", re.I)
+#: The same without its comma, when a negated imperative follows the clause's verb: "before you start don't edit X",
+#: "once the tests pass never merge by hand" (the clause's own verb is not negated: "when you don't know" is kept).
+_TIME_CLAUSE_BARE = _Lazy(
+    "_TIME_CLAUSE_BARE",
+    r"^(?:before|after|once|when|whenever|until|till)\s+(?:you|we|i|it|they|the\s+[\w`.-]+(?:\s+[\w`.-]+)?)\s+"
+    r"(?!(?:do\s+not|don'?t|dont|never|not)\b)[\w'-]+(?:\s+(?!(?:do\s+not|don'?t|dont|never)\b)[\w'`.-]+){0,4}?\s+"
+    r"(?=(?:do\s+not|don'?t|dont|never)\s+[a-z])",
+    re.I,
+)
 
 #: After "don't": verbs that make it a dismissal, an opinion or non-necessity, not a prohibition.
 _NOT_FORBIDDING = (
@@ -791,6 +800,7 @@ _NEG_IMPERATIVE = _Lazy(
     rf"must\s+never|should\s+never)\s+(?!need|have\s+to)[a-z]"
     # "I don't want any new X" (not "I don't want to V": the user's own aim); "hands off X"
     rf"|i\s+(?:don'?t|do\s+not)\s+want\s+(?:any|more|new|extra|additional|another)\s+[a-z`]"
+    rf"|i\s+(?:don'?t|do\s+not)\s+want\s+(?:a|an)\s+(?:new|second|separate|extra|additional|different)\s+[a-z`]"
     rf"|hands\s+off\s+[\w`]"
     rf"|i\s+(?:don'?t|do\s+not)\s+want\s+(?:you|claude|us|the\s+agent|it|them|anyone)\s+to\s+[a-z]"
     rf"|(?:let'?s|let\s+us|lets)\s+(?:not|never)\s+(?!worry|bother|overthink|panic|forget|get\s+ahead)[a-z]"
@@ -1028,7 +1038,13 @@ _LEADING_PHRASE = _Lazy("_LEADING_PHRASE",
 _CHOICE_NOT = _Lazy("_CHOICE_NOT",
     r"^(?:please\s+)?(?:use|prefer|pick|choose|go\s+with|call|import|return|put|store|pass|target|depend\s+on)\s+\S.{0,60}?\s+"
     r"(?:and\s+|but\s+)?not\s+(?!only\b|just\b|sure\b|yet\b|really\b|necessarily\b|always\b|needed\b|required\b|necessary\b|"
-    r"working\b|possible\b)(?:a|an|the|any|[\w`.-]+)\b",
+    r"working\b|possible\b)(?:a|an|the|any|[\w`.-]+)\b"
+    # where a thing goes, and where not: "the fixtures live in tests/data not the repo root", "X should be in Y, not Z"
+    r"|^(?!(?:the\s+|this\s+|that\s+|our\s+)?(?:\w+\s+)?(?:bug|issue|problem|error|fault|crash|leak|failure|regression|cause|"
+    r"culprit)s?\b)(?:[\w`.'-]+\s+){0,3}?[\w`.'-]+\s+(?:is|are|lives?|goes|go|belongs?|stays?|should\s+(?:be|live|go|stay))\s+"
+    r"(?:in|on|under|inside|into|at|to|from)\s+\S.{0,50}?,?\s+not\s+(?!only\b|just\b|sure\b|yet\b|really\b|always\b|"
+    r"necessarily\b|working\b|possible\b|needed\b)(?:in\s+|on\s+|under\s+|at\s+|from\s+)?(?:the\s+|a\s+|an\s+|my\s+|our\s+)?"
+    r"[\w`./-]+(?:\s+[\w`./-]+)?\s*[.!]*$",
     re.IGNORECASE,
 )
 _NOT_ING_BUT = _Lazy("_NOT_ING_BUT", r"^(?:like\s+)?not\s+(\w+ing\b.{2,100}?)\s+but\s+[a-z]", re.IGNORECASE)
@@ -1231,6 +1247,7 @@ def _strip_markers(clause: str) -> str:
         s = _MARKERS.sub("", s, count=1).strip(" ,.:!-*_\"'“”")
         s = _NO_MARKER.sub("", s, count=1).strip(" ,.:!-*_\"'“”")
         s = _CONDITION.sub("", s, count=1)
+        s = _TIME_CLAUSE_BARE.sub("", s, count=1)
         s = _TOPIC.sub("", s, count=1)
     return s
 
@@ -1503,6 +1520,9 @@ _CONSULT = _Lazy("_CONSULT",
     r"|^(?:please\s+)?(?:let|have)\s+me\s+(?:review|approve|sign\s+off\s+on)\b.{0,60}\bbefore\s+(?:you|we|it|anything)\b"
     r"|^(?:please\s+)?(?:get|wait\s+for)\s+my\s+(?:approval|ok(?:ay)?|sign[- ]off|go[- ]ahead|confirmation)\s+before\b"
     r"|\bask\s+me\s+to\s+(?:test|run|check|verify|try|review|approve|merge|deploy|commit|push|confirm)\b"
+    # joined to the work it holds back: "make the change and confirm with me before you deploy", "and get my approval"
+    r"|\band\s+(?:then\s+)?(?:ask|check\s+with|confirm\s+with|consult)\s+me\s*(?:first\b|before\s+\w|[.!]*$)"
+    r"|\band\s+(?:then\s+)?(?:get|wait\s+for)\s+my\s+(?:approval|ok(?:ay)?|sign[- ]off|go[- ]ahead|confirmation)\b"
     r"|^(?:please\s+)?(?:always\s+)?run\s+(?:it|this|that|them|those|(?:the|any|your)\s+\w+(?:\s+\w+)?)\s+by\s+me\s+"
     r"(?:first\b|before\s+\w)",
     re.IGNORECASE,
