@@ -816,3 +816,21 @@ def test_chinese_not_yet_after_my_confirmation_and_a_refusal_of_an_act():
 def test_chinese_keep_only_x_is_a_pruning_step_not_a_keep_rule():
     assert read("只保留最近的三份备份") == []
     assert [c for _, _, c in read("保留现有的导出格式")] == ["zh:keep-as-is"]
+
+
+def test_a_negated_conjunct_after_an_instruction_is_a_rule_of_its_own():
+    assert [t for t, _, _ in read("cache the parsed rows and avoid a second network call.")] == [
+        "avoid a second network call"]
+    assert [t for t, _, _ in read("Great, go ahead and make sure we never write into the fixtures folder!")] == [
+        "make sure we never write into the fixtures folder"]
+    assert read("store it in UTC and avoid timezone problems later") == []  # a goal, not a forbidden act
+    assert read("run the linter and make sure it doesn't fail") == []
+
+
+def test_an_imperative_to_look_before_acting_is_restraint_with_its_own_cue():
+    assert [(f, c) for _, f, c in read("Read every migration carefully before you change anything.")] == [
+        ("restraint", "look-first")]
+    assert [c for _, _, c in read("sketch nothing yet, make a plan before coding")] == ["look-first"]
+    assert [c for _, _, c in read("Show me the diff before committing.")] == ["look-first"]
+    assert read("Read that file again before you start") == []  # a one-off re-read
+    assert read("I read the docs before coding") == []  # the user's own account

@@ -114,6 +114,8 @@ def _english_rows() -> tuple[Cue, ...]:
         _en("defer-marker", "defer", "medium", p._DEFER.pattern, "defer X / leave X for later / not in this PR"),
         _en("restraint", "restraint", "medium", p._RESTRAINT.pattern, "I'll do that myself / ask before / wait for me"),
         _en("consult-first", "restraint", "medium", p._CONSULT.pattern, "ask me before changes / let me review first"),
+        _en("look-first", "restraint", "medium", p._LOOK_FIRST.pattern,
+            "read / plan / present X before you change / build / code"),
         _en("contrast", "contrastive", "medium", p._CONTRAST.pattern, "a directive '..., not Y' / 'use X not Y'"),
         _en("paren-not", "contrastive", "medium", p._PAREN_NOT.pattern, "an instruction with '(not Y)'"),
         _en("avoid-modal", "explicit", "high", r"^(?:you|we) (?:should|must|need to) avoid V", "we should avoid X"),

@@ -528,7 +528,12 @@ _CLAUSE_SPLIT = _Lazy(
     r"(?<!\band)(?<!\bbut)(?<!\bor)(?<!\bwhat)(?<!\bthan)(?<!\bwhere)(?<!\bwhile)(?<!\bonce)"
     r"\s+(?=i\s+(?:wanna|want|will|need|think|guess|prefer|gotta|have\s+to|am\s+going|would|can)\b|i'(?:ll|d|m)\s)|"
     r"\s+(?:and|or|then|so)\s+(?=(?:also\s+)?(?:no\s+)?(?:it|we|you|i|they|this|that|these|those|there|let'?s|please|don'?t|dont|"
-    r"do\s+not|never)\b))\s*",
+    r"do\s+not|never)\b)|"
+    # a negated conjunct after an instruction: "memoize the selectors and avoid re-render loops", "go ahead and make
+    # sure we never V"
+    r"\s+and\s+(?=(?:also\s+)?(?:avoid\s+(?!(?:any\s+)?(?:[\w-]+\s+){0,2}?(?:issues?|problems?|errors?|bugs?|confusion|conflicts?|"
+    r"mistakes?|regressions?|surprises?|trouble)\b)|refrain\s+from|(?:(?:make|be)\s+sure|ensure)\s+(?:that\s+)?(?:we|you)\s+"
+    r"(?:never|don'?t|do\s+not))\b))\s*",
     re.IGNORECASE,
 )
 
@@ -997,6 +1002,15 @@ _RESTRAINT = _Lazy("_RESTRAINT",
     # an order of work: "we should first get a good design before looking into implementation"
     r"|^(?:we|you|let'?s)\s+(?:should\s+|must\s+|need\s+to\s+|have\s+to\s+)?first\s+\w.{2,80}?\s+before\s+"
     r"(?:(?:we|you)\s+)?(?:\w+ing|start|begin|implement|touch|change|write|code)\b",
+    re.IGNORECASE,
+)
+#: An imperative to look before acting: "read each file carefully before you change anything", "make a plan before
+#: coding", "present your plan before building" — the act held back is a change to the work (not "again": a re-read).
+_LOOK_FIRST = _Lazy("_LOOK_FIRST",
+    r"^(?:please\s+)?(?:always\s+)?(?:read|review|study|investigate|inspect|plan|make\s+a\s+plan|present|show\s+me|propose|"
+    r"explain|list|return|check|verify|test|discuss|outline|describe|share)\b.{0,100}?\s+before\s+(?:(?:you|we)\s+(?:do\s+)?)?"
+    r"(?:(?:any|making\s+any|starting)\s+)?(?:edit\w*|chang\w*|build\w*|cod\w*|implement\w*|touch\w*|modif\w*|writ\w*|"
+    r"commit\w*|push\w*|merg\w*|deploy\w*|amend\w*|apply\w*|refactor\w*|settl\w*|start\w*)\b",
     re.IGNORECASE,
 )
 _IMPLICIT = _Lazy("_IMPLICIT",
@@ -1479,6 +1493,8 @@ def classify_cue(unit: Unit, clause: str, parenthetical: bool, *, source: str) -
         return "restraint", "restraint"
     if _CONSULT.search(c):
         return "restraint", "consult-first"
+    if _LOOK_FIRST.search(c) and not re.search(r"\bagain\b", c, re.I):
+        return "restraint", "look-first"
     if _DISLIKE.match(c) and source == "user":
         return "explicit", "dislike-rule"
     return None
