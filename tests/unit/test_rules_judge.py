@@ -834,3 +834,8 @@ def test_an_imperative_to_look_before_acting_is_restraint_with_its_own_cue():
     assert [c for _, _, c in read("Show me the diff before committing.")] == ["look-first"]
     assert read("Read that file again before you start") == []  # a one-off re-read
     assert read("I read the docs before coding") == []  # the user's own account
+
+
+def test_where_a_thing_is_stored_and_where_not_is_a_contrast():
+    assert [c for _, _, c in read("the tokens should be stored in the keychain, not in a plain file")] == ["contrast"]
+    assert read("the tokens were stored in the keychain") == []

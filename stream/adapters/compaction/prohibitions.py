@@ -1055,7 +1055,8 @@ _CHOICE_NOT = _Lazy("_CHOICE_NOT",
     r"working\b|possible\b)(?:a|an|the|any|[\w`.-]+)\b"
     # where a thing goes, and where not: "the fixtures live in tests/data not the repo root", "X should be in Y, not Z"
     r"|^(?!(?:the\s+|this\s+|that\s+|our\s+)?(?:\w+\s+)?(?:bug|issue|problem|error|fault|crash|leak|failure|regression|cause|"
-    r"culprit)s?\b)(?:[\w`.'-]+\s+){0,3}?[\w`.'-]+\s+(?:is|are|lives?|goes|go|belongs?|stays?|should\s+(?:be|live|go|stay))\s+"
+    r"culprit)s?\b)(?:[\w`.'-]+\s+){0,3}?[\w`.'-]+\s+(?:is|are|lives?|goes|go|belongs?|stays?|should\s+(?:be|live|go|stay)|"
+    r"(?:should|must|can)\s+be\s+(?:stored|kept|put|placed|saved|written|defined|declared|loaded|read))\s+"
     r"(?:in|on|under|inside|into|at|to|from)\s+\S.{0,50}?,?\s+not\s+(?!only\b|just\b|sure\b|yet\b|really\b|always\b|"
     r"necessarily\b|working\b|possible\b|needed\b)(?:in\s+|on\s+|under\s+|at\s+|from\s+)?(?:the\s+|a\s+|an\s+|my\s+|our\s+)?"
     r"[\w`./-]+(?:\s+[\w`./-]+)?\s*[.!]*$",
