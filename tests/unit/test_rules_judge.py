@@ -478,7 +478,7 @@ def test_an_ide_notice_before_a_typed_prompt_is_not_the_users_words_nor_its_open
 
 
 #: A long typed message of the user's own (a comment on a plan: points, no headings) and a document of the same rule.
-_OWN = ("Good plan, a few comments on it.\n\n" + "- the retry loop looks right to me, go ahead with that part\n" * 8
+_OWN = ("Looks right overall; notes below.\n\n" + "- the retry loop looks right to me, go ahead with that part\n" * 8
         + "- Never cache the exchange rates.\n- the tests can wait until the end\n")
 _DOC = "# Caching guide\n\n" + _OWN
 
@@ -499,7 +499,7 @@ def test_a_long_messages_rule_in_the_users_own_words_alerts_at_precise_when_the_
     medium = _OWN.replace("Never cache the exchange rates.", "Keep the existing exchange rate cache.")
     assert judge_one(medium, SUMMARY_2)[0][1] is True
     # quoted or restated, it is carried
-    quoting = SUMMARY_2 + '   - "Good plan ... Never cache the exchange rates."\n'
+    quoting = SUMMARY_2 + '   - "Looks right overall ... Never cache the exchange rates."\n'
     assert judge_one(_OWN, quoting)[0][1] is True
 
 
@@ -786,14 +786,14 @@ def test_i_dont_want_a_new_thing_and_negations_typed_without_their_apostrophe():
 
 
 def test_a_negated_imperative_after_a_time_clause_without_its_comma():
-    assert [t for t, _, _ in read("before you start dont rename the modules")] == [
-        "before you start dont rename the modules"]
+    assert [t for t, _, _ in read("before you migrate dont rename the modules")] == [
+        "before you migrate dont rename the modules"]
     assert [c for _, _, c in read("once the build is green never force push")] == ["neg-imperative"]
     assert read("when you don't know, ask me") == []  # the clause's own verb is negated: no rule of it
 
 
 def test_where_a_thing_goes_and_where_not_is_a_contrast_without_a_comma_too():
-    assert [c for _, _, c in read("the reports are in the shared drive not git")] == ["contrast"]
+    assert [c for _, _, c in read("the reports live in the S3 bucket not the repo")] == ["contrast"]
     assert [c for _, _, c in read("the secrets should be in the vault, not the env file")] == ["contrast"]
     assert read("the leak is in the cache layer not the client") == []  # a diagnosis, not a rule
     assert read("the script is in the tools folder not sure why") == []
@@ -806,33 +806,33 @@ def test_confirm_with_me_joined_to_the_work_it_holds_back_is_restraint():
 
 
 def test_chinese_not_yet_after_my_confirmation_and_a_refusal_of_an_act():
-    assert [c for _, _, c in read("先不用生成部署脚本")] == ["zh:later"]
+    assert [c for _, _, c in read("先不用写部署脚本")] == ["zh:later"]
     assert [c for _, _, c in read("我确认后再发布新版本")] == ["zh:after-me"]
-    assert [c for _, _, c in read("构建完成以后你再开始上传")] == ["zh:after-me"]
+    assert [c for _, _, c in read("测试通过以后你再上传")] == ["zh:after-me"]
     assert [c for _, _, c in read("不用修改测试用例", channel="rejection")] == ["zh:no-need-act"]
     assert read("不用担心这个") == [] and read("不需要改这个") == [] and read("不用改了，谢谢") == []
 
 
 def test_chinese_keep_only_x_is_a_pruning_step_not_a_keep_rule():
-    assert read("只保留最近的三份备份") == []
+    assert read("只保留两个分支") == []
     assert [c for _, _, c in read("保留现有的导出格式")] == ["zh:keep-as-is"]
 
 
 def test_a_negated_conjunct_after_an_instruction_is_a_rule_of_its_own():
     assert [t for t, _, _ in read("cache the parsed rows and avoid a second network call.")] == [
         "avoid a second network call"]
-    assert [t for t, _, _ in read("Great, go ahead and make sure we never write into the fixtures folder!")] == [
+    assert [t for t, _, _ in read("Fine by me, continue and make sure we never write into the fixtures folder!")] == [
         "make sure we never write into the fixtures folder"]
     assert read("store it in UTC and avoid timezone problems later") == []  # a goal, not a forbidden act
     assert read("run the linter and make sure it doesn't fail") == []
 
 
 def test_an_imperative_to_look_before_acting_is_restraint_with_its_own_cue():
-    assert [(f, c) for _, f, c in read("Read every migration carefully before you change anything.")] == [
+    assert [(f, c) for _, f, c in read("Study every migration before you edit the schema.")] == [
         ("restraint", "look-first")]
-    assert [c for _, _, c in read("sketch nothing yet, make a plan before coding")] == ["look-first"]
+    assert [c for _, _, c in read("outline the approach before writing code")] == ["look-first"]
     assert [c for _, _, c in read("Show me the diff before committing.")] == ["look-first"]
-    assert read("Read that file again before you start") == []  # a one-off re-read
+    assert read("Open that config again before you edit it") == []  # a one-off re-read
     assert read("I read the docs before coding") == []  # the user's own account
 
 

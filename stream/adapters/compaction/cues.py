@@ -303,9 +303,10 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 r"|(?:征求|徵求|寻求|尋求|询问|詢問|听取|聽取|问问|問問)(?:一下)?我的?(?:意见|意見|同意|看法)|由我(?:来|來)?(?:决定|決定)",
             ),
             ("skip-for-now", "defer", "medium", r"(?:暂时|暫時|先)(?:跳过|跳過|不做|搁置|擱置|不管)"),
-            # a refusal of an act the agent was about to do: a sentence that opens with "不用 <act>" ("不用参考旧模板")
+            # a refusal of an act the agent was about to do: a sentence that opens with "不用 <act>"
+            # ("不用修改测试用例")
             ("no-need-act", "explicit", "medium", r"^\W*(?:你)?不用(?:再)?" + _ZH_ACT),
-            # wait for me: "我确认后再部署", "等我看过再提交", "登录以后你再开始同步" (after X, only then you V)
+            # wait for me: "我确认后再部署", "等我看过再提交", "测试通过以后你再上传" (after X, only then you V)
             ("after-me", "restraint", "medium",
              r"我(?:确认|確認|同意|看过|看過|批准|审核|審核|检查|檢查)(?:完|好)?(?:之后|之後|以后|以後|后|後)?再"
              r"|(?:之后|之後|以后|以後|后|後)你再"),

@@ -159,8 +159,8 @@ _ROLE_OPENING = _Lazy(
     r"du\s+bist\s+(?:ein|eine|der|die|das)|eres\s+(?:un|una|el|la)|sei\s+(?:un|una|il|la)|você\s+é\s+(?:um|uma|o|a)|ты\s+—?\s*\w+)\s+\w"
     r"|^\W{0,6}(?:あなたは|你是|당신은)", re.IGNORECASE | re.MULTILINE)
 _PROMPT_MESSAGE_CHARS = 2_000
-#: What a generated prompt is built of and a typed one is not (round 10: three users typed their own "You are a senior
-#: ... engineer" prompt as plain paragraphs and lists; their rules are theirs): markdown headings, XML-like tag lines,
+#: What a generated prompt is built of and a typed one is not (round 10: three users typed their own "You are an expert
+#: ... developer" prompt as plain paragraphs and lists; their rules are theirs): markdown headings, XML-like tag lines,
 #: template placeholders (not banner rules: a typed prompt has them too).
 _TEMPLATE_MARK = _Lazy(
     "_TEMPLATE_MARK",
@@ -529,7 +529,7 @@ _CLAUSE_SPLIT = _Lazy(
     r"\s+(?=i\s+(?:wanna|want|will|need|think|guess|prefer|gotta|have\s+to|am\s+going|would|can)\b|i'(?:ll|d|m)\s)|"
     r"\s+(?:and|or|then|so)\s+(?=(?:also\s+)?(?:no\s+)?(?:it|we|you|i|they|this|that|these|those|there|let'?s|please|don'?t|dont|"
     r"do\s+not|never)\b)|"
-    # a negated conjunct after an instruction: "memoize the selectors and avoid re-render loops", "go ahead and make
+    # a negated conjunct after an instruction: "cache the rows and avoid a second query", "... and make
     # sure we never V"
     r"\s+and\s+(?=(?:also\s+)?(?:avoid\s+(?!(?:any\s+)?(?:[\w-]+\s+){0,2}?(?:issues?|problems?|errors?|bugs?|confusion|conflicts?|"
     r"mistakes?|regressions?|surprises?|trouble)\b)|refrain\s+from|(?:(?:make|be)\s+sure|ensure)\s+(?:that\s+)?(?:we|you)\s+"
@@ -756,7 +756,7 @@ _NO_MARKER = _Lazy(
 #: A fronted topic: "About the lockfile, please keep it as is".
 _TOPIC = _Lazy("_TOPIC", r"^(?:about|regarding|re:?|as\s+(?:for|to)|concerning|wrt)\s+([^,]{1,40}),\s*", re.I)
 _CONDITION = _Lazy("_CONDITION", r"^(?:if|when|unless|once|before|after|while|whenever|in case)\b[^,]{0,120},\s*", re.I)
-#: The same without its comma, when a negated imperative follows the clause's verb: "before you start don't edit X",
+#: The same without its comma, when a negated imperative follows the clause's verb: "before you migrate don't drop X",
 #: "once the tests pass never merge by hand" (the clause's own verb is not negated: "when you don't know" is kept).
 _TIME_CLAUSE_BARE = _Lazy(
     "_TIME_CLAUSE_BARE",
@@ -1004,8 +1004,8 @@ _RESTRAINT = _Lazy("_RESTRAINT",
     r"(?:(?:we|you)\s+)?(?:\w+ing|start|begin|implement|touch|change|write|code)\b",
     re.IGNORECASE,
 )
-#: An imperative to look before acting: "read each file carefully before you change anything", "make a plan before
-#: coding", "present your plan before building" — the act held back is a change to the work (not "again": a re-read).
+#: An imperative to look before acting: "study the schema before you edit it", "outline the approach before writing
+#: code", "show me the diff before committing" — the act held back is a change to the work (not "again": a re-read).
 _LOOK_FIRST = _Lazy("_LOOK_FIRST",
     r"^(?:please\s+)?(?:always\s+)?(?:read|review|study|investigate|inspect|plan|make\s+a\s+plan|present|show\s+me|propose|"
     r"explain|list|return|check|verify|test|discuss|outline|describe|share)\b.{0,100}?\s+before\s+(?:(?:you|we)\s+(?:do\s+)?)?"
