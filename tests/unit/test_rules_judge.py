@@ -232,14 +232,14 @@ def test_a_short_message_rule_missing_from_a_user_message_list_alerts_at_precise
     traced = SUMMARY_2 + "\n7. Pending Tasks:\n   - document the config keys of the exporter\n"
     assert judge_one(short, traced) == [(short, False, "not-quoted")]  # its words are left, the rule is not
     assert judge_one(short, traced, precision="balanced") == [(short, False, "not-quoted")]
-    long = "Here is the whole spec of the exporter. " * 12 + "don't rename the config keys."
+    long = "## Exporter spec\n\n" + "Here is the whole spec of the exporter. " * 12 + "don't rename the config keys."
     # a long message's rule the list does not quote alerts at recall only (pasted documents: poor on every fold)
     assert judge_one(long, SUMMARY_2) == [
         ("don't rename the config keys", True, "below-precision:not-quoted-long-no-trace")
     ]
     assert judge_one(long, SUMMARY_2, precision="recall") == [("don't rename the config keys", False,
                                                                 "not-quoted-long-no-trace")]
-    medium = "Here is the whole spec of the exporter. " * 12 + "Keep the existing config keys."
+    medium = "## Exporter spec\n\n" + "Here is the whole spec of the exporter. " * 12 + "Keep the existing config keys."
     assert judge_one(medium, SUMMARY_2) == [
         ("Keep the existing config keys", True, "below-precision:not-quoted-long-no-trace")
     ]
@@ -431,7 +431,7 @@ def test_the_instructions_of_a_prompt_the_user_writes_for_another_model_are_not_
 
 
 def test_a_long_messages_rule_the_list_does_not_quote_alerts_at_recall_only_for_a_strong_instruction_cue_too():
-    spec = "This is the spec of the importer, section by section. " * 10
+    spec = "# Importer spec\n\n" + "This is the spec of the importer, section by section. " * 10
     strong = spec + "Do not touch the ledger tables."
     summary = SUMMARY_2 + "\n7. Pending Tasks:\n   - finish the importer spec: the ledger tables come next\n"
     assert judge_one(strong, summary) == [("Do not touch the ledger tables", True, "below-precision:not-quoted-long")]
@@ -450,6 +450,57 @@ def test_a_long_prompt_that_casts_the_agent_in_a_role_is_a_template_not_the_user
     assert len(template) > 2000 and read(template) == []
     typed = "You are right, the first fix was wrong. Never push to main without asking.\n" + "- a note of mine\n" * 130
     assert [t for t, _, _ in read(typed)] == ["Never push to main without asking"]
+
+
+def test_a_long_prompt_the_user_typed_in_a_role_is_read_and_one_built_like_a_document_is_not():
+    # opens with the role line, then plain paragraphs and points: the user's own prompt (banner rules are typed too)
+    typed = ("You are a careful backend engineer working on my invoicing service.\n\n=========\nGOAL\n"
+             "Make the export faster.\n\n" + "- measure the slow query first\n" * 70
+             + "\nRULES\n- Do not touch the ledger tables.\n")
+    assert len(typed) > 2000
+    assert "Do not touch the ledger tables" in [t for t, _, _ in read(typed)]
+    # the same role line over a document's headings or tag lines: a tool's template
+    document = ("You are a careful backend engineer.\n\n## Goal\n\nMake the export faster.\n\n## Rules\n\n"
+                + "- measure the slow query first\n" * 70 + "- Do not touch the ledger tables.\n")
+    assert read(document) == []
+    tagged = ("You are a careful backend engineer.\n<context>\n" + "- measure the slow query first\n" * 70
+              + "</context>\n- Do not touch the ledger tables.\n")
+    assert read(tagged) == []
+
+
+def test_an_ide_notice_before_a_typed_prompt_is_not_the_users_words_nor_its_opening():
+    notice = ("<ide_opened_file>The user opened the file src/app.ts in the IDE. This may or may not be related."
+              "</ide_opened_file>\n")
+    prompt = (notice + "You are a careful frontend engineer.\n\n" + "- make the page load faster\n" * 80
+              + "Never add a new font.")
+    assert len(prompt) > 2000
+    assert [t for t, _, _ in read(prompt)] == ["Never add a new font"]
+
+
+#: A long typed message of the user's own (a comment on a plan: points, no headings) and a document of the same rule.
+_OWN = ("Looks right overall; notes below.\n\n" + "- the retry loop looks right to me, go ahead with that part\n" * 8
+        + "- Never cache the exchange rates.\n- the tests can wait until the end\n")
+_DOC = "# Caching guide\n\n" + _OWN
+
+
+def test_a_long_messages_rule_in_the_users_own_words_alerts_at_precise_when_the_list_does_not_quote_it():
+    assert len(_OWN) > 400
+    assert judge_one(_OWN, SUMMARY_2) == [("Never cache the exchange rates", False, "not-quoted-long-own")]
+    # the same rule in a message built like a document (a heading, a fence, tag lines) stays recall-level
+    assert judge_one(_DOC, SUMMARY_2) == [("Never cache the exchange rates", True,
+                                           "below-precision:not-quoted-long-no-trace")]
+    fenced = _OWN + "```\nrates = fetch()\n```\n"
+    assert judge_one(fenced, SUMMARY_2)[0][1:] == (True, "below-precision:not-quoted-long-no-trace")
+    # a skill's arguments are not typed prose; a conditional rule is carried by its condition; a medium cue is weaker
+    assert judge_one(_OWN, SUMMARY_2, channel="command_args")[0][1] is True
+    conditional = _OWN.replace("Never cache the exchange rates.",
+                               "Never cache the exchange rates unless they are stale.")
+    assert judge_one(conditional, SUMMARY_2)[0][1] is True
+    medium = _OWN.replace("Never cache the exchange rates.", "Keep the existing exchange rate cache.")
+    assert judge_one(medium, SUMMARY_2)[0][1] is True
+    # quoted or restated, it is carried
+    quoting = SUMMARY_2 + '   - "Looks right overall ... Never cache the exchange rates."\n'
+    assert judge_one(_OWN, quoting)[0][1] is True
 
 
 def test_a_very_long_message_is_read_only_in_its_lead_in_and_its_close():
@@ -723,3 +774,68 @@ def test_a_plans_scope_cut_and_existing_things_unaffected():
     assert ("Drop the share button entirely", "plan-scope-cut") in found
     assert ("Existing drafts unaffected", "plan-existing-unaffected") in found
     assert not any("import" in t or "cut it" in t for t, _ in found)  # a code step; a pronoun's cut
+
+
+# --------------------------------------------------------------------------- round 10 (kinds from folds W and X)
+
+
+def test_i_dont_want_a_new_thing_and_negations_typed_without_their_apostrophe():
+    assert [c for _, _, c in read("I don't want a new settings page")] == ["neg-imperative"]
+    assert [c for _, _, c in read("i dont want a second lockfile in the repo")] == ["neg-imperative"]
+    assert read("I don't want to rush this release") == []  # the user's own aim, not a rule
+
+
+def test_a_negated_imperative_after_a_time_clause_without_its_comma():
+    assert [t for t, _, _ in read("before you migrate dont rename the modules")] == [
+        "before you migrate dont rename the modules"]
+    assert [c for _, _, c in read("once the build is green never force push")] == ["neg-imperative"]
+    assert read("when you don't know, ask me") == []  # the clause's own verb is negated: no rule of it
+
+
+def test_where_a_thing_goes_and_where_not_is_a_contrast_without_a_comma_too():
+    assert [c for _, _, c in read("the reports live in the S3 bucket not the repo")] == ["contrast"]
+    assert [c for _, _, c in read("the secrets should be in the vault, not the env file")] == ["contrast"]
+    assert read("the leak is in the cache layer not the client") == []  # a diagnosis, not a rule
+    assert read("the script is in the tools folder not sure why") == []
+
+
+def test_confirm_with_me_joined_to_the_work_it_holds_back_is_restraint():
+    assert [c for _, _, c in read("update the schema and confirm with me before you migrate")] == ["consult-first"]
+    assert [f for _, f, _ in read("if the API has to change, say why and get my approval")] == ["restraint"]
+    assert read("and confirm with me that it builds on staging") == []
+
+
+def test_chinese_not_yet_after_my_confirmation_and_a_refusal_of_an_act():
+    assert [c for _, _, c in read("先不用写部署脚本")] == ["zh:later"]
+    assert [c for _, _, c in read("我确认后再发布新版本")] == ["zh:after-me"]
+    assert [c for _, _, c in read("测试通过以后你再上传")] == ["zh:after-me"]
+    assert [c for _, _, c in read("不用修改测试用例", channel="rejection")] == ["zh:no-need-act"]
+    assert read("不用担心这个") == [] and read("不需要改这个") == [] and read("不用改了，谢谢") == []
+
+
+def test_chinese_keep_only_x_is_a_pruning_step_not_a_keep_rule():
+    assert read("只保留两个分支") == []
+    assert [c for _, _, c in read("保留现有的导出格式")] == ["zh:keep-as-is"]
+
+
+def test_a_negated_conjunct_after_an_instruction_is_a_rule_of_its_own():
+    assert [t for t, _, _ in read("cache the parsed rows and avoid a second network call.")] == [
+        "avoid a second network call"]
+    assert [t for t, _, _ in read("Fine by me, continue and make sure we never write into the fixtures folder!")] == [
+        "make sure we never write into the fixtures folder"]
+    assert read("store it in UTC and avoid timezone problems later") == []  # a goal, not a forbidden act
+    assert read("run the linter and make sure it doesn't fail") == []
+
+
+def test_an_imperative_to_look_before_acting_is_restraint_with_its_own_cue():
+    assert [(f, c) for _, f, c in read("Study every migration before you edit the schema.")] == [
+        ("restraint", "look-first")]
+    assert [c for _, _, c in read("outline the approach before writing code")] == ["look-first"]
+    assert [c for _, _, c in read("Show me the diff before committing.")] == ["look-first"]
+    assert read("Open that config again before you edit it") == []  # a one-off re-read
+    assert read("I read the docs before coding") == []  # the user's own account
+
+
+def test_where_a_thing_is_stored_and_where_not_is_a_contrast():
+    assert [c for _, _, c in read("the tokens should be stored in the keychain, not in a plain file")] == ["contrast"]
+    assert read("the tokens were stored in the keychain") == []

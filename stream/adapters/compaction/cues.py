@@ -114,6 +114,8 @@ def _english_rows() -> tuple[Cue, ...]:
         _en("defer-marker", "defer", "medium", p._DEFER.pattern, "defer X / leave X for later / not in this PR"),
         _en("restraint", "restraint", "medium", p._RESTRAINT.pattern, "I'll do that myself / ask before / wait for me"),
         _en("consult-first", "restraint", "medium", p._CONSULT.pattern, "ask me before changes / let me review first"),
+        _en("look-first", "restraint", "medium", p._LOOK_FIRST.pattern,
+            "read / plan / present X before you change / build / code"),
         _en("contrast", "contrastive", "medium", p._CONTRAST.pattern, "a directive '..., not Y' / 'use X not Y'"),
         _en("paren-not", "contrastive", "medium", p._PAREN_NOT.pattern, "an instruction with '(not Y)'"),
         _en("avoid-modal", "explicit", "high", r"^(?:you|we) (?:should|must|need to) avoid V", "we should avoid X"),
@@ -170,6 +172,10 @@ def _english_rows() -> tuple[Cue, ...]:
 
 # --------------------------------------------------------------------------- other languages
 
+#: Chinese verbs of an act on the work (what "不用 V" refuses): refer to, change, generate, create, add, delete, ...
+_ZH_ACT = (r"(?:参考|參考|参照|參照|修改|改动|改動|改|生成|创建|創建|新建|添加|增加|加|删除|刪除|删|刪|"
+           r"写|寫|做|跑|运行|運行|提交|推送|安装|安裝|动|動|碰|用|使用|调用|調用|引入|重写|重寫|"
+           r"重构|重構|测试|測試|部署|发布|發布)")
 #: Per language: instruction cues (name, form, strength, pattern) tried in order on each sentence, and vetoes.
 _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
     "ja": {
@@ -280,7 +286,7 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ("dont-want", "explicit", "medium",
              r"我(?:并|並|真的|也|还是|還是)?(?:不希望|不想(?:要|让你|讓你|你)?)(?=[\u4e00-\u9fff\w])"
              r"(?![^。；;！!]*(?:但|可是|不过|不過))"),
-            ("keep-as-is", "preserve", "medium", r"保持|保留|维持|維持|(?:不要|别|別)(?:动|動)|原样|原樣"),
+            ("keep-as-is", "preserve", "medium", r"保持|(?<![只仅僅])保留|维持|維持|(?:不要|别|別)(?:动|動)|原样|原樣"),
             (
                 "later",
                 "defer",
@@ -297,6 +303,13 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 r"|(?:征求|徵求|寻求|尋求|询问|詢問|听取|聽取|问问|問問)(?:一下)?我的?(?:意见|意見|同意|看法)|由我(?:来|來)?(?:决定|決定)",
             ),
             ("skip-for-now", "defer", "medium", r"(?:暂时|暫時|先)(?:跳过|跳過|不做|搁置|擱置|不管)"),
+            # a refusal of an act the agent was about to do: a sentence that opens with "不用 <act>"
+            # ("不用修改测试用例")
+            ("no-need-act", "explicit", "medium", r"^\W*(?:你)?不用(?:再)?" + _ZH_ACT),
+            # wait for me: "我确认后再部署", "等我看过再提交", "测试通过以后你再上传" (after X, only then you V)
+            ("after-me", "restraint", "medium",
+             r"我(?:确认|確認|同意|看过|看過|批准|审核|審核|检查|檢查)(?:完|好)?(?:之后|之後|以后|以後|后|後)?再"
+             r"|(?:之后|之後|以后|以後|后|後)你再"),
             ("rather-than", "contrastive", "medium", r"而(?:不是|非)\S"
              # "X 并不是我想要(使用)的, 我要的是 Y": not the one I want
              r"|(?:并不是|並不是|不是|并非|並非)我(?:想要|希望|要|想)(?:使用|用|的那个|的那個)?的"),
@@ -325,7 +338,10 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
              r"(?<!评估)(?<!評估)(?<!确认)(?<!確認)是否"
              r"|要不要|能不能|可不可以"),
             ("hedged", r"也许|也許|或许|或許|可能|大概|是不是"),
-            ("no-need", r"不需要|不必|不用|无需|無需"),
+            # non-necessity, not "先不用 V" (not yet: a deferral) nor a sentence that opens with "不用 <act>" (a refusal
+            # of the act: "不用改这个文件"; "不用担心" is reassurance)
+            ("no-need", r"不需要|不必|无需|無需|(?<!先)(?<!暂时)(?<!暫時)(?<!暂且)不用(?!再?" + _ZH_ACT + r")"
+             r"|^\W*不用(?=再?" + _ZH_ACT + r")(?=.*(?:担心|擔心|着急|著急|客气|客氣|谢|謝))"),
         ],
     },
     "ko": {
@@ -937,6 +953,15 @@ DROP_CUES: tuple[Cue, ...] = (
         "low",
     ),
     Cue(
+        "not-quoted-long-own",
+        "en",
+        "drop",
+        None,
+        "a long message's rule the list does not quote, read by a strong cue, in a message that is the user's own "
+        "writing (paragraphs and points, no headings, fences or tag lines of a pasted document or template)",
+        "medium",
+    ),
+    Cue(
         "not-quoted-long",
         "*",
         "drop",
@@ -1005,8 +1030,10 @@ class Level:
 #: rule from a rule file in any fold); recall still asks for its re-injection.
 #: A short message the list does not quote, with some of its words left elsewhere ('not-quoted'), alerts at precise too
 #: (round 7, all six folds: 13 / 2 before, 13 / 0 after the two false readings were fixed by their form).
+#: A long message's rule in the user's own writing (no heading, fence or tag line: not a pasted document), read by a
+#: strong cue, unconditional, English, alerts at precise too ('not-quoted-long-own', round 10, eight folds: 7 / 0).
 _PRECISE = frozenset({"unquoted-again", "unquoted-again-unstated", "removed", "plan-no-trace", "plan-named-unstated",
-                      "not-quoted-no-trace", "unmatched", "not-quoted"})
+                      "not-quoted-no-trace", "unmatched", "not-quoted", "not-quoted-long-own"})
 _LONG = frozenset({"not-quoted-long", "not-quoted-long-no-trace"})
 _BALANCED = _PRECISE | {"unquoted-again-traced", "plan-unstated"}
 #: The levels of the precision setting (``--judge-precision`` / ``CG_JUDGE_PRECISION``); measured in docs/REAL_LOGS.md.

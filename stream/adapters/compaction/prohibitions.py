@@ -108,7 +108,7 @@ def make_prohibition(text: str, *, source: str = "user", form: str = "explicit",
 _WRAPPER = _Lazy("_WRAPPER",
     r"<(system-reminder|local-command-stdout|local-command-stderr|local-command-caveat|bash-input|bash-stdout|"
     r"bash-stderr|command-message|command-name|task-notification|agent-notification|user-prompt-submit-hook|"
-    r"teammate-message|"
+    r"teammate-message|ide_opened_file|ide_selection|ide_diagnostics|"
     r"[a-z]+-notification)\b[^>]*>.*?(?:</\1>|\Z)",
     re.IGNORECASE | re.DOTALL,
 )
@@ -159,6 +159,14 @@ _ROLE_OPENING = _Lazy(
     r"du\s+bist\s+(?:ein|eine|der|die|das)|eres\s+(?:un|una|el|la)|sei\s+(?:un|una|il|la)|você\s+é\s+(?:um|uma|o|a)|ты\s+—?\s*\w+)\s+\w"
     r"|^\W{0,6}(?:あなたは|你是|당신은)", re.IGNORECASE | re.MULTILINE)
 _PROMPT_MESSAGE_CHARS = 2_000
+#: What a generated prompt is built of and a typed one is not (round 10: three users typed their own "You are an expert
+#: ... developer" prompt as plain paragraphs and lists; their rules are theirs): markdown headings, XML-like tag lines,
+#: template placeholders (not banner rules: a typed prompt has them too).
+_TEMPLATE_MARK = _Lazy(
+    "_TEMPLATE_MARK",
+    r"^[ \t]*(?:#{1,6}[ \t]+\S|</?[a-z][\w-]*(?:\s[^>\n]*)?>[ \t]*$)|\{\{[^{}\n]{1,40}\}\}|\$ARGUMENTS\b",
+    re.MULTILINE,
+)
 #: A user-side message longer than this is mostly pasted material (a document, a template, a status dump): only its
 #: lead-in and its close (:data:`_FRAME_CHARS` each, whole lines) are read as the user's words (folds DEV, T, T2, H:
 #: 3 gold rules in such messages, all in the frame; 125 reviewed negatives, mostly in the body).
@@ -225,6 +233,16 @@ def _frame(text: str) -> str:
     return f"{head}\n\n{tail}"
 
 
+def _is_template(text: str) -> bool:
+    """A long prompt that casts its reader in a role is a tool's template (a swarm launcher, a command file) when it is
+    built like one: a title or banner before the role line, or a document's headings / tag lines / placeholders.
+    One that opens with the role line and is plain paragraphs and lists is the user's own typed prompt."""
+    if not _ROLE_OPENING.search(text[:600]):
+        return False
+    opening = _WRAPPER.sub("", text).lstrip()
+    return not _ROLE_OPENING.match(opening) or len(_TEMPLATE_MARK.findall(text)) >= 2
+
+
 def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, bool, bool, int]]:
     """``(line, section heading, descriptive section, list item, block)`` of the prose in ``text``.
 
@@ -238,8 +256,8 @@ def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, 
         return
     if any(text.lstrip().startswith(p) for p in _NOT_WORDS) or _PASTE_OPENING.match(text.lstrip()):
         return
-    if source == "user" and len(text) > _PROMPT_MESSAGE_CHARS and _ROLE_OPENING.search(text[:600]):
-        return  # a long prompt that casts the agent in a role: a template or another tool's text, not typed words
+    if source == "user" and len(text) > _PROMPT_MESSAGE_CHARS and _is_template(text):
+        return  # a long prompt that casts the agent in a role, built like a tool's template, not typed words
     if source == "user" and len(text) > _PASTED_MESSAGE_CHARS:
         text = _frame(text)
     text = _WRAPPER.sub("\n", text)
@@ -510,7 +528,12 @@ _CLAUSE_SPLIT = _Lazy(
     r"(?<!\band)(?<!\bbut)(?<!\bor)(?<!\bwhat)(?<!\bthan)(?<!\bwhere)(?<!\bwhile)(?<!\bonce)"
     r"\s+(?=i\s+(?:wanna|want|will|need|think|guess|prefer|gotta|have\s+to|am\s+going|would|can)\b|i'(?:ll|d|m)\s)|"
     r"\s+(?:and|or|then|so)\s+(?=(?:also\s+)?(?:no\s+)?(?:it|we|you|i|they|this|that|these|those|there|let'?s|please|don'?t|dont|"
-    r"do\s+not|never)\b))\s*",
+    r"do\s+not|never)\b)|"
+    # a negated conjunct after an instruction: "cache the rows and avoid a second query", "... and make
+    # sure we never V"
+    r"\s+and\s+(?=(?:also\s+)?(?:avoid\s+(?!(?:any\s+)?(?:[\w-]+\s+){0,2}?(?:issues?|problems?|errors?|bugs?|confusion|conflicts?|"
+    r"mistakes?|regressions?|surprises?|trouble)\b)|refrain\s+from|(?:(?:make|be)\s+sure|ensure)\s+(?:that\s+)?(?:we|you)\s+"
+    r"(?:never|don'?t|do\s+not))\b))\s*",
     re.IGNORECASE,
 )
 
@@ -733,6 +756,15 @@ _NO_MARKER = _Lazy(
 #: A fronted topic: "About the lockfile, please keep it as is".
 _TOPIC = _Lazy("_TOPIC", r"^(?:about|regarding|re:?|as\s+(?:for|to)|concerning|wrt)\s+([^,]{1,40}),\s*", re.I)
 _CONDITION = _Lazy("_CONDITION", r"^(?:if|when|unless|once|before|after|while|whenever|in case)\b[^,]{0,120},\s*", re.I)
+#: The same without its comma, when a negated imperative follows the clause's verb: "before you migrate don't drop X",
+#: "once the tests pass never merge by hand" (the clause's own verb is not negated: "when you don't know" is kept).
+_TIME_CLAUSE_BARE = _Lazy(
+    "_TIME_CLAUSE_BARE",
+    r"^(?:before|after|once|when|whenever|until|till)\s+(?:you|we|i|it|they|the\s+[\w`.-]+(?:\s+[\w`.-]+)?)\s+"
+    r"(?!(?:do\s+not|don'?t|dont|never|not)\b)[\w'-]+(?:\s+(?!(?:do\s+not|don'?t|dont|never)\b)[\w'`.-]+){0,4}?\s+"
+    r"(?=(?:do\s+not|don'?t|dont|never)\s+[a-z])",
+    re.I,
+)
 
 #: After "don't": verbs that make it a dismissal, an opinion or non-necessity, not a prohibition.
 _NOT_FORBIDDING = (
@@ -773,6 +805,7 @@ _NEG_IMPERATIVE = _Lazy(
     rf"must\s+never|should\s+never)\s+(?!need|have\s+to)[a-z]"
     # "I don't want any new X" (not "I don't want to V": the user's own aim); "hands off X"
     rf"|i\s+(?:don'?t|do\s+not)\s+want\s+(?:any|more|new|extra|additional|another)\s+[a-z`]"
+    rf"|i\s+(?:don'?t|do\s+not)\s+want\s+(?:a|an)\s+(?:new|second|separate|extra|additional|different)\s+[a-z`]"
     rf"|hands\s+off\s+[\w`]"
     rf"|i\s+(?:don'?t|do\s+not)\s+want\s+(?:you|claude|us|the\s+agent|it|them|anyone)\s+to\s+[a-z]"
     rf"|(?:let'?s|let\s+us|lets)\s+(?:not|never)\s+(?!worry|bother|overthink|panic|forget|get\s+ahead)[a-z]"
@@ -971,6 +1004,15 @@ _RESTRAINT = _Lazy("_RESTRAINT",
     r"(?:(?:we|you)\s+)?(?:\w+ing|start|begin|implement|touch|change|write|code)\b",
     re.IGNORECASE,
 )
+#: An imperative to look before acting: "study the schema before you edit it", "outline the approach before writing
+#: code", "show me the diff before committing" — the act held back is a change to the work (not "again": a re-read).
+_LOOK_FIRST = _Lazy("_LOOK_FIRST",
+    r"^(?:please\s+)?(?:always\s+)?(?:read|review|study|investigate|inspect|plan|make\s+a\s+plan|present|show\s+me|propose|"
+    r"explain|list|return|check|verify|test|discuss|outline|describe|share)\b.{0,100}?\s+before\s+(?:(?:you|we)\s+(?:do\s+)?)?"
+    r"(?:(?:any|making\s+any|starting)\s+)?(?:edit\w*|chang\w*|build\w*|cod\w*|implement\w*|touch\w*|modif\w*|writ\w*|"
+    r"commit\w*|push\w*|merg\w*|deploy\w*|amend\w*|apply\w*|refactor\w*|settl\w*|start\w*)\b",
+    re.IGNORECASE,
+)
 _IMPLICIT = _Lazy("_IMPLICIT",
     r"^no+\s*[,.!:-]+\s*(?:(?:just|please)\s+)?(?:ignore|skip|leave|forget\s+about|drop)\s+(?:it|that|this|them|those|the)\b"
     r"|^(?:ok(?:ay)?|fine|alright)?[\s,.]*do\s+nothing\b"
@@ -1010,7 +1052,14 @@ _LEADING_PHRASE = _Lazy("_LEADING_PHRASE",
 _CHOICE_NOT = _Lazy("_CHOICE_NOT",
     r"^(?:please\s+)?(?:use|prefer|pick|choose|go\s+with|call|import|return|put|store|pass|target|depend\s+on)\s+\S.{0,60}?\s+"
     r"(?:and\s+|but\s+)?not\s+(?!only\b|just\b|sure\b|yet\b|really\b|necessarily\b|always\b|needed\b|required\b|necessary\b|"
-    r"working\b|possible\b)(?:a|an|the|any|[\w`.-]+)\b",
+    r"working\b|possible\b)(?:a|an|the|any|[\w`.-]+)\b"
+    # where a thing goes, and where not: "the fixtures live in tests/data not the repo root", "X should be in Y, not Z"
+    r"|^(?!(?:the\s+|this\s+|that\s+|our\s+)?(?:\w+\s+)?(?:bug|issue|problem|error|fault|crash|leak|failure|regression|cause|"
+    r"culprit)s?\b)(?:[\w`.'-]+\s+){0,3}?[\w`.'-]+\s+(?:is|are|lives?|goes|go|belongs?|stays?|should\s+(?:be|live|go|stay)|"
+    r"(?:should|must|can)\s+be\s+(?:stored|kept|put|placed|saved|written|defined|declared|loaded|read))\s+"
+    r"(?:in|on|under|inside|into|at|to|from)\s+\S.{0,50}?,?\s+not\s+(?!only\b|just\b|sure\b|yet\b|really\b|always\b|"
+    r"necessarily\b|working\b|possible\b|needed\b)(?:in\s+|on\s+|under\s+|at\s+|from\s+)?(?:the\s+|a\s+|an\s+|my\s+|our\s+)?"
+    r"[\w`./-]+(?:\s+[\w`./-]+)?\s*[.!]*$",
     re.IGNORECASE,
 )
 _NOT_ING_BUT = _Lazy("_NOT_ING_BUT", r"^(?:like\s+)?not\s+(\w+ing\b.{2,100}?)\s+but\s+[a-z]", re.IGNORECASE)
@@ -1213,6 +1262,7 @@ def _strip_markers(clause: str) -> str:
         s = _MARKERS.sub("", s, count=1).strip(" ,.:!-*_\"'“”")
         s = _NO_MARKER.sub("", s, count=1).strip(" ,.:!-*_\"'“”")
         s = _CONDITION.sub("", s, count=1)
+        s = _TIME_CLAUSE_BARE.sub("", s, count=1)
         s = _TOPIC.sub("", s, count=1)
     return s
 
@@ -1444,6 +1494,8 @@ def classify_cue(unit: Unit, clause: str, parenthetical: bool, *, source: str) -
         return "restraint", "restraint"
     if _CONSULT.search(c):
         return "restraint", "consult-first"
+    if _LOOK_FIRST.search(c) and not re.search(r"\bagain\b", c, re.I):
+        return "restraint", "look-first"
     if _DISLIKE.match(c) and source == "user":
         return "explicit", "dislike-rule"
     return None
@@ -1485,6 +1537,9 @@ _CONSULT = _Lazy("_CONSULT",
     r"|^(?:please\s+)?(?:let|have)\s+me\s+(?:review|approve|sign\s+off\s+on)\b.{0,60}\bbefore\s+(?:you|we|it|anything)\b"
     r"|^(?:please\s+)?(?:get|wait\s+for)\s+my\s+(?:approval|ok(?:ay)?|sign[- ]off|go[- ]ahead|confirmation)\s+before\b"
     r"|\bask\s+me\s+to\s+(?:test|run|check|verify|try|review|approve|merge|deploy|commit|push|confirm)\b"
+    # joined to the work it holds back: "make the change and confirm with me before you deploy", "and get my approval"
+    r"|\band\s+(?:then\s+)?(?:ask|check\s+with|confirm\s+with|consult)\s+me\s*(?:first\b|before\s+\w|[.!]*$)"
+    r"|\band\s+(?:then\s+)?(?:get|wait\s+for)\s+my\s+(?:approval|ok(?:ay)?|sign[- ]off|go[- ]ahead|confirmation)\b"
     r"|^(?:please\s+)?(?:always\s+)?run\s+(?:it|this|that|them|those|(?:the|any|your)\s+\w+(?:\s+\w+)?)\s+by\s+me\s+"
     r"(?:first\b|before\s+\w)",
     re.IGNORECASE,
