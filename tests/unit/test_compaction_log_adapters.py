@@ -180,6 +180,22 @@ def test_the_agent_server_layout_is_named_by_the_conversation_id_of_base_state()
     assert {e["context_id"] for e in events} == {f"oh:{AGENT_SERVER}"}
 
 
+@pytest.mark.parametrize("damage, says", [
+    (b"\x00\xffnot json", "not JSON"),
+    (b'{"agent": {}}', 'no conversation "id" in it'),
+])
+def test_a_base_state_without_an_id_warns_that_the_directory_names_the_context(tmp_path, damage, says):
+    conv = tmp_path / "conv-7"
+    shutil.copytree(FIXTURES / "openhands-agent-server" / AGENT_SERVER / "event_service", conv)
+    (conv / "base_state.json").write_bytes(damage)
+    reader = OpenHandsConversation(conv)
+    assert reader.context_id == "oh:conv-7"
+    assert reader.stats.warnings == [f"{conv / 'base_state.json'}: {says}; the context is named after the "
+                                     "directory (oh:conv-7)"]
+    (conv / "base_state.json").unlink()  # none at all: the directory's name by design, nothing to say
+    assert OpenHandsConversation(conv).stats.warnings == []
+
+
 def test_a_growing_copy_read_in_the_same_run_continues_the_context_without_repeating_events():
     short, long = EXPECTED["growing-copies"][1]
     both = library_events("claude-code", [short, long])

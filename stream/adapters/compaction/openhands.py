@@ -50,15 +50,29 @@ def events_dir_of(path: Path) -> Path | None:
 
 def conversation_id(path: Path) -> str:
     """The conversation id of a directory holding ``events/`` (see the module docstring)."""
+    return _conversation_id(path)[0]
+
+
+def _conversation_id(path: Path) -> tuple[str, str | None]:
+    """(conversation id, a warning when a ``base_state.json`` is there but gives no id: the
+    directory's name stands in, and a repaired file would make it another context)."""
+    problem = None
     for candidate in (path / "base_state.json", path.parent / "base_state.json"):
+        if not candidate.exists():
+            continue
         try:
             state = json.loads(candidate.read_bytes().decode("utf-8-sig"))
-        except (OSError, ValueError, RecursionError):
+        except (OSError, ValueError, RecursionError) as exc:
+            problem = problem or f"{candidate}: {'not readable' if isinstance(exc, OSError) else 'not JSON'}"
             continue
         if isinstance(state, dict) and isinstance(state.get("id"), str) and state["id"].strip():
-            return _canonical_id(state["id"].strip())
+            return _canonical_id(state["id"].strip()), None
+        problem = problem or f"{candidate}: no conversation \"id\" in it"
     name = path.parent.name if path.name == _AGENT_SERVER_DIR else path.name
-    return _canonical_id(name)
+    conv = _canonical_id(name)
+    if problem:
+        problem += f"; the context is named after the directory (oh:{conv})"
+    return conv, problem
 
 
 def _canonical_id(text: str) -> str:
@@ -246,7 +260,9 @@ class OpenHandsConversation:
         self.events_dir = events_dir_of(self.path) or self.path
         self.judge = logs.as_judge(judge)
         self.stats = ReadStats(source=str(self.path))
-        conv = conversation_id(self.events_dir)
+        conv, problem = _conversation_id(self.events_dir)
+        if problem:
+            self.stats.warn(problem)
         contexts = contexts if contexts is not None else {}
         context = contexts.get(conv)
         if context is None:
