@@ -845,13 +845,13 @@ def test_where_a_thing_is_stored_and_where_not_is_a_contrast():
 
 
 @pytest.mark.parametrize("text, cue", [
-    ("não implemente a tela de login ainda", "pt:neg-imperative"),  # the subjunctive of an act
-    ("Por favor não assuma valores padrão para o timeout", "pt:neg-imperative"),
-    ("nao confie no cache só porque está lá", "pt:neg-imperative"),  # the tilde left out
+    ("não duplique a tela de login", "pt:neg-imperative"),  # the subjunctive of an act
+    ("Por favor não invente valores padrão para o timeout", "pt:neg-imperative"),
+    ("nao ignore os avisos do linter só porque são muitos", "pt:neg-imperative"),  # the tilde left out
     ("Não criar tabelas novas no banco de testes", "pt:neg-infinitive"),  # a rule in the infinitive
     ("nada deve ser apagado da pasta de exportação", "pt:nothing-may"),
-    ("Primeiro, mostre o plano e aguarde minha confirmação para continuar", "pt:ask-first"),
-    ("a gente usa yarn, não npm", "pt:rather-than"),  # "X, não Y" closing the sentence
+    ("Mostre o diff e espere a minha aprovação antes de publicar a versão", "pt:ask-first"),
+    ("prefira SQLite nos testes, não Postgres", "pt:rather-than"),  # "X, não Y" closing the sentence
     ("vamos ajustar o layout do rodapé depois", "pt:later-vamos"),
 ])
 def test_portuguese_rules_of_the_kinds_english_has(text, cue):
@@ -876,7 +876,7 @@ def test_a_latin_clause_that_opens_with_a_negation_is_a_rule_of_its_own():
 
 
 @pytest.mark.parametrize("text, cue", [
-    ("Wir müssen verhindern, dass der Cache bei jedem Start neu gebaut wird.", "de:prevent"),
+    ("Wir sollten verhindern, dass der Cache bei jedem Start neu gebaut wird.", "de:prevent"),
     ("Stelle sicher, dass die alten Exporte nicht überschrieben werden.", "de:prevent"),
     ("Die Logs sollten nicht im Repo landen, sondern im Bucket.", "de:rather-than"),
     ("Zeig mir die Optionen, bevor ich mich entscheide.", "de:ask-first"),
@@ -899,7 +899,7 @@ def test_german_near_misses_and_a_wish_about_the_users_own_time_are_not_precise(
     # a short answer, read in its message's language
     ("Perfecto, gracias por el resumen de la búsqueda.\nsí, sin emojis", "es:sin-infinitive"),
     ("Esto solo debe generar el informe, no enviarlo por correo.", "es:rather-than"),
-    ("antes de continuar, explícame el plan", "es:look-first"),
+    ("antes de empezar, explícame el plan", "es:look-first"),
 ])
 def test_spanish_rules_of_the_kinds_english_has(text, cue):
     assert [c for _, _, c in read(text)] == [cue]
@@ -908,7 +908,7 @@ def test_spanish_rules_of_the_kinds_english_has(text, cue):
 def test_russian_no_need_to_act_opening_a_sentence_is_a_refusal_and_a_modal_contrast():
     assert [c for _, _, c in read("Не нужно переписывать тесты, просто почини сборку.")] == ["ru:no-need-act"]
     assert [c for _, _, c in read("всё проверено, и не нужно запускать миграции повторно")] == ["ru:no-need-act"]
-    assert [c for _, _, c in read("Решение должно быть не временным, а общим.")] == ["ru:rather-than"]
+    assert [c for _, _, c in read("Кэш должен быть не глобальным, а на пользователя.")] == ["ru:rather-than"]
     assert read("Не нужно менять миграции?") == []  # a question
     assert read("Проблема не в сервере, а в клиенте.") == []  # a diagnosis, no modal
 
@@ -921,10 +921,10 @@ def test_russian_sentences_are_cut_at_their_full_stops():
 @pytest.mark.parametrize("text, cue", [
     ("这个页面就不应该弹出提示框", "zh:should-not"),
     ("詳情頁不該顯示刪除按鈕", "zh:should-not"),  # zh-Hant
-    ("我又不想改原来的模块", "zh:dont-want"),
-    ("不動 config.ts", "zh:keep-as-is"),
-    ("docs 下的不需要修改", "zh:no-change-needed"),
-    ("插件机制暂时不需要", "zh:later"),  # not yet: a deferral, not "no need"
+    ("我又不想再加一个依赖", "zh:dont-want"),
+    ("不动 utils 目录", "zh:keep-as-is"),
+    ("旧的迁移脚本不需要改动", "zh:no-change-needed"),
+    ("导出功能暂时不需要", "zh:later"),  # not yet: a deferral, not "no need"
 ])
 def test_chinese_should_not_keep_and_not_yet_kinds(text, cue):
     assert [c for _, _, c in read(text)] == [cue]
@@ -937,8 +937,8 @@ def test_chinese_no_need_without_a_topic_is_still_no_rule():
 def test_japanese_keep_as_is_and_a_closing_not_needed_read_at_its_level():
     assert [c for _, _, c in read("ヘッダーは現状のままで")] == ["ja:keep-as-is"]
     # "X は不要。" refuses X; low: a summary carries it by saying X was dropped (1 right, 1 wrong on the folds)
-    assert read("年次レポートは不要。", precision="precise") == []
-    assert [c for _, _, c in read("年次レポートは不要。")] == ["ja:not-needed"]
+    assert read("ログの出力は不要。", precision="precise") == []
+    assert [c for _, _, c in read("ログの出力は不要。")] == ["ja:not-needed"]
     assert read("この確認は不要ですか？") == []
 
 
@@ -950,7 +950,7 @@ def test_a_benefit_stated_with_and_avoid_is_no_rule_but_a_wish_or_an_order_with_
 
 
 def test_a_complaint_about_the_users_own_time_or_tokens_is_no_rule():
-    assert read("No more wasting my afternoons on the same setup steps.") == []
+    assert read("Stop wasting my afternoons on the same setup steps.") == []
     assert read("no guessing and less waste of my credits this time") == []
     assert [c for _, _, c in read("No more guessing at the API shape.")] != []  # the same form, about the work
 
@@ -958,7 +958,7 @@ def test_a_complaint_about_the_users_own_time_or_tokens_is_no_rule():
 def test_a_short_rule_with_an_explicit_exception_alerts_only_from_balanced():
     summary = ("1. Primary Request and Intent:\n   Fix the login test.\n\n6. All user messages:\n"
                "   - \"Fix the flaky login test.\"\n")
-    rule = "Never run the full suite unless I ask for it."
+    rule = "Never run the full suite unless I say so."
     assert judge_one(rule, summary) == [(rule[:-1], True, "below-precision:not-quoted-conditional")]
     assert judge_one(rule, summary, precision="balanced") == [(rule[:-1], False, "not-quoted-conditional")]
     plain = "Never run the full suite on my laptop."

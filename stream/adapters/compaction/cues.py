@@ -168,7 +168,7 @@ def _english_rows() -> tuple[Cue, ...]:
         Cue("opinion", "en", "veto", None, p._OPINION.pattern, note="I think / I don't think / maybe"),
         Cue("possibility", "en", "veto", None, p._POSSIBILITY.pattern, note="may not / no need to / don't have to"),
         Cue("complaint", "en", "veto", None, p._COMPLAINT.pattern,
-            note="no more wasting my time / tokens: a complaint"),
+            note="what the work wasted of the user's time, money or credits: a complaint"),
     )
 
 
@@ -229,7 +229,7 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 r"|(?:承認|確認|許可)を(?:待って|得てから|取ってから)",
             ),
             ("skip-for-now", "defer", "medium", r"(?:今は|いったん|一旦|とりあえず)(?:スキップ|保留|後回し|やらない)"),
-            # "X は不要。", "X の修正は不要です。": a sentence that closes on 不要 refuses X
+            # "X は不要。", "X の追加も不要です。": a sentence that closes on 不要 refuses X
             # (the "no need" veto lets it through)
             ("not-needed", "explicit", "low", r"\S(?:は|も)[^\s。、]{0,8}?不要(?:です)?\s*[。．.!！]?\s*$"),
             (
@@ -296,7 +296,7 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ("should-not", "explicit", "medium", r"(?:不应该|不應該|不该|不該|不应|不應)(?:再|去)?[\u4e00-\u9fff]"),
             ("keep-as-is", "preserve", "medium", r"保持|(?<![只仅僅])保留|维持|維持|(?:不要|别|別)(?:动|動)|原样|原樣"
              r"|^\W*不(?:动|動)(?=\s*\S)"),
-            # "X 不需要修改" / "X 不用改": X needs no change, a keep rule (the "no need" veto lets this one through)
+            # "X 不需要改动" / "X 不用改": X needs no change, a keep rule (the "no need" veto lets this one through)
             ("no-change-needed", "preserve", "medium",
              r"(?<=[^\W\d你您我他她它们們])不(?:需要|用|必)(?:再)?(?:修改|改动|改動|更改|变更|變更|改|动|動)"),
             (
@@ -352,7 +352,7 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ("hedged", r"也许|也許|或许|或許|可能|大概|是不是"),
             # non-necessity, not "先不用 V" (not yet: a deferral) nor a sentence that opens with "不用 <act>" (a refusal
             # of the act: "不用改这个文件"; "不用担心" is reassurance)
-            # (not "X 不需要修改", a keep rule on the thing X names: no-change-needed)
+            # (not "X 不需要改动", a keep rule on the thing X names: no-change-needed)
             ("no-need", r"(?<!先)(?<!暂时)(?<!暫時)(?<!暂且)(?:不需要|不必)"
              r"(?!再?(?:修改|改动|改動|更改|变更|變更|改|动|動))"
              r"|(?<![^\W\d你您我他她它们們])(?:不需要|不必)"
@@ -414,14 +414,14 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ("never", "explicit", "high", r"\bnunca\s+(?:(?:lo|la|los|las|le|les|me|te|se)\s+)?\w+(?:es|as|e|a)\b"),
             ("avoid", "explicit", "high", r"^(?:por\s+favor,?\s*)?evit(?:a|e|ar)\s+\w|\bprohibido\b"),
             ("must-not", "explicit", "high", r"\bno\s+(?:debes|deberías|debe|deben|quiero\s+que)\b"),
-            # "sin hardcodear nada", "sin tocar X" opening the sentence: the rule in a preposition + infinitive
+            # "sin tocar X", "sin añadir dependencias" opening the sentence: the rule in a preposition + infinitive
             ("sin-infinitive", "explicit", "medium", r"^\W*(?:y\s+)?sin\s+\w+(?:ar|er|ir)\b"
              # a short answer that excludes a thing: "sí, sin X" (one to three words)
              r"|^\W*(?:(?:sí|si|ok|vale|bien)\s*,\s*)?sin\s+[\w\"'`.@/-]+(?:\s+[\w\"'`.@/-]+){0,2}\s*[.!]?\s*$"),
             ("look-first", "restraint", "medium",
              r"^\W*antes\s+de\s+(?:continuar|seguir|implementar|empezar|comenzar|iniciar|cambiar|modificar|ejecutar)\b"
              r"|\b(?:responde|explica|dime)\b[^.]{0,60}?\by\s+espera\b"),
-            # "X, NO cargarlos en Y", "solo A, no B": a contrast in a rule, the negated infinitive after the comma
+            # "solo A, no borrarlos", "solo A, no B": a contrast in a rule, the negated infinitive after the comma
             ("rather-than", "contrastive", "medium",
              r"\b(?:solo|sólo|únicamente)\b[^.]{0,80}?,\s*(?:y\s+)?no\s+\w+(?:ar|er|ir)(?:l[oae]s?)?\b"
              r"|\ben\s+(?:vez|lugar)\s+de\s+\w"),
@@ -464,7 +464,7 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 r"faça|coloque|execute|rode|instale|mova|quebre|edite|renomeie|publique|atualize|escreva|reescreva|commite|comite|"
                 r"suba|crie|toque|troque|mexam|alterem|mudem|"
                 # the subjunctive of an act on the work or of a decision the agent takes alone:
-                # "não implemente", "não assuma"
+                # "não duplique", "não invente"
                 r"implemente|implementem|assuma|assumam|espere|confie|invente|inclua|gere|duplique|ignore|pule|prossiga|"
                 r"avance|comece|inicie|utilize|chame|envie|salve|sobrescreva|exclua|misture|suponha|chute|esqueça|"
                 r"hardcode|simplifique|contorne|desative|desabilite|force|refatore|reverta)\b",
@@ -473,12 +473,12 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             # (not "não conseguir", "não saber")
             ("neg-infinitive", "explicit", "high",
              r"^\W*(?:e\s+)?n[ãa]o\s+(?!conseguir|saber|poder|ter\b|ser\b|estar\b|haver\b)\w+(?:ar|er|ir)\b"),
-            # "nada deve ser assumido", "nada pode ser apagado": nothing may be <done>
+            # "nada pode ser apagado": nothing may be <done>
             ("nothing-may", "explicit", "medium", r"^\W*nada\s+(?:deve|pode|deverá)\s+ser\s+\w"),
-            # a short answer that excludes a thing: "sim, sem X", "sem testes extras" (a sentence of one to three words)
+            # a short answer that excludes a thing: "ok, sem X", "sem testes extras" (a sentence of one to three words)
             ("sem-x", "explicit", "medium",
              r"^\W*(?:(?:sim|ok|certo|isso|pode)\s*,\s*)?sem\s+[\w\"'`.@/-]+(?:\s+[\w\"'`.@/-]+){0,2}\s*[.!]?\s*$"),
-            # look first: "antes de continuar, responda ...", "primeiro responda e aguarde" (wait before acting)
+            # look first: "antes de prosseguir, mostre ...", "explique e aguarde" (wait before acting)
             ("look-first", "restraint", "medium",
              r"^\W*antes\s+de\s+(?:continuar|prosseguir|implementar|come[çc]ar|iniciar|seguir|codar|alterar|mudar|executar)\b"
              r"|\b(?:responda|explique|diga)\b[^.]{0,60}?\be\s+aguarde\b"),
@@ -515,10 +515,10 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 # "aguarde (a minha) confirmação para continuar", "espere meu ok"
                 r"|\b(?:aguarde|espere)\s+(?:a\s+|pela\s+|por\s+)?(?:minha\s+|meu\s+)?(?:confirma[çc][ãa]o|aprova[çc][ãa]o|valida[çc][ãa]o|ok|retorno)\b",
             ),
-            # "X, não Y" at a sentence's end, one word: "usamos pnpm, não npm" (not a question: the veto)
+            # "X, não Y" at a sentence's end, one word: "prefira SQLite, não Postgres" (not a question: the veto)
             ("rather-than", "contrastive", "medium",
              r"\S,\s*n[ãa]o\s+[\"'`“]?[\w./@-]+[\"'`”]?\s*[).]?\s*$|\bem\s+vez\s+de\s+\w"),
-            # deferral: "vamos fazer X depois", "fica para depois", "deixamos isso para depois"
+            # deferral: "vamos revisar X depois", "fica para depois", "deixamos isso para depois"
             ("later-vamos", "defer", "medium",
              r"^\W*(?:vamos|podemos)\s+\w+.{0,80}?\bdepois\s*[.!]?\s*$|\bfica\s+para\s+depois\b|\bdeixa(?:r|mos)\s+(?:\S+\s+)?para\s+depois\b"),
         ],
@@ -661,7 +661,7 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             # a dislike stated as a rule: "ich will nicht X", "ich möchte keine X" (not a past "wollte")
             ("dont-want", "explicit", "low",
              r"\b(?:ich|wir)\s+(?:will|wollen|möchte|möchten|mag)\s+(?:\S+\s+){0,3}?(?:nicht|keine?[nmrs]?|nie)\b(?![^.]*\baber\b)"),
-            # "wir müssen verhindern, dass X", "stelle sicher, dass X nicht verloren geht"
+            # "wir sollten verhindern, dass X", "stelle sicher, dass X nicht überschrieben wird"
             ("prevent", "explicit", "medium",
              r"\b(?:müssen|muss|sollten|sollen)\s+(?:\S+\s+){0,2}?verhindern\b"
              r"|^\W*(?:bitte\s+)?stelle?\s+sicher,?\s+(?:dass?|daß)\b[^.]{0,160}?\b(?:nicht|nie|keine?[nmrs]?)\b"),
@@ -691,7 +691,7 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 "medium",
                 r"\bwarte\s+auf\s+(?:mein|meine)\s+(?:ok|okay|freigabe|bestätigung|zustimmung|go)\b|\bfrag\s+mich\s+(?:vorher|zuerst|bevor)\b"
                 r"|\bmach\s+(?:das|ich)\s+selbst\b|\bdas\s+mache\s+ich\s+selbst\b"
-                # the user decides: "bevor ich darüber entscheide", "ich entscheide, ob und wann"
+                # the user decides: "bevor ich mich entscheide", "ich entscheide, wann"
                 r"|\bbevor\s+ich\b[^.]{0,60}?\b(?:entscheid\w*|freigebe|bestätige|zustimme)\b"
                 r"|\b(?:ich|der\s+(?:user|nutzer|benutzer)|user)\s+entscheide[t]?,?\s+(?:selbst,?\s+)?(?:ob|wann|was|welche)\b",
             ),
@@ -720,7 +720,7 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ("forbidden", "explicit", "medium", r"\b(?:запрещено|нельзя)\b"),
             ("no-need-act", "explicit", "medium",
              r"(?:^|[,;:]\s)\W*(?:и\s+|а\s+|но\s+)?(?:\w+\s+)?не\s+(?:нужно|надо)\s+\w+(?:ать|ять|еть|ить|уть|ти)(?:ся)?\b"),
-            # "X должно быть не A, а B": a contrast in a rule (a modal before it; not "проблема не в A, а в B")
+            # "X должен быть не A, а B": a contrast in a rule (a modal before it; not "проблема не в A, а в B")
             ("rather-than", "contrastive", "medium",
              r"\bдолж(?:ен|на|но|ны)\b[^.]{0,40}?\bне\s+[^.,]{1,60},\s*а\s+\w|\bвместо\s+\w+[^.]{0,40}?\b\w+(?:й|йте)\b"),
             (
@@ -746,7 +746,7 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
         "veto": [
             ("question", r"\?"),
             ("hedged", r"\b(?:может\s+быть|наверное|возможно|кажется)\b"),
-            # "не нужно" is a refusal when it opens a sentence on an act (no-need-act): "не нужно перезапускать X"
+            # "не нужно" is a refusal when it opens a sentence on an act (no-need-act): "не нужно трогать X"
             ("no-need", r"\bне\s+обязательно\b|\bне\s+(?:нужно|надо)\b(?!\s+\w+(?:ать|ять|еть|ить|уть|ти)(?:ся)?\b)"
              r"|^\W*(?:\w+\s+)?не\s+(?:нужно|надо)\s+(?:беспокоиться|волноваться|извиняться)"),
         ],
@@ -1017,7 +1017,7 @@ DROP_CUES: tuple[Cue, ...] = (
         "*",
         "drop",
         None,
-        "a short typed rule with an explicit exception ('never V unless I ask') the list does not quote: a summary "
+        "a short typed rule with an explicit exception ('never V unless I say so') the list does not quote: a summary "
         "carries it by stating the exception or the limit, in other words (balanced and up, round 11)",
         "low",
     ),

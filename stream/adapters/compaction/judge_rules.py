@@ -463,7 +463,7 @@ def _clause_rules(table: cues.ForeignTable, s: str, item: bool) -> list[tuple[st
     return hits
 
 
-#: A clause of a Latin-script sentence that opens with a negation: "use ULIDs, never an autoincrement", "A, não usar B".
+#: A clause of a Latin-script sentence that opens with a negation: "keep A, never B", "A, não usar B".
 _LATIN_NEG_CLAUSE = re.compile(
     r",\s+(?=(?:e\s+|y\s+|und\s+|et\s+)?(?:n[ãa]o|no|nicht|nie|niemals|ne|nunca|jamais|non)\s+\w)", re.I)
 

@@ -639,7 +639,7 @@ def _shares_subject(before: str, after: str) -> bool:
         return False
     if tail.startswith(("avoid ", "refrain ")) and (_PLURAL_SUBJECT.match(head) or _SINGULAR_SUBJECT.match(head)) \
             and not _WISH_OR_MODAL.search(head):
-        return True  # "this keeps the disk small and avoids bloat", "we save space and avoid X": a stated benefit
+        return True  # "this keeps the disk small and avoids bloat", "we cut costs and avoid X": a stated benefit
     if _PLURAL_SUBJECT.match(head):
         return tail.startswith(("don't", "dont", "do not", "never", "not", "no "))
     if _SINGULAR_SUBJECT.match(head):
