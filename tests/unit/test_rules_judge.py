@@ -164,7 +164,7 @@ def test_each_language_table_reads_a_prohibition(text, lang, form):
     "No hace falta tocar las migraciones.",
     "Pas besoin de modifier les migrations.",
     "Das funktioniert nicht mit der alten Version.",  # a description
-    "Не нужно менять миграции.",
+    "Не нужно беспокоиться о миграциях.",  # reassurance ("не нужно <act>" opening a sentence refuses it: round 11)
 ])
 def test_near_misses_in_other_languages_are_not_read(text):
     assert read(text) == []
@@ -839,3 +839,127 @@ def test_an_imperative_to_look_before_acting_is_restraint_with_its_own_cue():
 def test_where_a_thing_is_stored_and_where_not_is_a_contrast():
     assert [c for _, _, c in read("the tokens should be stored in the keychain, not in a plain file")] == ["contrast"]
     assert read("the tokens were stored in the keychain") == []
+
+
+# --------------------------------------------------------------------------- round 11 (kinds folds Y, Z, AB showed)
+
+
+@pytest.mark.parametrize("text, cue", [
+    ("não duplique a tela de login", "pt:neg-imperative"),  # the subjunctive of an act
+    ("Por favor não invente valores padrão para o timeout", "pt:neg-imperative"),
+    ("nao ignore os avisos do linter só porque são muitos", "pt:neg-imperative"),  # the tilde left out
+    ("Não criar tabelas novas no banco de testes", "pt:neg-infinitive"),  # a rule in the infinitive
+    ("nada deve ser apagado da pasta de exportação", "pt:nothing-may"),
+    ("Mostre o diff e espere a minha aprovação antes de publicar a versão", "pt:ask-first"),
+    ("prefira SQLite nos testes, não Postgres", "pt:rather-than"),  # "X, não Y" closing the sentence
+    ("vamos ajustar o layout do rodapé depois", "pt:later-vamos"),
+])
+def test_portuguese_rules_of_the_kinds_english_has(text, cue):
+    assert [c for _, _, c in read(text)] == [cue]
+
+
+@pytest.mark.parametrize("text", [
+    "não consegui rodar os testes",  # a report: "I couldn't", not an order
+    "não sei qual versão está instalada",
+    "isso não funciona no Safari",  # a description in the indicative
+    "a build quebrou, não?",  # a question
+    "não precisa alterar o README",  # no need
+])
+def test_portuguese_near_misses_are_not_read(text):
+    assert read(text) == []
+
+
+def test_a_latin_clause_that_opens_with_a_negation_is_a_rule_of_its_own():
+    # "use A, não usar B": the negated clause, not the whole run-on sentence
+    assert [t for t, _, _ in read("Usar UUID para as chaves, não usar sequências numéricas")] == [
+        "não usar sequências numéricas"]
+
+
+@pytest.mark.parametrize("text, cue", [
+    ("Wir sollten verhindern, dass der Cache bei jedem Start neu gebaut wird.", "de:prevent"),
+    ("Stelle sicher, dass die alten Exporte nicht überschrieben werden.", "de:prevent"),
+    ("Die Logs sollten nicht im Repo landen, sondern im Bucket.", "de:rather-than"),
+    ("Zeig mir die Optionen, bevor ich mich entscheide.", "de:ask-first"),
+    ("Ich entscheide, wann die Migration läuft.", "de:ask-first"),
+])
+def test_german_rules_of_the_kinds_english_has(text, cue):
+    assert [c for _, _, c in read(text)] == [cue]
+
+
+def test_german_near_misses_and_a_wish_about_the_users_own_time_are_not_precise():
+    assert read("Das Problem ist nicht der Server, sondern der Client.") == []  # a diagnosis: no modal
+    assert read("Ich wollte nicht so lange warten.") == []  # a past wish
+    # "ich will nicht ..." is read, but low: it states a wish about the user's own work as often as a rule
+    assert read("Ich will nicht jeden Tag dieselben Fehler suchen.", precision="precise") == []
+    assert [c for _, _, c in read("Ich will nicht jeden Tag dieselben Fehler suchen.")] == ["de:dont-want"]
+
+
+@pytest.mark.parametrize("text, cue", [
+    ("sin inventar endpoints nuevos para la búsqueda", "es:sin-infinitive"),
+    # a short answer, read in its message's language
+    ("Perfecto, gracias por el resumen de la búsqueda.\nsí, sin emojis", "es:sin-infinitive"),
+    ("Esto solo debe generar el informe, no enviarlo por correo.", "es:rather-than"),
+    ("antes de empezar, explícame el plan", "es:look-first"),
+])
+def test_spanish_rules_of_the_kinds_english_has(text, cue):
+    assert [c for _, _, c in read(text)] == [cue]
+
+
+def test_russian_no_need_to_act_opening_a_sentence_is_a_refusal_and_a_modal_contrast():
+    assert [c for _, _, c in read("Не нужно переписывать тесты, просто почини сборку.")] == ["ru:no-need-act"]
+    assert [c for _, _, c in read("всё проверено, и не нужно запускать миграции повторно")] == ["ru:no-need-act"]
+    assert [c for _, _, c in read("Кэш должен быть не глобальным, а на пользователя.")] == ["ru:rather-than"]
+    assert read("Не нужно менять миграции?") == []  # a question
+    assert read("Проблема не в сервере, а в клиенте.") == []  # a diagnosis, no modal
+
+
+def test_russian_sentences_are_cut_at_their_full_stops():
+    text = "Сборка упала вчера вечером. Не трогайте конфиг деплоя."
+    assert [t for t, _, _ in read(text)] == ["Не трогайте конфиг деплоя."]
+
+
+@pytest.mark.parametrize("text, cue", [
+    ("这个页面就不应该弹出提示框", "zh:should-not"),
+    ("詳情頁不該顯示刪除按鈕", "zh:should-not"),  # zh-Hant
+    ("我又不想再加一个依赖", "zh:dont-want"),
+    ("不动 utils 目录", "zh:keep-as-is"),
+    ("旧的迁移脚本不需要改动", "zh:no-change-needed"),
+    ("导出功能暂时不需要", "zh:later"),  # not yet: a deferral, not "no need"
+])
+def test_chinese_should_not_keep_and_not_yet_kinds(text, cue):
+    assert [c for _, _, c in read(text)] == [cue]
+
+
+def test_chinese_no_need_without_a_topic_is_still_no_rule():
+    assert read("不需要") == [] and read("你不需要修改这个文件。") == [] and read("不需要改这个") == []
+
+
+def test_japanese_keep_as_is_and_a_closing_not_needed_read_at_its_level():
+    assert [c for _, _, c in read("ヘッダーは現状のままで")] == ["ja:keep-as-is"]
+    # "X は不要。" refuses X; low: a summary carries it by saying X was dropped (1 right, 1 wrong on the folds)
+    assert read("ログの出力は不要。", precision="precise") == []
+    assert [c for _, _, c in read("ログの出力は不要。")] == ["ja:not-needed"]
+    assert read("この確認は不要ですか？") == []
+
+
+def test_a_benefit_stated_with_and_avoid_is_no_rule_but_a_wish_or_an_order_with_it_is():
+    assert read("This keeps the disk small and avoids needless duplicate uploads.") == []
+    assert read("That way we save bandwidth and avoid redundant image copies.") == []
+    assert [t for t, _, _ in read("We should compress the images and avoid redundant copies.")] == [
+        "avoid redundant copies"]
+
+
+def test_a_complaint_about_the_users_own_time_or_tokens_is_no_rule():
+    assert read("Stop wasting my afternoons on the same setup steps.") == []
+    assert read("no guessing and less waste of my credits this time") == []
+    assert [c for _, _, c in read("No more guessing at the API shape.")] != []  # the same form, about the work
+
+
+def test_a_short_rule_with_an_explicit_exception_alerts_only_from_balanced():
+    summary = ("1. Primary Request and Intent:\n   Fix the login test.\n\n6. All user messages:\n"
+               "   - \"Fix the flaky login test.\"\n")
+    rule = "Never run the full suite unless I say so."
+    assert judge_one(rule, summary) == [(rule[:-1], True, "below-precision:not-quoted-conditional")]
+    assert judge_one(rule, summary, precision="balanced") == [(rule[:-1], False, "not-quoted-conditional")]
+    plain = "Never run the full suite on my laptop."
+    assert judge_one(plain, summary) == [(plain[:-1], False, "not-quoted-no-trace")]  # no exception: precise

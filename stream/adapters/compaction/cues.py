@@ -167,6 +167,8 @@ def _english_rows() -> tuple[Cue, ...]:
         Cue("hedged", "en", "veto", None, p._HEDGED.pattern, note="maybe ... or we shouldn't ...: an idea floated"),
         Cue("opinion", "en", "veto", None, p._OPINION.pattern, note="I think / I don't think / maybe"),
         Cue("possibility", "en", "veto", None, p._POSSIBILITY.pattern, note="may not / no need to / don't have to"),
+        Cue("complaint", "en", "veto", None, p._COMPLAINT.pattern,
+            note="what the work wasted of the user's time, money or credits: a complaint"),
     )
 
 
@@ -211,7 +213,7 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 "preserve",
                 "medium",
                 r"(?:その|この)?ままに?して(?:ください|下さい|おいて)?|そのままで(?:いい|お願い|残)|を?維持して|を?残して(?:ください|下さい|おいて)|変更しないで"
-                r"|のままで?(?:いこう|行こう|いきましょう|行きましょう|お願い)",
+                r"|のままで?(?:いこう|行こう|いきましょう|行きましょう|お願い)|現状(?:の)?まま|現状維持",
             ),
             (
                 "later",
@@ -227,6 +229,9 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 r"|(?:承認|確認|許可)を(?:待って|得てから|取ってから)",
             ),
             ("skip-for-now", "defer", "medium", r"(?:今は|いったん|一旦|とりあえず)(?:スキップ|保留|後回し|やらない)"),
+            # "X は不要。", "X の追加も不要です。": a sentence that closes on 不要 refuses X
+            # (the "no need" veto lets it through)
+            ("not-needed", "explicit", "low", r"\S(?:は|も)[^\s。、]{0,8}?不要(?:です)?\s*[。．.!！]?\s*$"),
             (
                 "neg-item",
                 "explicit",
@@ -264,7 +269,8 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
         "veto": [
             ("question", r"[?？]\s*$|(?:ですか|ますか|でしょうか|かな)\s*[。]?\s*$"),
             ("hedged", r"かも|たぶん|多分|もしかして|かもしれ"),
-            ("no-need", r"なくても(?:いい|大丈夫|良い)|なくて(?:いい|良い|大丈夫)|必要(?:は)?ない|必要ありません|不要"),
+            ("no-need", r"なくても(?:いい|大丈夫|良い)|なくて(?:いい|良い|大丈夫)|必要(?:は)?ない|必要ありません"
+             r"|不要(?!(?:です)?\s*[。．.!！]?\s*$)|^\W*不要"),
         ],
     },
     "zh": {
@@ -284,9 +290,15 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ),
             # a dislike stated as a rule: "我不希望创建 X", "我不想要 X" (not conceded / past: "不想…但", "不想…了吗")
             ("dont-want", "explicit", "medium",
-             r"我(?:并|並|真的|也|还是|還是)?(?:不希望|不想(?:要|让你|讓你|你)?)(?=[\u4e00-\u9fff\w])"
+             r"我(?:并|並|真的|也|又|还是|還是)?(?:不希望|不想(?:要|让你|讓你|你)?)(?=[\u4e00-\u9fff\w])"
              r"(?![^。；;！!]*(?:但|可是|不过|不過))"),
-            ("keep-as-is", "preserve", "medium", r"保持|(?<![只仅僅])保留|维持|維持|(?:不要|别|別)(?:动|動)|原样|原樣"),
+            # "X 就不应该 V", "不該 V": should not (a rule the user states about the product)
+            ("should-not", "explicit", "medium", r"(?:不应该|不應該|不该|不該|不应|不應)(?:再|去)?[\u4e00-\u9fff]"),
+            ("keep-as-is", "preserve", "medium", r"保持|(?<![只仅僅])保留|维持|維持|(?:不要|别|別)(?:动|動)|原样|原樣"
+             r"|^\W*不(?:动|動)(?=\s*\S)"),
+            # "X 不需要改动" / "X 不用改": X needs no change, a keep rule (the "no need" veto lets this one through)
+            ("no-change-needed", "preserve", "medium",
+             r"(?<=[^\W\d你您我他她它们們])不(?:需要|用|必)(?:再)?(?:修改|改动|改動|更改|变更|變更|改|动|動)"),
             (
                 "later",
                 "defer",
@@ -328,7 +340,7 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 "explicit",
                 "medium",
                 r"^(?:[\w`./-]+\s*)?(?:不|无|無|勿|禁止|避免)(?:再|要|得)?(?:修改|改动|改動|改变|改變|更改|引入|添加|增加|新增|删除|刪除|移除|使用|触碰|觸碰|重写|重寫|"
-                r"重构|重構|提交|推送|合并|合併|依赖|依賴|动|動|碰|改|加|删|刪)",
+                r"重构|重構|提交|推送|合并|合併|依赖|依賴|展示|显示|顯示|出现|出現|默认|默認|强调|強調|在|动|動|碰|改|加|删|刪)",
                 "item",
             ),
         ],
@@ -340,7 +352,11 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ("hedged", r"也许|也許|或许|或許|可能|大概|是不是"),
             # non-necessity, not "先不用 V" (not yet: a deferral) nor a sentence that opens with "不用 <act>" (a refusal
             # of the act: "不用改这个文件"; "不用担心" is reassurance)
-            ("no-need", r"不需要|不必|无需|無需|(?<!先)(?<!暂时)(?<!暫時)(?<!暂且)不用(?!再?" + _ZH_ACT + r")"
+            # (not "X 不需要改动", a keep rule on the thing X names: no-change-needed)
+            ("no-need", r"(?<!先)(?<!暂时)(?<!暫時)(?<!暂且)(?:不需要|不必)"
+             r"(?!再?(?:修改|改动|改動|更改|变更|變更|改|动|動))"
+             r"|(?<![^\W\d你您我他她它们們])(?:不需要|不必)"
+             r"|无需|無需|(?<!先)(?<!暂时)(?<!暫時)(?<!暂且)不用(?!再?" + _ZH_ACT + r")"
              r"|^\W*不用(?=再?" + _ZH_ACT + r")(?=.*(?:担心|擔心|着急|著急|客气|客氣|谢|謝))"),
         ],
     },
@@ -398,6 +414,17 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ("never", "explicit", "high", r"\bnunca\s+(?:(?:lo|la|los|las|le|les|me|te|se)\s+)?\w+(?:es|as|e|a)\b"),
             ("avoid", "explicit", "high", r"^(?:por\s+favor,?\s*)?evit(?:a|e|ar)\s+\w|\bprohibido\b"),
             ("must-not", "explicit", "high", r"\bno\s+(?:debes|deberías|debe|deben|quiero\s+que)\b"),
+            # "sin tocar X", "sin añadir dependencias" opening the sentence: the rule in a preposition + infinitive
+            ("sin-infinitive", "explicit", "medium", r"^\W*(?:y\s+)?sin\s+\w+(?:ar|er|ir)\b"
+             # a short answer that excludes a thing: "sí, sin X" (one to three words)
+             r"|^\W*(?:(?:sí|si|ok|vale|bien)\s*,\s*)?sin\s+[\w\"'`.@/-]+(?:\s+[\w\"'`.@/-]+){0,2}\s*[.!]?\s*$"),
+            ("look-first", "restraint", "medium",
+             r"^\W*antes\s+de\s+(?:continuar|seguir|implementar|empezar|comenzar|iniciar|cambiar|modificar|ejecutar)\b"
+             r"|\b(?:responde|explica|dime)\b[^.]{0,60}?\by\s+espera\b"),
+            # "solo A, no borrarlos", "solo A, no B": a contrast in a rule, the negated infinitive after the comma
+            ("rather-than", "contrastive", "medium",
+             r"\b(?:solo|sólo|únicamente)\b[^.]{0,80}?,\s*(?:y\s+)?no\s+\w+(?:ar|er|ir)(?:l[oae]s?)?\b"
+             r"|\ben\s+(?:vez|lugar)\s+de\s+\w"),
             (
                 "keep-as-is",
                 "preserve",
@@ -433,10 +460,28 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 "neg-imperative",
                 "explicit",
                 "high",
-                r"\bnão\s+(?:(?:o|a|os|as|me|se|lhe)\s+)?(?:mexa|mexe|altere|mude|modifique|remova|apague|delete|adicione|use|"
+                r"\bn[ãa]o\s+(?:(?:o|a|os|as|me|se|lhe)\s+)?(?:mexa|mexe|altere|mude|modifique|remova|apague|delete|adicione|use|"
                 r"faça|coloque|execute|rode|instale|mova|quebre|edite|renomeie|publique|atualize|escreva|reescreva|commite|comite|"
-                r"suba|crie|toque|troque|mexam|alterem|mudem)\b",
+                r"suba|crie|toque|troque|mexam|alterem|mudem|"
+                # the subjunctive of an act on the work or of a decision the agent takes alone:
+                # "não duplique", "não invente"
+                r"implemente|implementem|assuma|assumam|espere|confie|invente|inclua|gere|duplique|ignore|pule|prossiga|"
+                r"avance|comece|inicie|utilize|chame|envie|salve|sobrescreva|exclua|misture|suponha|chute|esqueça|"
+                r"hardcode|simplifique|contorne|desative|desabilite|force|refatore|reverta)\b",
             ),
+            # a rule in the infinitive that opens the sentence: "Não usar X", "Não criar Y"
+            # (not "não conseguir", "não saber")
+            ("neg-infinitive", "explicit", "high",
+             r"^\W*(?:e\s+)?n[ãa]o\s+(?!conseguir|saber|poder|ter\b|ser\b|estar\b|haver\b)\w+(?:ar|er|ir)\b"),
+            # "nada pode ser apagado": nothing may be <done>
+            ("nothing-may", "explicit", "medium", r"^\W*nada\s+(?:deve|pode|deverá)\s+ser\s+\w"),
+            # a short answer that excludes a thing: "ok, sem X", "sem testes extras" (a sentence of one to three words)
+            ("sem-x", "explicit", "medium",
+             r"^\W*(?:(?:sim|ok|certo|isso|pode)\s*,\s*)?sem\s+[\w\"'`.@/-]+(?:\s+[\w\"'`.@/-]+){0,2}\s*[.!]?\s*$"),
+            # look first: "antes de prosseguir, mostre ...", "explique e aguarde" (wait before acting)
+            ("look-first", "restraint", "medium",
+             r"^\W*antes\s+de\s+(?:continuar|prosseguir|implementar|come[çc]ar|iniciar|seguir|codar|alterar|mudar|executar)\b"
+             r"|\b(?:responda|explique|diga)\b[^.]{0,60}?\be\s+aguarde\b"),
             ("never", "explicit", "high", r"\bnunca\s+(?:(?:o|a|os|as|me|se)\s+)?\w+(?:e|a|em|am)\b"),
             ("avoid", "explicit", "high", r"^(?:por\s+favor,?\s*)?evit(?:e|a|ar)\s+\w|\bproibido\b"),
             (
@@ -466,8 +511,16 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 "medium",
                 r"\bespere\s+(?:a\s+)?minha\s+(?:aprovação|confirmação|validação)\b|\b(?:pergunte[- ]me|me\s+pergunte|"
                 r"me\s+consulte)\s+antes\b"
-                r"|\beu\s+mesmo\s+faço\b",
+                r"|\beu\s+mesmo\s+faço\b"
+                # "aguarde (a minha) confirmação para continuar", "espere meu ok"
+                r"|\b(?:aguarde|espere)\s+(?:a\s+|pela\s+|por\s+)?(?:minha\s+|meu\s+)?(?:confirma[çc][ãa]o|aprova[çc][ãa]o|valida[çc][ãa]o|ok|retorno)\b",
             ),
+            # "X, não Y" at a sentence's end, one word: "prefira SQLite, não Postgres" (not a question: the veto)
+            ("rather-than", "contrastive", "medium",
+             r"\S,\s*n[ãa]o\s+[\"'`“]?[\w./@-]+[\"'`”]?\s*[).]?\s*$|\bem\s+vez\s+de\s+\w"),
+            # deferral: "vamos revisar X depois", "fica para depois", "deixamos isso para depois"
+            ("later-vamos", "defer", "medium",
+             r"^\W*(?:vamos|podemos)\s+\w+.{0,80}?\bdepois\s*[.!]?\s*$|\bfica\s+para\s+depois\b|\bdeixa(?:r|mos)\s+(?:\S+\s+)?para\s+depois\b"),
         ],
         "veto": [
             ("question", r"\?"),
@@ -595,7 +648,9 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 r"^(?:\S+\s+)?(?:ändere|ändert|lösche|löscht|entferne|entfernt|füge|committe|pushe|verwende|benutze|nutze|fass|rühr|"
                 r"mach|installiere|überschreibe|bearbeite)\b[^.]{0,60}?\b(?:nicht|nie|niemals)\b",
             ),
-            ("keine", "explicit", "medium", r"^(?:und\s+)?keine?n?\s+(?:neuen?\s+)?\w"),
+            ("keine", "explicit", "medium", r"^(?:und\s+)?keine?n?\s+(?:neuen?\s+)?\w"
+             # a short answer that excludes a thing: "ja, ohne X" (one to three words)
+             r"|^\W*(?:(?:ja|ok|gut)\s*,\s*)?ohne\s+[\w\"'`.@/-]+(?:\s+[\w\"'`.@/-]+){0,2}\s*[.!]?\s*$"),
             (
                 "must-not",
                 "explicit",
@@ -603,6 +658,18 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 r"\bauf\s+keinen\s+fall\b|\b(?:darfst|dürft|sollst|solltest)\b.{0,60}?\b(?:nicht|nie|niemals|keine?n?)\b",
             ),
             ("avoid", "explicit", "high", r"^(?:bitte\s+)?vermeide\w*\b|\bverboten\b"),
+            # a dislike stated as a rule: "ich will nicht X", "ich möchte keine X" (not a past "wollte")
+            ("dont-want", "explicit", "low",
+             r"\b(?:ich|wir)\s+(?:will|wollen|möchte|möchten|mag)\s+(?:\S+\s+){0,3}?(?:nicht|keine?[nmrs]?|nie)\b(?![^.]*\baber\b)"),
+            # "wir sollten verhindern, dass X", "stelle sicher, dass X nicht überschrieben wird"
+            ("prevent", "explicit", "medium",
+             r"\b(?:müssen|muss|sollten|sollen)\s+(?:\S+\s+){0,2}?verhindern\b"
+             r"|^\W*(?:bitte\s+)?stelle?\s+sicher,?\s+(?:dass?|daß)\b[^.]{0,160}?\b(?:nicht|nie|keine?[nmrs]?)\b"),
+            # "X sollte nicht A, sondern B": a contrast in a rule (a modal before it; not a diagnosis
+            # "das Problem ist nicht A, sondern B")
+            ("rather-than", "contrastive", "medium",
+             r"\b(?:sollt?e?n?|soll|sollst|muss|müssen|bitte)\b[^.]{0,60}?\bnicht\b[^.]{0,100}?,\s*sondern\b"
+             r"|\bstatt\s+(?:\S+\s+){0,3}?(?:zu\s+)?\w+en\b[^.]{0,60}?\b(?:nutze|verwende|benutze|mach)\b"),
             (
                 "keep-as-is",
                 "preserve",
@@ -623,7 +690,10 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 "restraint",
                 "medium",
                 r"\bwarte\s+auf\s+(?:mein|meine)\s+(?:ok|okay|freigabe|bestätigung|zustimmung|go)\b|\bfrag\s+mich\s+(?:vorher|zuerst|bevor)\b"
-                r"|\bmach\s+(?:das|ich)\s+selbst\b|\bdas\s+mache\s+ich\s+selbst\b",
+                r"|\bmach\s+(?:das|ich)\s+selbst\b|\bdas\s+mache\s+ich\s+selbst\b"
+                # the user decides: "bevor ich mich entscheide", "ich entscheide, wann"
+                r"|\bbevor\s+ich\b[^.]{0,60}?\b(?:entscheid\w*|freigebe|bestätige|zustimme)\b"
+                r"|\b(?:ich|der\s+(?:user|nutzer|benutzer)|user)\s+entscheide[t]?,?\s+(?:selbst,?\s+)?(?:ob|wann|was|welche)\b",
             ),
         ],
         "veto": [
@@ -648,6 +718,11 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ),
             ("never", "explicit", "high", r"\bникогда\s+не\b"),
             ("forbidden", "explicit", "medium", r"\b(?:запрещено|нельзя)\b"),
+            ("no-need-act", "explicit", "medium",
+             r"(?:^|[,;:]\s)\W*(?:и\s+|а\s+|но\s+)?(?:\w+\s+)?не\s+(?:нужно|надо)\s+\w+(?:ать|ять|еть|ить|уть|ти)(?:ся)?\b"),
+            # "X должен быть не A, а B": a contrast in a rule (a modal before it; not "проблема не в A, а в B")
+            ("rather-than", "contrastive", "medium",
+             r"\bдолж(?:ен|на|но|ны)\b[^.]{0,40}?\bне\s+[^.,]{1,60},\s*а\s+\w|\bвместо\s+\w+[^.]{0,40}?\b\w+(?:й|йте)\b"),
             (
                 "keep-as-is",
                 "preserve",
@@ -671,7 +746,9 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
         "veto": [
             ("question", r"\?"),
             ("hedged", r"\b(?:может\s+быть|наверное|возможно|кажется)\b"),
-            ("no-need", r"\bне\s+(?:нужно|надо|обязательно)\b"),
+            # "не нужно" is a refusal when it opens a sentence on an act (no-need-act): "не нужно трогать X"
+            ("no-need", r"\bне\s+обязательно\b|\bне\s+(?:нужно|надо)\b(?!\s+\w+(?:ать|ять|еть|ить|уть|ти)(?:ся)?\b)"
+             r"|^\W*(?:\w+\s+)?не\s+(?:нужно|надо)\s+(?:беспокоиться|волноваться|извиняться)"),
         ],
     },
     "uk": {
@@ -936,6 +1013,15 @@ DROP_CUES: tuple[Cue, ...] = (
         "low",
     ),
     Cue(
+        "not-quoted-conditional",
+        "*",
+        "drop",
+        None,
+        "a short typed rule with an explicit exception ('never V unless I say so') the list does not quote: a summary "
+        "carries it by stating the exception or the limit, in other words (balanced and up, round 11)",
+        "low",
+    ),
+    Cue(
         "not-quoted-no-trace",
         "*",
         "drop",
@@ -958,7 +1044,8 @@ DROP_CUES: tuple[Cue, ...] = (
         "drop",
         None,
         "a long message's rule the list does not quote, read by a strong cue, in a message that is the user's own "
-        "writing (paragraphs and points, no headings, fences or tag lines of a pasted document or template)",
+        "writing (paragraphs and points, no headings, fences or tag lines of a pasted document or template); English "
+        "and, since round 11, the Latin- and Cyrillic-script tables",
         "medium",
     ),
     Cue(
@@ -1031,11 +1118,13 @@ class Level:
 #: A short message the list does not quote, with some of its words left elsewhere ('not-quoted'), alerts at precise too
 #: (round 7, all six folds: 13 / 2 before, 13 / 0 after the two false readings were fixed by their form).
 #: A long message's rule in the user's own writing (no heading, fence or tag line: not a pasted document), read by a
-#: strong cue, unconditional, English, alerts at precise too ('not-quoted-long-own', round 10, eight folds: 7 / 0).
+#: strong cue, unconditional, English, alerts at precise too ('not-quoted-long-own', round 10, eight folds: 7 / 0);
+#: round 11: also a rule of a Latin- or Cyrillic-script table (eleven folds: 2 / 0; Chinese and Japanese long messages
+#: stay out: 0 / 14, mostly "不要 X" inside a quoted list of a long spec).
 _PRECISE = frozenset({"unquoted-again", "unquoted-again-unstated", "removed", "plan-no-trace", "plan-named-unstated",
                       "not-quoted-no-trace", "unmatched", "not-quoted", "not-quoted-long-own"})
 _LONG = frozenset({"not-quoted-long", "not-quoted-long-no-trace"})
-_BALANCED = _PRECISE | {"unquoted-again-traced", "plan-unstated"}
+_BALANCED = _PRECISE | {"unquoted-again-traced", "plan-unstated", "not-quoted-conditional"}
 #: The levels of the precision setting (``--judge-precision`` / ``CG_JUDGE_PRECISION``); measured in docs/REAL_LOGS.md.
 PRECISION_LEVELS: dict[str, Level] = {
     "precise": Level("precise", frozenset({"high", "medium"}), _PRECISE,
@@ -1175,3 +1264,5 @@ _FUNCTION_WORDS = {
 
 #: Tables of Latin-script languages: their lines are cut into sentences like English ones.
 LATIN_TABLES = frozenset({"es", "pt", "fr", "de", "it", "vi", "pl", "id"})
+#: Tables of a script that ends its sentences with ". " (Latin, Cyrillic): a line is cut into sentences before reading.
+SPACED_TABLES = LATIN_TABLES | {"ru", "uk"}

@@ -350,10 +350,13 @@ class RulesJudge:
             return "plan-named-unstated" if named_only else "plan-unstated"
         if c.channel in _USER_WORDS and now.lists_user_messages:
             if len(c.text) > QUOTABLE:
-                if lang == "en" and c.channel != "command_args" and cues.strength_of(i.cue) == "high" \
-                        and not _CONDITIONAL.search(i.text) and own_words(c.text):
+                if (lang == "en" or lang in cues.SPACED_TABLES) and c.channel != "command_args" \
+                        and cues.strength_of(i.cue) == "high" \
+                        and not _CONDITIONAL.search(i.text) and not _EXCEPTION.search(i.text) and own_words(c.text):
                     return "not-quoted-long-own"
                 return "not-quoted-long-no-trace" if no_trace else "not-quoted-long"
+            if _EXCEPTION.search(i.text):
+                return "not-quoted-conditional"  # "never V unless I say so": carried by its exception, stated
             return "not-quoted-no-trace" if no_trace else "not-quoted"
         return "unmatched"
 
@@ -365,6 +368,9 @@ OWN_WORDS_CHARS = 8_000
 #: A rule with a condition or an exception ("don't X unless Y"): a summary often carries it by stating Y, the way that
 #: is allowed, in other words — no trusted drop for it from a long message.
 _CONDITIONAL = re.compile(r"\b(?:unless|except|if|until|otherwise)\b", re.I)
+#: The narrower test for a short typed rule: an explicit exception ("unless", "except"; any table's language).
+_EXCEPTION = re.compile(r"\b(?:unless|except|außer\s+wenn|es\s+sei\s+denn|a\s+menos\s+que|salvo\s+que|exceto\s+se|"
+                        r"sauf\s+si|à\s+moins\s+que|если\s+только|кроме)\b|除非|以外", re.I)
 
 
 def own_words(text: str) -> bool:
@@ -409,14 +415,17 @@ def _read_foreign(table: cues.ForeignTable, lines: list[tuple[str, bool]], sourc
         pieces = [
             s
             for part in _FOREIGN_SENTENCE.split(line)
-            for s in (sentences(part) if table.lang in cues.LATIN_TABLES else [part])
+            for s in (sentences(part) if table.lang in cues.SPACED_TABLES else [part])
             if s.strip()
         ]
         for sentence in pieces:
             s = sentence.strip()
             if len(s) < 3 or any(pattern.search(s) for _, pattern in table.veto):
                 continue
-            hits = _clause_rules(table, s, item) if table.lang not in cues.LATIN_TABLES else []
+            if table.lang not in cues.LATIN_TABLES:
+                hits = _clause_rules(table, s, item)
+            else:  # a negated later clause alone, else each clause a cue reads alone ("A, não usar B")
+                hits = _latin_clause_rules(table, s, item) or _clause_rules(table, s, item)
             if not hits:
                 found = _first_cue(table, s, item)
                 hits = [(s, found[0])] if found is not None else []
@@ -450,6 +459,25 @@ def _clause_rules(table: cues.ForeignTable, s: str, item: bool) -> list[tuple[st
         found = _first_cue(table, part, item)
         # the clause's cue must hold in the sentence too: its context may undo it ("我不想改 X，但是没办法": conceded)
         if found is not None and found[1].search(s):
+            hits.append((part, found[0]))
+    return hits
+
+
+#: A clause of a Latin-script sentence that opens with a negation: "keep A, never B", "A, não usar B".
+_LATIN_NEG_CLAUSE = re.compile(
+    r",\s+(?=(?:e\s+|y\s+|und\s+|et\s+)?(?:n[ãa]o|no|nicht|nie|niemals|ne|nunca|jamais|non)\s+\w)", re.I)
+
+
+def _latin_clause_rules(table: cues.ForeignTable, s: str, item: bool) -> list[tuple[str, cues.Cue]]:
+    """A Latin-script sentence whose later clause opens with a negation: that clause read on its own (the sentence's
+    first cue would otherwise name the whole run-on sentence, or none when it is anchored at the start)."""
+    parts = [c.strip() for c in _LATIN_NEG_CLAUSE.split(s) if c.strip()]
+    if len(parts) < 2:
+        return []
+    hits = []
+    for part in parts[1:]:
+        found = _first_cue(table, part, item)
+        if found is not None and found[0].form != "contrastive":
             hits.append((part, found[0]))
     return hits
 

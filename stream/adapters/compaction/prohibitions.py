@@ -619,6 +619,9 @@ def _clauses_uncached(sentence: str) -> list[tuple[str, bool]]:
     return out
 
 
+#: A statement whose verb asks for something ("we should cache X and avoid Y"): its "and avoid" conjunct is a rule.
+_WISH_OR_MODAL = _Lazy("_WISH_OR_MODAL", r"\b(?:should|must|need|needs|have\s+to|has\s+to|want|wanna|will|shall|let'?s|"
+                                        r"please|going\s+to|gonna)\b|'ll\b", re.I)
 _PLURAL_SUBJECT = _Lazy("_PLURAL_SUBJECT", r"^(?:we|i|you|they|these|those|people|users)\s+\w", re.I)
 _SINGULAR_SUBJECT = _Lazy(
     "_SINGULAR_SUBJECT", r"^(?:it|this|that|he|she|there|the\s+\w+|our\s+\w+|my\s+\w+)\s+\w", re.I
@@ -634,6 +637,9 @@ def _shares_subject(before: str, after: str) -> bool:
     head, tail = _plain(before).strip(), _plain(after).strip().lower()
     if starts_imperative(head) or _DIRECTIVE.match(head):
         return False
+    if tail.startswith(("avoid ", "refrain ")) and (_PLURAL_SUBJECT.match(head) or _SINGULAR_SUBJECT.match(head)) \
+            and not _WISH_OR_MODAL.search(head):
+        return True  # "this keeps the disk small and avoids bloat", "we cut costs and avoid X": a stated benefit
     if _PLURAL_SUBJECT.match(head):
         return tail.startswith(("don't", "dont", "do not", "never", "not", "no "))
     if _SINGULAR_SUBJECT.match(head):
@@ -1424,7 +1430,7 @@ def classify_cue(unit: Unit, clause: str, parenthetical: bool, *, source: str) -
     c = _english(stripped)
     lang = _foreign_frame_language(stripped) if c != stripped else ""
     if (len(c) < 4 or _OPINION.match(c) or _POSSIBILITY.search(c) or _HEDGED.search(sent) or _CAREFUL_NOT.match(c)
-            or _MAXIM.match(sent)):
+            or _MAXIM.match(sent) or _COMPLAINT.search(c)):
         return None
     if source == "plan" and _NOT_RECOMMENDED.search(c):
         return "explicit", "plan-not-recommended"  # a plan's decision, in any section: "X is not recommended now"
@@ -1514,6 +1520,11 @@ def _foreign_frame_language(clause: str) -> str:
 
 #: A hedged idea, not a rule: "maybe we could X, or we shouldn't Y at all", "perhaps don't ..."
 #: (an alternative floated).
+#: A complaint about what the work cost the user, not an order: "no more wasting my afternoons on this", "stop the
+#: waste of my credits" (the object is the user's time, money or tokens, not a thing in the work).
+_COMPLAINT = _Lazy("_COMPLAINT", r"\bwast(?:e|es|ed|ing)\b(?:\s+of)?\s+(?:(?:my|our|your|the\s+user'?s|client)\s+)?"
+                                 r"(?:\w+\s+)?(?:time|tokens?|days?|hours?|weeks?|afternoons?|mornings?|money|effort|credits?)\b",
+                   re.I)
 _HEDGED = _Lazy("_HEDGED",
     r"\b(?:maybe|perhaps|possibly)\b.{0,120}\bor\b|\bor\s+(?:maybe|perhaps)\s|\bor\s+(?:we|you)\s+(?:shouldn'?t|should\s+not|could|might|"
     r"may)\b|\b(?:i'?m\s+)?(?:not\s+sure|wondering)\s+(?:if|whether)\b|\bi\s+wonder\b|\b(?:what\s+if|how\s+about)\b",
