@@ -816,7 +816,7 @@ def test_a_bold_lead_in_that_marks_a_list_read_only_is_a_keep_rule_of_a_plan():
     from stream.adapters.compaction.prohibitions import ProhibitionMatcher
 
     plan = ("# Plan\n\n## Critical Files\n\n**Files to create:**\n- `docs/a.md` - the new guide\n\n"
-            "**Source files (read-only):**\n- `src/a.py` - where the content comes from\n")
+            "**Reference files (read-only):**\n- `src/a.py` - where the content comes from\n")
     assert [(p.form, p.cue) for p in ProhibitionMatcher().prohibitions(plan, source="plan")] == [
         ("preserve", "paren-unchanged")]
 

@@ -318,7 +318,7 @@ def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, 
             reviewing = True
             continue
         bold = _BOLD_HEADING.match(stripped)
-        if bold and _PAREN_KEEP_HEADING.search(bold.group(1)):  # "**Source files (read-only):**" over a list
+        if bold and _PAREN_KEEP_HEADING.search(bold.group(1)):  # "**Reference files (read-only):**" over a list
             yield from flush()
             yield bold.group(1).strip(" :"), section, False, False, block
             block += 1
@@ -1241,7 +1241,7 @@ _PAREN_KEEP = _Lazy(
 _NO_CHANGES_TO = _Lazy("_NO_CHANGES_TO", r"^no\s+(?:changes?|modifications?|edits?)\s+(?:to|in)\s+\S.{0,80}$", re.I)
 #: A plan heading that names a work item ("Task 1: Storage integration tests"): what it says is to be done.
 _TASK_HEADING = _Lazy("_TASK_HEADING", r"^(?:\W*)(?:task|phase|part|milestone|stage)\s*[\d#:.-]", re.I)
-#: A bold line that heads a list like a heading: "**Files to modify:**", "**Source files (read-only):**".
+#: A bold line that heads a list like a heading: "**Files to modify:**", "**Reference files (read-only):**".
 _BOLD_HEADING = _Lazy("_BOLD_HEADING", r"^\*\*([^*\n]{2,80}?)(?::\*\*|\*\*:?)\s*$")
 _PAREN_KEEP_HEADING = _Lazy(
     "_PAREN_KEEP_HEADING",
@@ -2322,7 +2322,7 @@ class ProhibitionMatcher:
                     found.append(("contrastive", clause, par, "paren-not"))  # "Use the queue (not a cron job)"
                 elif par and _PAREN_NOT.match(_plain(clause).strip()) and not unit.descriptive and source == "plan":
                     state = _PAREN_NOT_STATE.match(_plain(clause).strip(" .;"))
-                    found.append(  # "called at the right layer (not inside atoms)"; "(not executed)": a state, low
+                    found.append(  # "run from the service layer (not in helpers)"; "(not executed)": a state, low
                         ("contrastive", clause, par, "plan-paren-not-state" if state else "plan-paren-not")
                     )
                 elif (
