@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from stream.adapters.compaction.claude_code import ClaudeCodeTranscript
 from stream.adapters.compaction.compaction_logs import MAX_RAW_PER_CHECKPOINT
@@ -127,3 +129,44 @@ def test_more_rules_in_force_than_a_checkpoint_lists_keep_the_checkpoint_under_t
     assert [w for w in reader.stats.warnings if "more prohibitions than a checkpoint lists" in w]
     carried = {c["id"] for c in leaf["negative_constraints"]}
     assert len(carried) == 1  # module_3 only: the others alert
+
+
+# --------------------------------------------------------------------------- records over the size limit
+
+
+@given(st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=12),
+       st.booleans(), st.integers(1, 50), st.integers(1, 17))
+def test_read_lines_splits_like_bytes_split_with_long_lines_as_their_length(lines, trailing, limit, chunk):
+    import io
+
+    from stream.adapters.compaction.claude_code import read_lines
+
+    data = b"\n".join(lines) + (b"\n" if trailing and lines else b"")
+    for final in (True, False):
+        got, consumed, left = read_lines(io.BytesIO(data), limit, final=final, chunk=chunk)
+        pieces = data.split(b"\n")
+        tail = pieces.pop()
+        if final and tail:
+            pieces.append(tail)
+            tail = b""
+        assert got == [p if len(p) <= limit else len(p) for p in pieces]
+        assert (consumed, left) == (len(data) - len(tail), len(tail))
+
+
+def test_a_record_over_the_limit_is_one_error_and_the_rest_of_the_transcript_is_read(tmp_path, monkeypatch):
+    from stream.adapters.compaction import claude_code
+
+    monkeypatch.setattr(claude_code, "MAX_RECORD_BYTES", 1_000)
+    good = {"sessionId": "s1", "parentUuid": None, "uuid": "u1", "type": "user",
+            "message": {"role": "user", "content": "hello"}}
+    big = {**good, "uuid": "u2", "message": {"role": "user", "content": "x" * 5_000}}
+    after = {**good, "uuid": "u3", "parentUuid": "u1"}
+    path = tmp_path / "s1.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in (good, big, after)) + "\n", "utf-8")
+    t = claude_code.ClaudeCodeTranscript(path)
+    events = t.poll(final=True)
+    big_len = len(json.dumps(big))
+    assert t.stats.errors == [f"{path}:2: a record of {big_len:,} bytes, over the 1,000-byte limit; skipped"]
+    assert t.stats.records == 3
+    ids = {e.get("artifact_id") for e in events}
+    assert "ev:u3" in ids and "ev:u1" in ids and "ev:u2" not in ids  # the record after it is read

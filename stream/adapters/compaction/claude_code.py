@@ -81,6 +81,44 @@ def content_hash(rec: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:24]
 
 
+
+#: A transcript record longer than this is skipped without being read into memory (one error line): a record is
+#: one message or tool result, and Claude Code keeps big outputs in files of their own.
+MAX_RECORD_BYTES = 64 << 20
+
+
+def read_lines(fh: Any, limit: int, *, final: bool, chunk: int = 1 << 20) -> tuple[list[bytes | int], int, int]:
+    """(lines without their newline, bytes consumed, bytes left unread) of ``fh`` from its position.
+
+    A line over ``limit`` bytes is its length (an int) instead, its bytes skipped in ``chunk``-sized reads
+    (memory stays at about ``limit``). The last line without a newline is a line only when ``final``; else it
+    is left unread (a line still being written), its length the third value."""
+    lines: list[bytes | int] = []
+    parts: list[bytes] = []  # the line being read
+    size = 0  # its length so far
+    consumed = 0
+    while data := fh.read(chunk):
+        start = 0
+        while (nl := data.find(b"\n", start)) >= 0:
+            size += nl - start
+            if size <= limit:
+                parts.append(data[start:nl])
+                lines.append(b"".join(parts))
+            else:
+                lines.append(size)
+            consumed += size + 1
+            parts, size, start = [], 0, nl + 1
+        size += len(data) - start
+        if size <= limit:
+            parts.append(data[start:])
+        else:
+            parts = []
+    if final and size:
+        lines.append(b"".join(parts) if size <= limit else size)
+        consumed += size
+        size = 0
+    return lines, consumed, size
+
 def decode_line(line: bytes) -> tuple[list[Any], json.JSONDecodeError | None]:
     """The JSON values of one line — usually one; several when records were glued together —
     and the error that stopped decoding the rest of the line, if any.
@@ -426,7 +464,7 @@ class ClaudeCodeTranscript:
         try:
             with open(self.path, "rb") as fh:
                 fh.seek(self._offset)
-                chunk = fh.read()
+                lines, consumed, tail = read_lines(fh, MAX_RECORD_BYTES, final=final)
         except FileNotFoundError:
             if not final and self._started:  # deleted while followed: that durable copy is gone
                 if self.session is not None:
@@ -443,14 +481,14 @@ class ClaudeCodeTranscript:
             self.finished = final
             return self._drain()
         self._started = True
-        lines = chunk.split(b"\n")
-        tail = lines.pop()  # b"" after a final "\n", else a line still being written
-        if final and tail:
-            lines.append(tail)
-            tail = b""
-        self._offset += len(chunk) - len(tail)
+        self._offset += consumed  # a line still being written (``tail`` bytes) is read at the next poll
         for line in lines:
             self._lineno += 1
+            if isinstance(line, int):  # over the limit: skipped unread, never held in memory
+                self.stats.records += 1
+                self.stats.error(f"{self.path}:{self._lineno}: a record of {line:,} bytes, over the "
+                                 f"{MAX_RECORD_BYTES:,}-byte limit; skipped")
+                continue
             if self._lineno == 1 and line.startswith(b"\xef\xbb\xbf"):
                 line = line[3:]
             if line.strip():
