@@ -25,12 +25,11 @@ from functools import lru_cache
 from stream.adapters.compaction import cues
 from stream.adapters.compaction.judge import Candidate, Carry, Instruction, Judge, Judgement
 from stream.adapters.compaction.prohibitions import (
-    _TEMPLATE_MARK,
-    _WRAPPER,
     Prohibition,
     ProhibitionMatcher,
     SummaryIndex,
     make_prohibition,
+    own_words,
     prose_lines,
     sentences,
 )
@@ -57,7 +56,6 @@ _HEAD = re.compile(
 )
 _QUOTED_ITEM = re.compile(r"^[ \t]*(?:[-*•]|\d+[.)])[ \t]+(?:\*\*[^*]{0,40}\*\*:?[ \t]*)?[\"“「『'»«]")
 _ITEM = re.compile(r"^[ \t]*(?:[-*•]|\d+[.)])[ \t]+\S")
-_FENCE_LINE = re.compile(r"^[ \t]*(?:```|~~~)", re.M)
 #: A sentence of a CJK / Korean text ends at a full stop, or at an ASCII period after a letter of those scripts and
 #: before a space (Korean writes ". "; "v1.5" or "app.py" has no space after its period).
 _FOREIGN_SENTENCE = re.compile(rf"(?<=[。！？!?．])\s*|(?<=[{_CJK})）][.])\s+")
@@ -361,25 +359,12 @@ class RulesJudge:
         return "unmatched"
 
 
-#: A long message longer than this is not read as the user's own words by :func:`own_words` (a paste, mostly).
-OWN_WORDS_CHARS = 8_000
-
-
 #: A rule with a condition or an exception ("don't X unless Y"): a summary often carries it by stating Y, the way that
 #: is allowed, in other words — no trusted drop for it from a long message.
 _CONDITIONAL = re.compile(r"\b(?:unless|except|if|until|otherwise)\b", re.I)
 #: The narrower test for a short typed rule: an explicit exception ("unless", "except"; any table's language).
 _EXCEPTION = re.compile(r"\b(?:unless|except|außer\s+wenn|es\s+sei\s+denn|a\s+menos\s+que|salvo\s+que|exceto\s+se|"
                         r"sauf\s+si|à\s+moins\s+que|если\s+только|кроме)\b|除非|以外", re.I)
-
-
-def own_words(text: str) -> bool:
-    """Whether a long user-side message is the user's own writing, not a pasted document: no code fence, no markdown
-    heading, no line that is an XML-like tag, no template placeholder (IDE notices aside), at most
-    :data:`OWN_WORDS_CHARS`. Paragraphs, numbered points and dashes are what people type; headings, fences and tag
-    lines are what documents, templates and skill files are built of."""
-    body = _WRAPPER.sub("\n", text)
-    return len(body) <= OWN_WORDS_CHARS and not _FENCE_LINE.search(body) and not _TEMPLATE_MARK.search(body)
 
 
 #: A question whose answer names what is left out or not done (the answer is then the rule): "Which parts are NOT

@@ -243,6 +243,20 @@ def _is_template(text: str) -> bool:
     return not _ROLE_OPENING.match(opening) or len(_TEMPLATE_MARK.findall(text)) >= 2
 
 
+#: A long message longer than this is not read as the user's own words by :func:`own_words` (a paste, mostly).
+OWN_WORDS_CHARS = 8_000
+
+
+def own_words(text: str) -> bool:
+    """Whether a long user-side message is the user's own writing, not a pasted document: no code fence, no markdown
+    heading, no line that is an XML-like tag, no template placeholder (IDE notices aside), at most
+    :data:`OWN_WORDS_CHARS`. Paragraphs, numbered points and dashes are what people type; headings, fences and tag
+    lines are what documents, templates and skill files are built of."""
+    body = _WRAPPER.sub("\n", text)
+    return (len(body) <= OWN_WORDS_CHARS and not any(_FENCE.match(line) for line in body.split("\n"))
+            and not _TEMPLATE_MARK.search(body))
+
+
 def prose_lines(text: str, *, source: str = "user") -> Iterator[tuple[str, str, bool, bool, int]]:
     """``(line, section heading, descriptive section, list item, block)`` of the prose in ``text``.
 
