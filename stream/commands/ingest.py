@@ -277,8 +277,9 @@ def _refuse_overwrite(flag: str, target: str, inputs: tuple[str, ...]) -> None:
         if not os.path.exists(path):
             continue
         real = os.path.realpath(path)
-        if where == real or (os.path.isdir(real) and where.startswith(real.rstrip(os.sep) + os.sep)):
-            inside = "is" if where == real else "is inside"
+        same = os.path.exists(target) and os.path.samefile(path, target)  # a hard link too, as replay's check
+        if same or (os.path.isdir(real) and where.startswith(real.rstrip(os.sep) + os.sep)):
+            inside = "is" if same else "is inside"
             fail(f"{flag} {target} {inside} the input {path}; it would overwrite or be read as input; "
                  "write it outside the inputs")
 

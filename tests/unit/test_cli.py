@@ -137,6 +137,15 @@ def test_ingest_never_writes_over_or_into_its_input(tmp_path, form, make, out):
     assert target.read_text("utf-8") == body  # untouched
 
 
+def test_ingest_out_that_is_a_hard_link_of_the_input_is_refused(tmp_path):
+    body = '{"sessionId":"x","parentUuid":null,"type":"user"}\n'
+    (tmp_path / "s.jsonl").write_text(body, "utf-8")
+    os.link(tmp_path / "s.jsonl", tmp_path / "h.jsonl")  # another name, the same bytes
+    msg = one_error_line(cli("ingest", "claude-code", "s.jsonl", "--out", "h.jsonl", cwd=tmp_path), 2)
+    assert msg.startswith("--out h.jsonl is the input s.jsonl;")
+    assert (tmp_path / "s.jsonl").read_text("utf-8") == body
+
+
 def test_ingest_metrics_file_is_refused_over_an_input_too(tmp_path):
     (tmp_path / "s.jsonl").write_text('{"sessionId":"x","parentUuid":null,"type":"user"}\n', "utf-8")
     msg = one_error_line(cli("ingest", "claude-code", "s.jsonl", "--metrics-file", "s.jsonl", cwd=tmp_path), 2)

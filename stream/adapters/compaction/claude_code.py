@@ -81,7 +81,6 @@ def content_hash(rec: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:24]
 
 
-
 #: A transcript record longer than this is skipped without being read into memory (one error line): a record is
 #: one message or tool result, and Claude Code keeps big outputs in files of their own.
 MAX_RECORD_BYTES = 64 << 20
@@ -118,6 +117,7 @@ def read_lines(fh: Any, limit: int, *, final: bool, chunk: int = 1 << 20) -> tup
         consumed += size
         size = 0
     return lines, consumed, size
+
 
 def decode_line(line: bytes) -> tuple[list[Any], json.JSONDecodeError | None]:
     """The JSON values of one line — usually one; several when records were glued together —
