@@ -19,9 +19,9 @@ import logging
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
-from stream.domain.engine import Engine, Output
+from stream.domain.engine import Output
 from stream.domain.events import Event, Source
 from stream.domain.outputs import Rejection
 from stream.domain.state import State
@@ -31,6 +31,13 @@ from stream.worker.durability import Partition
 from stream.worker.outputs import OutputRecord, Outputs
 
 log = logging.getLogger("checkpoint_guard.agent")
+
+
+class Processor(Protocol):
+    """What :func:`plan` needs of the engine (:class:`stream.domain.engine.Engine`, or a
+    test's wrapper around one: a compiled class cannot be subclassed)."""
+
+    def process(self, state: State, event: Event, source: Source) -> Output: ...
 
 
 @dataclass
@@ -61,7 +68,7 @@ class RejectedMessage:
         return cls(src.topic, src.partition, src.offset, ev.context_id.encode("utf-8"), encode(ev.to_record()))
 
 
-def plan(engine: Engine, part: Partition, messages: Sequence[Any], outputs: Outputs, limits: Limits) -> Plan:
+def plan(engine: Processor, part: Partition, messages: Sequence[Any], outputs: Outputs, limits: Limits) -> Plan:
     """Apply one partition's messages (in offset order, none already covered by its state)."""
     result = Plan()
     state = cast(State, part.state)  # a PartitionState: a _View per table, the mapping methods the engine uses

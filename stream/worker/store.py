@@ -41,11 +41,9 @@ def key_json(key: tuple[Any, ...]) -> str:
     The common two-string key takes a fast path with the exact text ``json.dumps`` gives.
     """
     if len(key) == 2:
-        a: str
-        b: str
-        a, b = key
+        a, b = key  # not declared str: the second part may be an int (compiled code enforces declarations)
         if type(b) is str and not _NEEDS_ESCAPE(a) and not _NEEDS_ESCAPE(b):
-            return '["' + a + '","' + b + '"]'
+            return f'["{a}","{b}"]'
     return _encode_list(list(key))
 
 
@@ -280,8 +278,9 @@ class PartitionState:
     def __init__(self, store: PartitionStore, cache_entries: int = 50_000) -> None:
         self.store = store
         self._views = [_View(i, store, cache_entries) for i in range(len(TABLES))]
-        for name, view in zip(TABLES, self._views):
-            setattr(self, name, view)
+        # one attribute per table, in TABLES order (spelled out: a compiled class has fixed attributes)
+        (self.artifacts, self.nodes, self.required, self.reach, self.dependents, self.parents,
+         self.alert_sets, self.seen, self.seq, self.waiting, self.stored_children) = self._views
 
     @property
     def dirty(self) -> int:
