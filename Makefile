@@ -17,7 +17,7 @@ TOOLS  ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/checkpoint-guard/tools
 HELM_VERSION ?= v4.3.1
 HELM   := $(TOOLS)/helm-$(HELM_VERSION)/helm
 
-.PHONY: install tools lint test test-langgraph unit integration demo example bench hook-check clean
+.PHONY: install native tools lint test test-langgraph unit integration demo example bench hook-check clean
 
 $(STAMP): pyproject.toml
 	@command -v java >/dev/null || { echo "checkpoint-guard: error: java not found (install Java 17+)" >&2; exit 1; }
@@ -27,7 +27,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,langgraph]'
 	@touch $@
 
+# The engine and the worker's per-event path compiled with mypyc (README "Compiled hot modules"):
+# a no-op while the build matches the sources; without a C compiler everything runs as plain Python.
 install: $(STAMP)
+	@$(BIN)/python -m stream.devtools.native build || true
+
+native: $(STAMP)
+	$(BIN)/python -m stream.devtools.native build --force
 
 # Built once per machine (the binary outside the clone; Go's module and build caches too).
 $(HELM):
@@ -89,4 +95,4 @@ hook-check: install
 # The clone's own files; helm stays in the user cache for the next clone
 # (`checkpoint-guard clean --cache` deletes that, and everything else in your home).
 clean:
-	rm -rf $(VENV) var .pytest_cache .hypothesis .cache/tools
+	rm -rf $(VENV) var .pytest_cache .hypothesis .cache/tools stream/_native stream/_native.new stream/_native.log

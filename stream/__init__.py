@@ -11,6 +11,12 @@ Layout (arrows point inward, to the pure domain):
 * ``stream.remediation`` — the reference remediation service (alerts -> requests).
 * ``stream.cli`` / ``stream.commands`` — the ``checkpoint-guard`` command (click; only
   ``worker`` loads faust). ``stream.devtools`` — the local Kafka, the end-to-end demo.
+* ``stream.native``   — the engine and the worker's per-event path compiled with mypyc,
+  used only while the build matches the sources (``make native``; ``CG_NATIVE=0``: off).
 """
 
+from stream import native as _native
+
 __version__ = "0.1.0"
+
+_native.install()

@@ -26,6 +26,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from stream import native
 from stream.domain.engine import Engine
 from stream.errors import DurabilityError
 from stream.kafka_clients import admin, consumer, max_message_bytes, producer
@@ -82,6 +83,7 @@ class Runtime:
         gc.collect()
         gc.freeze()
         gc.set_threshold(50_000, 50, 100)
+        log.info("hot modules: %s", native.status())  # README "Compiled hot modules"
         s = self.settings
         try:
             limits = await max_message_bytes(s, s.output_topics)
