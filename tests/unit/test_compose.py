@@ -145,9 +145,18 @@ def test_the_worker_has_a_healthcheck_on_healthz(compose: dict) -> None:
 
 def test_dockerfile_runs_the_worker_as_a_numeric_user_with_dependencies_before_the_source() -> None:
     text = DOCKERFILE.read_text()
-    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
-    base = next(line for line in lines if line.startswith("FROM "))
-    assert base.startswith("FROM python:3.11.") and base.count(".") >= 2 and ":latest" not in base  # pinned
+    every = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    starts = [i for i, line in enumerate(every) if line.startswith("FROM ")]
+    assert len(starts) == 2  # the mypyc build stage, then the image
+    build, lines = every[starts[0]:starts[1]], every[starts[1]:]
+    for base in (build[0], lines[0]):
+        assert base.startswith("FROM python:3.11.") and base.count(".") >= 2 and ":latest" not in base  # pinned
+    assert build[0].split()[1] == lines[0].split()[1]  # compiled for the image's own Python
+    assert build[0].endswith(" AS native") and "RUN python -m stream.devtools.native build" in build
+    assert "gcc" in " ".join(build) and "gcc" not in " ".join(lines)  # the image carries no compiler
+    copied = lines.index("COPY --from=native /src/stream/_native ./stream/_native")
+    assert lines.index("COPY stream ./stream") < copied < next(i for i, line in enumerate(lines)
+                                                             if line.startswith("RUN pip install --no-deps ."))
     (user,) = [line for line in lines if line.startswith("USER ")]
     assert user == "USER 10001:10001"  # numeric (hadolint DL3066; runAsNonRoot refuses names)
     source = lines.index("COPY stream ./stream")
