@@ -273,3 +273,17 @@ def test_the_real_log_check_without_the_dev_logs_says_so_in_one_line(
     assert len(err) == 1 and "labelled DEV logs" in err[0] and "../shared/real-logs" in err[0]
     assert hook_check.main([str(tmp_path / "nosuch.jsonl")]) == 2
     assert "no such transcript" in capsys.readouterr().err
+
+
+def test_the_in_process_bench_runs_both_modes_and_compares_them(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import bench_plan
+
+    assert bench_plan.main(["--events", "600", "--runs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "| pure (pure Python (CG_NATIVE=0)) |" in out and "pure / native:" in out
+    run = bench_plan.one_run(600)  # in this process: every phase took time
+    assert run["plan"] > 0 and run["metrics"] > 0 and run["commit"] > 0 and run["total"] == pytest.approx(
+        run["plan"] + run["metrics"] + run["commit"])
+    with pytest.raises(SystemExit) as refused:
+        bench_plan.main(["--modes", "fast"])
+    assert refused.value.code == 2 and "--modes: native and/or pure" in capsys.readouterr().err
