@@ -54,6 +54,16 @@ class UsageError(GuardError):
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
+_JSON_TYPES = {dict: "object", list: "array", str: "string", int: "number", float: "number", bool: "boolean",
+               type(None): "null"}
+
+
+def json_type(value: object) -> str:
+    """The JSON name of a parsed value's type (``null``, ``array``, ...), for "must be a JSON
+    object, got ..." messages: the user wrote JSON, not Python."""
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
 def describe(exc: BaseException) -> tuple[str, int]:
     """``(one line: what went wrong; the fix, exit code)`` for an exception a command
     did not handle itself — never a traceback, never a library's raw line.

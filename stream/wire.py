@@ -26,7 +26,7 @@ from stream.domain import outputs
 from stream.domain.events import ArtifactEvent, CheckpointEvent, Event
 from stream.domain.keys import constraint_key, text_key
 from stream.domain.outputs import encode_record
-from stream.errors import InvalidEvent
+from stream.errors import InvalidEvent, json_type
 from stream.times import rfc3339_time
 
 _orjson_dumps = orjson.dumps
@@ -603,7 +603,7 @@ def decode_event(data: bytes | str, *, max_bytes: int | None = None, limits: Lim
     limits = limits or configured_limits()
     obj, reread = _parse(data, limits.max_message_bytes if max_bytes is None else max_bytes, limits.max_json_depth)
     if not isinstance(obj, dict):
-        raise InvalidEvent(f"message: must be a JSON object, got {type(obj).__name__}")
+        raise InvalidEvent(f"message: must be a JSON object, got {json_type(obj)}")
     if reread:
         _check_unicode(obj)
     models = _models(limits)

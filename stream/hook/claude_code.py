@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from stream.errors import json_type
 from stream.hook import reinject
 from stream.hook.spool import Line, Spool, spool_line
 from stream.hook.store import (
@@ -83,7 +84,7 @@ def parse_input(raw: bytes) -> HookInput:
     except ValueError as exc:
         raise HookInputError(f"hook input is not JSON: {exc}") from None
     if not isinstance(data, dict):
-        raise HookInputError(f"hook input must be a JSON object, got {type(data).__name__}")
+        raise HookInputError(f"hook input must be a JSON object, got {json_type(data)}")
 
     def text(name: str, required: bool = False) -> str | None:
         v = data.get(name)

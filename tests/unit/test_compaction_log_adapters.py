@@ -413,7 +413,7 @@ def test_bad_event_files_are_reported_one_line_each_and_the_rest_is_ingested(tmp
     assert err[:3] == [
         "checkpoint-guard: ingest: conv/events/event-00003-broken.json: not valid JSON: Expecting property name "
         "enclosed in double quotes at line 1 column 26",
-        "checkpoint-guard: ingest: conv/events/event-00004-list.json: an event must be a JSON object, got list",
+        "checkpoint-guard: ingest: conv/events/event-00004-list.json: an event must be a JSON object, got array",
         "checkpoint-guard: ingest: conv/events/event-00005-nokind.json: event has no 'kind'",
     ]
     assert "3 bad" in err[-1] and "0 input(s) failed" in err[-1]
@@ -430,7 +430,7 @@ def test_bad_transcript_lines_are_reported_with_their_line_number(tmp_path):
     assert err[0:3] == [
         "checkpoint-guard: ingest: s.jsonl:3: not valid JSON: Expecting value at column 1",
         "checkpoint-guard: ingest: s.jsonl:4: not UTF-8 (byte 0)",
-        "checkpoint-guard: ingest: s.jsonl:5: a record must be a JSON object, got int",
+        "checkpoint-guard: ingest: s.jsonl:5: a record must be a JSON object, got number",
     ]
     assert "3 bad" in err[-1] and "0 input(s) failed" in err[-1]
     # a path that is not there is a usage mistake: one line, exit 2, nothing read (tests/integration/test_errors.py)

@@ -166,7 +166,7 @@ def samples(m: Metrics) -> dict[tuple, float]:
 
 @pytest.mark.parametrize(("reason", "label"), [
     ("not JSON: expected value at line 1 column 1", "not_json"),
-    ("message: must be a JSON object, got list", "message"),
+    ("message: must be a JSON object, got array", "message"),
     ("node_id: required field is missing", "node_id"),
     ("referents.3: String should have at most 1024 characters", "referents"),
     ("negative_constraints.0: a constraint must be a string or an object with a non-empty string 'id'",

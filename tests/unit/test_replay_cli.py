@@ -108,7 +108,7 @@ def test_replay_reads_several_files_in_order_with_line_numbers_per_file(workdir)
     assert proc.returncode == 0
     err = stderr_lines(proc)
     assert [line.split(": ")[0] for line in err[:2]] == ["one.jsonl:2", "two.jsonl:1"]
-    assert err[1] == "two.jsonl:1: message: must be a JSON object, got list"
+    assert err[1] == "two.jsonl:1: message: must be a JSON object, got array"
     ((alert),) = [json.loads(line) for line in proc.stdout.splitlines()]
     assert (alert["status"], alert["trigger"]["event_id"]) == ("open", "e5")
 

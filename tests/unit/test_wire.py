@@ -53,8 +53,8 @@ def test_bytes_that_are_not_json_are_invalid(data):
 
 @pytest.mark.parametrize(
     ("data", "kind"),
-    [(b"[1, 2]", "list"), (b'"checkpoint"', "str"), (b"3", "int"), (b"2.5", "float"), (b"null", "NoneType"),
-     (b"true", "bool")],
+    [(b"[1, 2]", "array"), (b'"checkpoint"', "string"), (b"3", "number"), (b"2.5", "number"), (b"null", "null"),
+     (b"true", "boolean")],
 )
 def test_json_that_is_not_an_object_is_invalid(data, kind):
     assert reason_for(data) == f"message: must be a JSON object, got {kind}"
@@ -468,3 +468,14 @@ def test_the_output_encoder_gives_the_bytes_the_engine_bounds_sizes_in(record):
 
 def test_the_output_encoder_takes_integers_past_64_bits_as_the_stdlib_does():
     assert encode({"n": 2**70, "s": "\u2028\x00"}) == encode_record({"n": 2**70, "s": "\u2028\x00"})
+
+
+def test_json_type_names_what_the_user_wrote_in_json_terms():
+    from stream.errors import json_type
+    from stream.hook.claude_code import HookInputError, parse_input
+
+    assert [json_type(v) for v in ({}, [], "", 0, 1.5, True, None)] == [
+        "object", "array", "string", "number", "number", "boolean", "null"]
+    assert json_type(b"x") == "bytes"  # not a parsed JSON value: its Python name
+    with pytest.raises(HookInputError, match=r"^hook input must be a JSON object, got null$"):
+        parse_input(b"null")

@@ -20,6 +20,7 @@ from stream.adapters.common import as_dict, as_list, json_error, json_value_prob
 from stream.adapters.compaction import compaction_logs as logs
 from stream.adapters.compaction.compaction_logs import LogContext, ReadStats
 from stream.adapters.compaction.judge import Candidate, Judge
+from stream.errors import json_type
 
 if TYPE_CHECKING:
     from stream.adapters.compaction.prohibitions import ProhibitionMatcher
@@ -529,7 +530,7 @@ class ClaudeCodeTranscript:
             self.stats.records += 1
             if not isinstance(rec, dict):
                 self.stats.error(
-                    f"{self.path}:{self._lineno}: a record must be a JSON object, got {type(rec).__name__}"
+                    f"{self.path}:{self._lineno}: a record must be a JSON object, got {json_type(rec)}"
                 )
                 continue
             self._record(rec, self._lineno)

@@ -23,6 +23,7 @@ from stream.adapters.compaction import compaction_logs as logs
 from stream.adapters.compaction.compaction_logs import ContextEvents, LogContext, ReadStats
 from stream.adapters.compaction.judge import Candidate, Judge
 from stream.adapters.compaction.prohibitions import ProhibitionMatcher
+from stream.errors import json_type
 
 _EVENT_FILE = re.compile(r"^event-(\d+)-.*\.json$")
 #: Kinds that are raw items of the model's view (each admitted as ``ev:<id>``).
@@ -346,7 +347,7 @@ class OpenHandsConversation:
         self._waiting.pop(f.name, None)
         self.stats.records += 1
         if not isinstance(data, dict):
-            self.stats.error(f"{where}: an event must be a JSON object, got {type(data).__name__}")
+            self.stats.error(f"{where}: an event must be a JSON object, got {json_type(data)}")
             return None
         kind = data.get("kind")
         if not isinstance(kind, str) or not kind:
