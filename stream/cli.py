@@ -11,6 +11,7 @@ command imports no faust at all (a test enforces it), so offline ``replay`` or
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import sys
 from importlib.metadata import PackageNotFoundError, version
@@ -79,6 +80,15 @@ class Group(BaseGroup):
             return None
         module, _, attr = target[0].partition(":")
         return getattr(importlib.import_module(module), attr)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
+                                                                             list[str]]:
+        name = args[0] if args else ""
+        if args and name not in COMMANDS and not name.startswith("-"):
+            close = difflib.get_close_matches(name, list(COMMANDS), 1, 0.6)
+            if close:
+                raise click.UsageError(f"No such command {name!r}; did you mean {close[0]!r}?", ctx)
+        return super().resolve_command(ctx, args)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         for section in SECTIONS:

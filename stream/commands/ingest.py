@@ -11,6 +11,7 @@ read is reported on stderr in one line and skipped. Details: docs/ADAPTERS.md "i
 from __future__ import annotations
 
 import asyncio
+import difflib
 import os
 import sys
 import time
@@ -227,6 +228,9 @@ def ingest(
             fail(f"no PATH given and the shipped traces are not at {DEFAULT_TRACES}; "
                  "pass trajectory files or directories")
         paths = (str(DEFAULT_TRACES),)
+    if not os.path.lexists(paths[0]) and (close := difflib.get_close_matches(paths[0].lower(), LOG_FORMATS, 1, 0.6)):
+        fail(f"no form or path {paths[0]!r}: did you mean `ingest {close[0]} ...`? "
+             f"(the forms: {', '.join(LOG_FORMATS)}; anything else is a trajectory file or directory)")
     for path in paths:
         check_input_file(path, what="trajectory files or directories (mini-swe-agent *.traj.json, tau-bench "
                                     "result arrays)", dir_ok=True)

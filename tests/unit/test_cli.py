@@ -568,3 +568,21 @@ def test_an_until_before_since_is_one_line_before_any_broker_is_asked(tmp_path, 
                CG_BROKER="127.0.0.1:1")  # nothing listens there: a broker error would be another line
     assert one_error_line(proc, 2) == ("--until 2026-12-03T05:40:00Z is not after --since 2026-12-03T05:50:00Z: "
                                        "the range holds no record; swap them")
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (("ingst",), "No such command 'ingst'; did you mean 'ingest'? (see `checkpoint-guard -h`)"),
+    (("bogus",), "No such command 'bogus' (see `checkpoint-guard -h`)"),
+    (("ingest", "claude_code", "s.jsonl"), "no form or path 'claude_code': did you mean "
+     "`ingest claude-code ...`? (the forms: openhands, claude-code; anything else is a trajectory file or directory)"),
+    (("ingest", "openhand", "conv"), "no form or path 'openhand': did you mean "
+     "`ingest openhands ...`? (the forms: openhands, claude-code; anything else is a trajectory file or directory)"),
+])
+def test_a_mistyped_command_or_ingest_form_gets_a_did_you_mean(tmp_path, args, line):
+    assert one_error_line(cli(*args, cwd=tmp_path), 2) == line
+
+
+def test_a_trajectory_path_close_to_a_form_name_is_read_as_a_path_when_it_exists(tmp_path):
+    (tmp_path / "openhand").mkdir()  # a directory of that name: a path, no guess
+    proc = cli("ingest", "openhand", cwd=tmp_path)
+    assert "did you mean" not in proc.stderr and "openhand" in proc.stderr
