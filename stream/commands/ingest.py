@@ -330,6 +330,7 @@ def _wrong_form(path: str, form: str) -> str | None:
         "output": f"it is checkpoint-guard's output ({detail})",
         "text": "it is Markdown text" if path.lower().endswith((".md", ".markdown")) else
                 "it is plain text (its first line is not JSON)",
+        "wide": f"it is {detail} text, not UTF-8",
         "binary": "it is binary, not JSON text",
         "gzip": "it is gzip-compressed",
         "document": "it is one JSON document over many lines (an agent trajectory?)",
@@ -340,7 +341,7 @@ def _wrong_form(path: str, form: str) -> str | None:
     if form == "trajectories":
         refused: tuple[str, ...] = ("events", "transcript", "output")
     elif form == "claude-code":  # an empty or not yet parseable first line may be a transcript being written
-        refused = ("events", "output", "text", "binary", "gzip", "document")
+        refused = ("events", "output", "text", "wide", "binary", "gzip", "document")
     else:  # openhands reads directories only
         refused = tuple(whats)
     if kind not in refused:
@@ -349,6 +350,7 @@ def _wrong_form(path: str, form: str) -> str | None:
         "events": f"use checkpoint-guard replay {path}",
         "transcript": f"use checkpoint-guard ingest claude-code {path}",
         "gzip": f"decompress it first (gunzip -k {path})",
+        "wide": f"convert it to UTF-8 first (iconv -f {detail} -t UTF-8 {path} > {path}.utf8)",
         "document": f"for a trajectory use checkpoint-guard ingest {path}",
     }.get(kind, "")
     parent = os.path.dirname(os.path.abspath(path))

@@ -253,8 +253,9 @@ _OUTPUT_TYPES = {"alert": "alerts", "status": "node statuses", "verdict": "verdi
 
 def input_form(first: bytes | None) -> tuple[str, str]:
     """What an input whose first non-blank line is ``first`` is: ``(kind, detail)``, kind one of
-    ``empty``, ``gzip``, ``binary``, ``text`` (not JSON), ``bad-json`` (starts like JSON but does not
-    parse: cut off or broken), ``document`` (the first line of one JSON document over many lines),
+    ``empty``, ``gzip``, ``wide`` (UTF-16 or UTF-32 text; detail: which), ``binary``, ``text``
+    (not JSON), ``bad-json`` (starts like JSON but does not parse: cut off or broken),
+    ``document`` (the first line of one JSON document over many lines),
     ``output`` (checkpoint-guard's own output; detail: which), ``transcript`` (Claude Code),
     ``events`` (input events) or ``json`` (another JSON line). Shared by replay's and ingest's
     wrong-form checks (:func:`not_events`, ``stream.commands.ingest``)."""
@@ -262,6 +263,9 @@ def input_form(first: bytes | None) -> tuple[str, str]:
         return "empty", ""
     if first.startswith(b"\x1f\x8b"):
         return "gzip", ""
+    encoding = _wide_encoding(first)
+    if encoding:
+        return "wide", encoding
     try:
         text = first.decode("utf-8")
     except UnicodeDecodeError:
@@ -286,6 +290,19 @@ def input_form(first: bytes | None) -> tuple[str, str]:
     return "json", ""
 
 
+def _wide_encoding(first: bytes) -> str | None:
+    """``UTF-16`` / ``UTF-32`` when a line is text in one of them (a byte-order mark, or ASCII
+    with a NUL beside every character, as Windows tools write JSON), else None."""
+    if first.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        return "UTF-32"
+    if first.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "UTF-16"
+    head = first[:64]
+    if len(head) >= 4 and (head[1::2].count(0) == len(head) // 2 or head[0::2].count(0) == len(head) // 2):
+        return "UTF-16"
+    return None
+
+
 def not_events(first: bytes | None, name: str) -> str | None:
     """Why an input whose first non-blank line is ``first`` is not JSONL input events —
     what it is and the fix, one line — or None when it may be (a bad line further on is
@@ -297,6 +314,9 @@ def not_events(first: bytes | None, name: str) -> str | None:
     ingest = f"turn it into events first: `checkpoint-guard ingest {name} | checkpoint-guard replay -`"
     if kind == "gzip":
         return f"it is gzip-compressed; decompress it first: `gunzip -c {name} | checkpoint-guard replay -`"
+    if kind == "wide":
+        return (f"it is {detail} text, and JSONL is UTF-8; convert it first: "
+                f"`iconv -f {detail} -t UTF-8 {name} | checkpoint-guard replay -`")
     if kind == "binary":
         return "it is binary, not JSONL text; give a JSONL file of input events (one JSON object per line)"
     if kind == "document":

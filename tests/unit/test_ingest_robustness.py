@@ -170,3 +170,36 @@ def test_a_record_over_the_limit_is_one_error_and_the_rest_of_the_transcript_is_
     assert t.stats.records == 3
     ids = {e.get("artifact_id") for e in events}
     assert "ev:u3" in ids and "ev:u1" in ids and "ev:u2" not in ids  # the record after it is read
+
+
+LINE = '{"type":"user","sessionId":"s","message":{"role":"user","content":"hi"}}\n'
+
+
+@pytest.mark.parametrize(("encoding", "name"), [
+    ("utf-16", "UTF-16"),  # with a byte-order mark (what Python and PowerShell write)
+    ("utf-16-le", "UTF-16"), ("utf-16-be", "UTF-16"),  # no mark: ASCII with a NUL beside each character
+    ("utf-32", "UTF-32"),
+])
+def test_a_utf16_or_utf32_input_is_named_with_the_conversion_not_called_binary(tmp_path, encoding, name):
+    from stream.commands.ingest import _wrong_form
+    from stream.offline.replay import first_line, input_form, not_events
+
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(LINE.encode(encoding) * 2)
+    with path.open("rb") as fh:
+        first = first_line(fh, limit=1 << 20)
+    assert input_form(first) == ("wide", name)
+    assert not_events(first, "s.jsonl") == (f"it is {name} text, and JSONL is UTF-8; convert it first: "
+                                            f"`iconv -f {name} -t UTF-8 s.jsonl | checkpoint-guard replay -`")
+    assert _wrong_form(str(path), "claude-code") == (
+        f"{path}: it is {name} text, not UTF-8, not a Claude Code transcript; convert it to UTF-8 first "
+        f"(iconv -f {name} -t UTF-8 {path} > {path}.utf8)")
+
+
+def test_utf8_text_and_true_binary_keep_their_kinds():
+    from stream.offline.replay import input_form
+
+    assert input_form(LINE.strip().encode()) == ("transcript", "")
+    assert input_form("{\"a\": \"日本語\"}".encode()) == ("json", "")
+    assert input_form(b"\x00\x01\x02\xff\xfe\x10garbage")[0] == "binary"
+    assert input_form(b"\x89PNG\r\n\x1a")[0] == "binary"
