@@ -95,4 +95,4 @@ hook-check: install
 # The clone's own files; helm stays in the user cache for the next clone
 # (`checkpoint-guard clean --cache` deletes that, and everything else in your home).
 clean:
-	rm -rf $(VENV) var .pytest_cache .hypothesis .cache/tools stream/_native stream/_native.new stream/_native.log
+	rm -rf $(VENV) var .pytest_cache .hypothesis .cache/tools stream/_native stream/_native.new stream/_native.old stream/_native.log stream/_native.lock

@@ -45,40 +45,66 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+#: CG_NATIVE's spellings (read from the environment at import, before any settings load).
+OFF, ON = ("0", "false", "no", "off"), ("", "1", "true", "yes", "on")
+
+
 def decide(build: Path = BUILD, env: Mapping[str, str] = os.environ,
            root: Path = ROOT) -> tuple[str, dict[str, Path] | None]:
     """``(status line, {module name: compiled file})`` when ``build`` may be used, else
-    ``(why not, None)``. ``root`` holds the sources the manifest names."""
-    if env.get("CG_NATIVE", "1").strip().lower() in ("0", "false", "no", "off"):
-        return "pure Python (CG_NATIVE=0)", None
+    ``(why not, None)``: CG_NATIVE not off, and every source and compiled file the manifest
+    names inside ``root`` / ``build`` with the SHA-256 it records. Never raises."""
+    value = env.get("CG_NATIVE", "1")
+    if value.strip().lower() in OFF:
+        return f"pure Python (CG_NATIVE={value.strip()})", None
+    if value.strip().lower() not in ON:
+        return f"pure Python (CG_NATIVE={value!r} is neither on (1) nor off (0))", None
     try:
         manifest = json.loads((build / MANIFEST).read_text("utf-8"))
     except FileNotFoundError:
         return "pure Python (no compiled build; make native)", None
-    except (OSError, ValueError) as exc:
-        return f"pure Python (unreadable build manifest: {exc})", None
+    except (OSError, ValueError, RecursionError) as exc:
+        return f"pure Python (unreadable build manifest: {type(exc).__name__}; make native)", None
+    try:
+        return _check(manifest, build, root)
+    except Exception as exc:  # noqa: BLE001 - a damaged manifest means plain Python, never a failed import
+        return f"pure Python (unreadable build manifest: {type(exc).__name__}; make native)", None
+
+
+def _inside(base: Path, rel: object) -> Path | None:
+    """``base / rel`` when ``rel`` is a relative path that stays inside ``base``, else None."""
+    if not isinstance(rel, str) or not rel or "\0" in rel or Path(rel).is_absolute():
+        return None
+    path = base / rel
+    return path if path.resolve().is_relative_to(base.resolve()) else None
+
+
+def _check(manifest: object, build: Path, root: Path) -> tuple[str, dict[str, Path] | None]:
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         return "pure Python (build manifest of another format; make native)", None
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     if manifest.get("suffix") != suffix:
         return f"pure Python (build is for {manifest.get('suffix')}, this Python loads {suffix}; make native)", None
-    sources, files = manifest.get("sources"), manifest.get("files")
-    if not isinstance(sources, dict) or not isinstance(files, dict):
+    sources, files, binaries = manifest.get("sources"), manifest.get("files"), manifest.get("binaries")
+    if not isinstance(sources, dict) or not isinstance(files, dict) or not isinstance(binaries, dict):
         return "pure Python (build manifest incomplete; make native)", None
-    wanted = _NAMES
-    if not wanted <= set(files) or not {_source(m) for m in MODULES} <= set(sources):
+    if not _NAMES <= set(files) or not {_source(m) for m in MODULES} <= set(sources):
         return "pure Python (build does not cover every hot module; make native)", None
-    for rel, expected in sorted(sources.items()):
-        try:
-            same = digest(root / rel) == expected
-        except OSError:
-            same = False
-        if not same:
-            return f"pure Python (build is stale: {rel} changed; make native)", None
-    paths = {name: build / str(files[name]) for name in sorted(wanted)}
-    missing = [str(p) for p in paths.values() if not p.is_file()]
-    if missing:
-        return f"pure Python (build is missing {missing[0]}; make native)", None
+    for base, digests, what in ((root, sources, "stale"), (build, binaries, "damaged")):
+        for rel, expected in sorted(digests.items()):
+            path = _inside(base, rel)
+            try:
+                same = path is not None and digest(path) == expected
+            except OSError:
+                same = False
+            if not same:
+                return f"pure Python (build is {what}: {rel!r} changed; make native)", None
+    paths = {}
+    for name in sorted(_NAMES):
+        path = _inside(build, files[name])
+        if path is None or files[name] not in binaries:
+            return f"pure Python (build is missing the compiled {name}; make native)", None
+        paths[name] = path
     return f"compiled ({len(MODULES)} modules, mypyc {manifest.get('mypyc', '?')})", paths
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import fcntl
 import importlib.machinery
 import json
 import os
@@ -23,6 +24,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from stream import native
 
@@ -67,23 +69,22 @@ def sources(root: Path = native.ROOT) -> list[str]:
 
 
 @contextmanager
-def _output_to(log: Path) -> Iterator[None]:
-    """Send this process's stdout and stderr (the C compiler's too) to ``log``."""
+def _output_to(out: BinaryIO) -> Iterator[None]:
+    """Send this process's stdout and stderr (the C compiler's too) to ``out``."""
     sys.stdout.flush()
     sys.stderr.flush()
     saved = os.dup(1), os.dup(2)
-    with log.open("wb") as out:
-        os.dup2(out.fileno(), 1)
-        os.dup2(out.fileno(), 2)
-        try:
-            yield
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            os.close(saved[0])
-            os.close(saved[1])
+    os.dup2(out.fileno(), 1)
+    os.dup2(out.fileno(), 2)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
 
 
 def _compiler() -> str | None:
@@ -93,64 +94,100 @@ def _compiler() -> str | None:
 
 def build(force: bool = False, verbose: bool = False) -> str:
     """Compile the hot modules into :data:`stream.native.BUILD`; the status line after.
-    RuntimeError (one line) when mypyc, setuptools or a C compiler is missing or the build fails."""
+    RuntimeError (one line) when mypyc, setuptools or a C compiler is missing or the build fails;
+    the previous build stays in place until the new one is complete."""
     line, paths = native.decide(env={})
     if paths is not None and not force:
-        return f"up to date: {line}"
+        off = native.decide()[1] is None
+        return f"up to date: {line}" + (" (but CG_NATIVE turns it off in this environment)" if off else "")
     try:
+        import mypy.version
         from mypyc.build import mypycify
         from setuptools import Distribution
         from setuptools.command.build_ext import build_ext
     except ImportError as exc:
-        raise RuntimeError(f"cannot build: {exc.name} is not installed (pip install -e '.[test]')") from None
+        raise RuntimeError(f"cannot build: {exc.name} is not installed (mypy's mypyc and setuptools: "
+                           "pip install -e '.[test]')") from None
+    keeps = "the current build stays in use" if paths is not None else "checkpoint-guard runs as plain Python"
     if _compiler() is None:
-        raise RuntimeError("cannot build: no C compiler found (install gcc, or set CC); "
-                           "checkpoint-guard runs as plain Python without it")
+        raise RuntimeError(f"cannot build: no C compiler found (install gcc, or set CC); {keeps}")
     root = native.ROOT
-    files = sources(root)
-    digests = {rel: native.digest(root / rel) for rel in files}  # before compiling: a later edit is stale
-    import mypy.version
-    started = time.monotonic()
-    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    here = os.getcwd()
-    with tempfile.TemporaryDirectory(prefix="cg-native-") as tmp:
-        try:
-            with _output_to(LOG):
-                os.chdir(tmp)  # setuptools must not read the project's pyproject.toml as its own
-                exts = mypycify(
-                    [str(root / native._source(m)) for m in native.MODULES]
-                    + ["--config-file", str(root / "pyproject.toml"), "--no-warn-unused-configs"],
-                    opt_level="3", group_name=native.GROUP, target_dir=str(Path(tmp) / "build"),
-                    verbose=verbose)
-                dist = Distribution({"name": native.GROUP, "ext_modules": exts})
-                cmd = build_ext(dist)
-                cmd.build_lib = str(Path(tmp) / "lib")
-                cmd.build_temp = str(Path(tmp) / "temp")
-                cmd.ensure_finalized()
-                cmd.run()
-        except (Exception, SystemExit) as exc:  # mypy reports a type error with SystemExit
-            raise RuntimeError(f"build failed: {_first_error(LOG) or f'{type(exc).__name__}: {exc}'}; "
-                               f"the compiler's output: {LOG}") from None
-        finally:
-            os.chdir(here)
-        lib = Path(tmp) / "lib"
-        built = {name: _built(lib, name, suffix) for name in sorted(native._NAMES)}
-        missing = [n for n, p in built.items() if p is None]
-        if missing:
-            raise RuntimeError(f"build failed: no compiled file for {missing[0]}; the compiler's output: {LOG}")
-        staging = native.BUILD.with_name("_native.new")
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.copytree(lib, staging)
-    manifest = {"format": native.FORMAT, "suffix": suffix, "mypyc": mypy.version.__version__,
-                "python": sys.version.split()[0], "sources": digests,
-                "files": {n: str(p.relative_to(lib)) for n, p in built.items() if p is not None}}
-    (staging / native.MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", "utf-8")
-    shutil.rmtree(native.BUILD, ignore_errors=True)
-    staging.rename(native.BUILD)
+    try:
+        digests = {rel: native.digest(root / rel) for rel in sources(root)}  # read before mypy reads them
+    except (OSError, SyntaxError, ValueError) as exc:
+        raise RuntimeError(f"cannot build: a source does not parse ({type(exc).__name__}: {exc}); {keeps}") from None
+    with _lock():
+        started = time.monotonic()
+        suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+        with tempfile.TemporaryDirectory(prefix="cg-native-") as tmp:
+            lib = Path(tmp) / "lib"
+            _compile(mypycify, Distribution, build_ext, root, Path(tmp), verbose)
+            built = {name: _built(lib, name, suffix) for name in sorted(native._NAMES)}
+            missing = [n for n, p in built.items() if p is None]
+            if missing:
+                raise RuntimeError(f"build failed: no compiled file for {missing[0]}; the compiler's output: {LOG}")
+            if {rel: native.digest(root / rel) for rel in digests} != digests:
+                raise RuntimeError(f"build discarded: a source changed while it was compiled; run it again; {keeps}")
+            files = {n: str(p.relative_to(lib)) for n, p in built.items() if p is not None}
+            manifest = {"format": native.FORMAT, "suffix": suffix, "mypyc": mypy.version.__version__,
+                        "python": sys.version.split()[0], "sources": digests, "files": files,
+                        "binaries": {rel: native.digest(lib / rel) for rel in files.values()}}
+            (lib / native.MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", "utf-8")
+            staging, old = native.BUILD.with_name("_native.new"), native.BUILD.with_name("_native.old")
+            for leftover in (staging, old):
+                shutil.rmtree(leftover, ignore_errors=True)
+            shutil.copytree(lib, staging)
+        if native.BUILD.exists():
+            native.BUILD.rename(old)  # aside, not removed, until the new build is in place
+        staging.rename(native.BUILD)
+        shutil.rmtree(old, ignore_errors=True)
     line, paths = native.decide(env={})
     if paths is None:
         raise RuntimeError(f"build written but not usable: {line}")
     return f"built in {time.monotonic() - started:.0f} s: {line}"
+
+
+def _compile(mypycify: Any, distribution: Any, build_ext: Any, root: Path, tmp: Path, verbose: bool) -> None:
+    """mypyc and the C compiler, their output in :data:`LOG`, into ``tmp / "lib"``."""
+    here = os.getcwd()
+    try:
+        LOG.unlink(missing_ok=True)  # never report an earlier build's error
+        log = LOG.open("wb")
+    except OSError as exc:
+        raise RuntimeError(f"cannot build: cannot write {LOG} ({exc.strerror or exc})") from None
+    try:
+        with log, _output_to(log):
+            os.chdir(tmp)  # setuptools must not read the project's pyproject.toml as its own
+            exts = mypycify(
+                [str(root / native._source(m)) for m in native.MODULES]
+                + ["--config-file", str(root / "pyproject.toml"), "--no-warn-unused-configs"],
+                opt_level="3", group_name=native.GROUP, target_dir=str(tmp / "build"), verbose=verbose)
+            cmd = build_ext(distribution({"name": native.GROUP, "ext_modules": exts}))
+            cmd.build_lib = str(tmp / "lib")
+            cmd.build_temp = str(tmp / "temp")
+            cmd.ensure_finalized()
+            cmd.run()
+    except (Exception, SystemExit) as exc:  # mypy reports a type error with SystemExit
+        raise RuntimeError(f"build failed: {_first_error(LOG) or f'{type(exc).__name__}: {exc}'}; "
+                           f"the compiler's output: {LOG}") from None
+    finally:
+        os.chdir(here)
+
+
+@contextmanager
+def _lock() -> Iterator[None]:
+    """One build at a time per checkout (an flock beside the build)."""
+    try:
+        fh = native.BUILD.with_name("_native.lock").open("a")
+    except OSError as exc:
+        raise RuntimeError(f"cannot build: cannot write in {native.BUILD.parent} ({exc.strerror or exc})") from None
+    with fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print("checkpoint-guard native: another build is running; waiting for it", file=sys.stderr, flush=True)
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
 
 
 def _first_error(log: Path) -> str | None:
@@ -168,10 +205,19 @@ def _built(lib: Path, name: str, suffix: str) -> Path | None:
 
 
 def clean() -> str:
-    """Remove the build (the next import runs plain Python)."""
-    for path in (native.BUILD, native.BUILD.with_name("_native.new")):
-        shutil.rmtree(path, ignore_errors=True)
-    LOG.unlink(missing_ok=True)
+    """Remove the build (the next import runs plain Python); RuntimeError (one line) if it cannot."""
+    for path in (native.BUILD, native.BUILD.with_name("_native.new"), native.BUILD.with_name("_native.old")):
+        try:
+            shutil.rmtree(path)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise RuntimeError(f"cannot remove {path} ({exc.strerror or exc})") from None
+    for path in (LOG, native.BUILD.with_name("_native.lock")):
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as exc:
+            raise RuntimeError(f"cannot remove {path} ({exc.strerror or exc})") from None
     return f"removed {native.BUILD}"
 
 
@@ -197,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as exc:
         print(f"checkpoint-guard native: error: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("checkpoint-guard native: interrupted; the previous build, if any, is unchanged", file=sys.stderr)
+        return 130
     return 0
 
 
