@@ -30,7 +30,7 @@ $(STAMP): pyproject.toml
 # The engine and the worker's per-event path compiled with mypyc (README "Compiled hot modules"):
 # a no-op while the build matches the sources; without a C compiler everything runs as plain Python.
 install: $(STAMP)
-	@$(BIN)/python -m stream.devtools.native build || true
+	@$(BIN)/python -m stream.devtools.native build || echo "checkpoint-guard: the hot modules stay plain Python (same results, 10-15% more CPU; README \"Compiled hot modules\"); the install goes on"
 
 native: $(STAMP)
 	$(BIN)/python -m stream.devtools.native build --force

@@ -116,6 +116,8 @@ def build(force: bool = False, verbose: bool = False) -> str:
         digests = {rel: native.digest(root / rel) for rel in sources(root)}  # read before mypy reads them
     except (OSError, SyntaxError, ValueError) as exc:
         raise RuntimeError(f"cannot build: a source does not parse ({type(exc).__name__}: {exc}); {keeps}") from None
+    print("checkpoint-guard native: compiling the hot modules with mypyc (~40 s; README \"Compiled hot modules\")",
+          file=sys.stderr, flush=True)
     with _lock():
         started = time.monotonic()
         suffix = importlib.machinery.EXTENSION_SUFFIXES[0]

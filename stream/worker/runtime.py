@@ -70,6 +70,7 @@ class Runtime:
         self.started = asyncio.Event()
         self.input_topics = frozenset(settings.input_topics)
         self.last_batch = 0.0  # monotonic end of the last batch handled
+        self._announced = False  # the hot modules' status logged (at the first assignment)
         self.counters = {"events": 0, "dead_letters": 0, "alerts": 0, "statuses": 0}
         # partition number -> (its Partition, the merge buffer of its two input topics)
         self._merges: dict[int, tuple[Partition, TopicMerge]] = {}
@@ -83,7 +84,6 @@ class Runtime:
         gc.collect()
         gc.freeze()
         gc.set_threshold(50_000, 50, 100)
-        log.info("hot modules: %s", native.status())  # README "Compiled hot modules"
         s = self.settings
         try:
             limits = await max_message_bytes(s, s.output_topics)
@@ -143,6 +143,9 @@ class Runtime:
         numbers = self._numbers(assigned)
         await self._revoke(set(d.assigned()) - numbers)
         d.assign(numbers, self.host.generation())
+        if not self._announced:  # here, not in start(): faust sets up logging after the start callbacks
+            self._announced = True
+            log.info("hot modules: %s", native.status())  # README "Compiled hot modules"
         asyncio.ensure_future(self._rebuild_gauges_when_ready())
 
     async def on_revoked(self, revoked: Iterable[Any]) -> None:

@@ -74,6 +74,9 @@ def test_alerts_topic_equals_offline_replay_with_seq_reordered_across_topics(kaf
         assert worker.stop() == 0, worker.log_text()[-3000:]
 
     assert per_context(alerts) == expected
+    # the worker says which way its hot modules run (README "Compiled hot modules"), in the log it writes
+    from stream import native
+    assert f"hot modules: {native.decide(env=env)[0]}" in worker.log_text()
     for a in alerts:  # live alerts point at the Kafka record that caused them
         assert a["trigger"]["topic"] in (env["CG_COMPACTION_TOPIC"], env["CG_ARTIFACT_TOPIC"])
         assert a["trigger"]["partition"] in range(4) and a["trigger"]["offset"] >= 0
