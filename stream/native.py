@@ -35,10 +35,13 @@ MODULES = (
 )
 #: mypyc's group: one shared library ``<GROUP>__mypyc`` beside a small shim per module.
 GROUP = "checkpoint_guard_native"
+#: What the finder loads compiled: the hot modules and the group's shared library.
+_NAMES = frozenset(MODULES) | {GROUP + "__mypyc"}
 ROOT = Path(__file__).resolve().parent.parent  # the directory holding the stream package
 BUILD = ROOT / "stream" / "_native"
 MANIFEST = "manifest.json"
 FORMAT = 1
+
 
 def digest(path: Path) -> str:
     """The hex SHA-256 of a file's bytes."""
@@ -137,9 +140,6 @@ class _Finder(MetaPathFinder):
             return None
         loader = importlib.machinery.ExtensionFileLoader(fullname, str(file))
         return importlib.util.spec_from_file_location(fullname, file, loader=loader)
-
-
-_NAMES = frozenset(MODULES) | {GROUP + "__mypyc"}
 
 
 def _finder() -> _Finder | None:

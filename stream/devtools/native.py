@@ -60,8 +60,6 @@ def sources(root: Path = native.ROOT) -> list[str]:
                 name = ".".join(p for p in (base, node.module or "") if p)
                 todo.append(name)
                 todo.extend(f"{name}.{a.name}" for a in node.names)
-            else:
-                continue
         for i in range(1, len(parts)):  # the packages above it run too
             todo.append(".".join(parts[:i]))
     return sorted(str(f.relative_to(root)) for m in seen if m.split(".")[0] == "stream"
