@@ -779,9 +779,12 @@ class Bench:
         def first_progress() -> None:
             if profile:
                 spy.append(subprocess.Popen(
-                    [find_py_spy() or "py-spy", "record", "--pid", str(w.pid), "--format", "raw", "--nonblocking",
+                    [find_py_spy() or "py-spy", "record", "--pid", str(w.pid), "--format", "raw",
+                     # --native needs py-spy to pause the worker for each sample (slower, same shares)
+                     *([] if self.args.profile_native else ["--nonblocking"]),
                      "--duration", str(int(profile)), "--rate", "100", "-o", str(spy_file),
-                     *(["--idle"] if self.args.profile_idle else [])],
+                     *(["--idle"] if self.args.profile_idle else []),
+                     *(["--native"] if self.args.profile_native else [])],
                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=pdeathsig))
 
         try:
@@ -1251,6 +1254,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                     help="stream of the profiled run (default real)")
     ap.add_argument("--profile-idle", action="store_true",
                     help="py-spy --idle: also sample the threads while they wait (where the main thread blocks)")
+    ap.add_argument("--profile-native", action="store_true",
+                    help="py-spy --native: also sample C frames (the compiled hot modules, pydantic-core, orjson)")
     ap.add_argument("--keep-profile", metavar="FILE", help="also copy py-spy's raw output there")
     ap.add_argument("--quick", action="store_true",
                     help="1 run, 3 trajectories for the real stream, 600 synthetic events, "

@@ -48,6 +48,11 @@ STATE_WRITE_EXIT = 70
 #: one topic partition fit one record batch (aiokafka's default 16 KiB held a handler
 #: batch at each full one until the one before was sent: a round trip each).
 PRODUCER_BATCH_BYTES = 256 << 10
+#: ``gc.set_threshold`` while the worker runs: a young collection every 1M allocations (about
+#: 10,000 events; by then a batch's objects are freed, so it scans few), an older one every
+#: 10 of those. At 50,000 a collection came every ~400 events, while the batch's objects were
+#: still alive, and took 9% of the CPU (bench/README "Issue 25, fifth round").
+GC_THRESHOLDS = (1_000_000, 10, 10)
 #: The state log's producer lingers: a commit sends its records one by one.
 STATE_LOG_LINGER_MS = 5
 
@@ -80,10 +85,11 @@ class Runtime:
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
         # The caches hold hundreds of thousands of long-lived objects: the cyclic GC's
-        # default thresholds rescan them constantly (a quarter of the CPU in a profile).
+        # default thresholds rescan them constantly (a quarter of the CPU in a profile);
+        # they are frozen, and the young generation is collected rarely (GC_THRESHOLDS).
         gc.collect()
         gc.freeze()
-        gc.set_threshold(50_000, 50, 100)
+        gc.set_threshold(*GC_THRESHOLDS)
         s = self.settings
         try:
             limits = await max_message_bytes(s, s.output_topics)
