@@ -50,6 +50,7 @@ def one_run(events: int) -> dict[str, float | str]:
     from stream.worker.handler import plan
     from stream.worker.metrics import Metrics
     from stream.worker.outputs import Outputs
+    from stream.worker.runtime import GC_THRESHOLDS
     from stream.worker.store import PartitionState, PartitionStore
 
     settings = Settings(app_id="bench-plan", partitions=1, metrics_enabled=False)
@@ -67,7 +68,7 @@ def one_run(events: int) -> dict[str, float | str]:
         metrics = Metrics(output_topics=settings.output_topics)
         gc.collect()
         gc.freeze()
-        gc.set_threshold(50_000, 50, 100)  # the worker's (stream/worker/runtime.py)
+        gc.set_threshold(*GC_THRESHOLDS)  # the worker's
         spent = {"plan": 0.0, "metrics": 0.0, "commit": 0.0}
         clock = time.process_time
         n = 0

@@ -1273,6 +1273,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                     help="run the worker from this checkout (cwd and PYTHONPATH) instead of this one: an A/B of "
                          "two commits on the same broker and stream")
     ap.add_argument("--out", metavar="FILE", help="also write the Markdown report there")
+    ap.add_argument("--json", metavar="FILE",
+                    help="also write each stream's worker runs there as JSON (events/s, CPU µs/event)")
     ap.add_argument("--timeout", type=float, default=900, help="per worker run: start -> drained limit (s)")
     ap.add_argument("--bootstrap", "--broker", dest="broker", metavar="HOST:PORT",
                     help="use this running broker instead of starting one")
@@ -1346,9 +1348,23 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(bench.tmp, ignore_errors=True)
     report = render(bench, argv, time.monotonic() - bench.t_start)
     write_out(args.out, report, summarize(bench))
+    if args.json:
+        Path(args.json).write_text(json.dumps(runs_json(bench), indent=1) + "\n")
     if args.out:
         say(f"report written to {args.out}")
     return 1 if bench.results["errors"] else 0
+
+
+def runs_json(bench: Bench) -> dict[str, Any]:
+    """``--json``: per stream, each worker run's events/s and CPU µs/event; errors."""
+    return {
+        "streams": {t["stream"].name: {"events": len(t["stream"].events),
+                                       "events_per_s": [r["drain"].rate for r in t["worker_runs"]],
+                                       "cpu_us_per_event": [r["drain"].cpu_us_per_event for r in t["worker_runs"]]}
+                    for t in bench.results["throughput"]},
+        "worker_tree": bench.args.worker_tree,
+        "errors": bench.results["errors"],
+    }
 
 
 def summarize(bench: Bench) -> str:

@@ -2,7 +2,7 @@
 
     python -m bench.run_all                      # everything, full size (~25 min): docs/BENCHMARKS.md
     python -m bench.run_all --quick              # smoke-sized (~3 min): var/bench/BENCHMARKS.quick.md
-    python -m bench.run_all --parts 1,6          # some parts only (1-13, see below)
+    python -m bench.run_all --parts 1,6          # some parts only (1-14, see below)
     python -m bench.run_all --bootstrap HOST:PORT   # use a running broker instead of starting one
     python -m bench.run_all --update --parts 6,8 # re-run those, keep the other parts of docs/BENCHMARKS.md
 
@@ -42,6 +42,7 @@ TITLES = {
     11: "11. The Claude Code hook: time per call",
     12: "12. Replay: memory bounded by the state, linear line reading",
     13: "13. Ingest: one long user message, linear in its size",
+    14: "14. This worker against issue 25's (c332baa), synthetic stream, same bench",
 }
 
 
@@ -77,6 +78,8 @@ def part_argv(part: int, args: argparse.Namespace) -> tuple[str, list[str]]:
         return "bench/bench_replay.py", [*q]
     if part == 13:
         return "bench/bench_ingest.py", [*q]
+    if part == 14:  # its own fresh broker per run (bench_worker): not one of KAFKA_PARTS
+        return "bench/bench_ab.py", [*q]
     raise ValueError(part)
 
 
@@ -222,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     ap = argparse.ArgumentParser(prog="bench/run_all.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="every part smoke-sized (about a minute each)")
-    ap.add_argument("--parts", default="1,2,3,4,5,6,7,8,9,10,11,12,13", help="comma list of parts 1-13 (default all)")
+    ap.add_argument("--parts", default=",".join(map(str, TITLES)), help="comma list of parts 1-14 (default all)")
     ap.add_argument("--out", default=None,
                     help="report file (default docs/BENCHMARKS.md; with --quick var/bench/BENCHMARKS.quick.md)")
     ap.add_argument("--runs", type=int, default=None,
@@ -242,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     parts = sorted({int(p) for p in args.parts.split(",") if p.strip()})
     if not parts or any(p not in TITLES for p in parts):
-        ap.error("--parts: numbers 1-13")
+        ap.error("--parts: numbers 1-14")
     out = (
         Path(args.out) if args.out else REPO / ("var/bench/BENCHMARKS.quick.md" if args.quick else "docs/BENCHMARKS.md")
     )

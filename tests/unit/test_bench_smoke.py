@@ -8,6 +8,7 @@ sizes, in process — a couple of seconds. The Kafka parts are exercised by
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -287,3 +288,35 @@ def test_the_in_process_bench_runs_both_modes_and_compares_them(capsys: pytest.C
     with pytest.raises(SystemExit) as refused:
         bench_plan.main(["--modes", "fast"])
     assert refused.value.code == 2 and "--modes: native and/or pure" in capsys.readouterr().err
+
+
+def test_ab_alternates_the_workers_and_reports_each_rounds_ratio(tmp_path: Path, monkeypatch) -> None:
+    from bench import bench_ab
+
+    calls: list[tuple[int, bool]] = []
+
+    def fake_run(events: int, tree: Path | None, *_a) -> dict:
+        calls.append((events, tree is None))
+        assert tree is None or (tree / "stream" / "__init__.py").exists()  # a real checkout of the baseline
+        return {"rate": 2000.0, "cpu_us": 200.0} if tree is not None else {"rate": 4200.0, "cpu_us": 95.0}
+
+    monkeypatch.setattr(bench_ab, "one_run", fake_run)
+    out = tmp_path / "ab.md"
+    assert bench_ab.main(["--baseline", "HEAD", "--events", "100,300", "--rounds", "2", "--out", str(out)]) == 0
+    # ABBA: the baseline first in round 1, this tree first in round 2, at each size
+    assert calls == [(100, False), (100, True), (300, False), (300, True),
+                     (100, True), (100, False), (300, True), (300, False)]
+    text = out.read_text()
+    assert "| 300 | 2 | 2,000 | 4,200 | 2.10x | 200 | 95 | 2.11x |" in text
+    assert "| 100 | **median** | | | **2.10x** |" in text
+    assert "300 events: 2.10x events/s" in Path(f"{out}.summary").read_text()
+    listed = subprocess.run(["git", "-C", str(bench_ab.REPO), "worktree", "list"], capture_output=True, text=True)
+    assert "cg-ab-" not in listed.stdout  # the baseline's worktree is removed
+
+
+def test_ab_says_in_one_line_when_the_baseline_cannot_be_checked_out(tmp_path: Path, capsys) -> None:
+    from bench import bench_ab
+
+    assert bench_ab.main(["--baseline", "no-such-rev-0000", "--out", str(tmp_path / "ab.md")]) == 2
+    err = capsys.readouterr()
+    assert "cannot check out the baseline 'no-such-rev-0000'" in err.out + err.err
