@@ -79,10 +79,15 @@ def main(argv: list[str] | None = None) -> int:
     add_part_args(ap, title="This worker against issue 25's, synthetic stream, same bench",
                   quick="1 round of 5,000 events", worker_timeout="seconds per run (default 900)", broker=False)
     args = ap.parse_args(argv)
-    sizes = [5_000] if args.quick else [int(x) for x in args.events.split(",") if x.strip()]
+    try:
+        sizes = [5_000] if args.quick else [int(x) for x in args.events.split(",") if x.strip()]
+    except ValueError:
+        ap.error(f"--events: whole numbers separated by commas, got {args.events!r}")
     rounds = 1 if args.quick else args.rounds
-    if not sizes or rounds < 1 or min(sizes) < 1:
-        ap.error("--events needs positive sizes and --rounds >= 1")
+    if not sizes or min(sizes) < 1:
+        ap.error(f"--events: positive sizes, got {args.events!r}")
+    if rounds < 1:
+        ap.error("--rounds must be >= 1")
     from stream import native
 
     t_start, load0 = time.monotonic(), loadavg()
@@ -127,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
         ratios, cpu_ratios = [], []
         for i, (b, t) in enumerate(results[n]):
             if "error" in b or "error" in t:
-                lines.append(f"| {n:,} | {i + 1} | {b.get('rate', 'failed')} | {t.get('rate', 'failed')} | — | | | |")
+                shown = [f"{x['rate']:,.0f}" if "rate" in x else "failed" for x in (b, t)]
+                lines.append(f"| {n:,} | {i + 1} | {shown[0]} | {shown[1]} | — | | | |")
                 continue
             ratio, cpu_ratio = t["rate"] / b["rate"], b["cpu_us"] / t["cpu_us"]
             ratios.append(ratio)

@@ -320,3 +320,17 @@ def test_ab_says_in_one_line_when_the_baseline_cannot_be_checked_out(tmp_path: P
     assert bench_ab.main(["--baseline", "no-such-rev-0000", "--out", str(tmp_path / "ab.md")]) == 2
     err = capsys.readouterr()
     assert "cannot check out the baseline 'no-such-rev-0000'" in err.out + err.err
+
+
+def test_ab_reports_a_failed_run_and_exits_1(tmp_path: Path, monkeypatch) -> None:
+    from bench import bench_ab
+
+    def fake_run(events: int, tree: Path | None, *_a) -> dict:
+        return {"error": "worker exited"} if tree is None else {"rate": 2000.4, "cpu_us": 200.0}
+
+    monkeypatch.setattr(bench_ab, "one_run", fake_run)
+    out = tmp_path / "ab.md"
+    assert bench_ab.main(["--baseline", "HEAD", "--events", "100", "--rounds", "1", "--out", str(out)]) == 1
+    text = out.read_text()
+    assert "| 100 | 1 | 2,000 | failed | — |" in text
+    assert "- round 1, 100 events, this: worker exited" in text
