@@ -25,10 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import (
-    REPO, add_part_args, command_line, loadavg, machine_line, part_footer, part_parser, say, software_line, utc_now,
-    write_out,
-)
+from bench.common import REPO, add_part_args, loadavg, part_parser, report_end, report_head, say, write_out
 
 #: Issue 25's worker: the goal "the synthetic stream >= 2x today's events/s" is against it.
 DEFAULT_BASELINE = "c332baa"
@@ -116,10 +113,9 @@ def main(argv: list[str] | None = None) -> int:
                     results[n].append((pair["baseline"], pair["this"]))
         finally:
             drop_worktree(base_tree)
+    argv_shown = sys.argv[1:] if argv is None else argv
     lines = [
-        f"## {args.title} ({utc_now()})", "",
-        f"Command: `{command_line('bench/bench_ab.py', sys.argv[1:] if argv is None else argv)}`", "",
-        f"- {machine_line()}", f"- {software_line()}",
+        *report_head(args.title, "bench/bench_ab.py", argv_shown),
         f"- Baseline: the worker of {args.baseline} (`--worker-tree`, a git worktree); this tree: its worker, "
         f"{native.status()}.",
         "- Each run: `python -m bench.bench_worker --phases synthetic --runs 1 --events N` on a fresh broker; the "
@@ -147,11 +143,9 @@ def main(argv: list[str] | None = None) -> int:
                            f"median of {len(ratios)}")
     lines += ["", "*ratio*: this worker's events/s ÷ the baseline's in the same round; *CPU ratio*: the baseline's "
               "CPU µs per event ÷ this one's. Events/s and CPU as in part 2 (`bench/bench_worker.py`).", ""]
-    if errors:
-        lines += ["Failed runs:", ""] + [f"- {e}" for e in errors] + [""]
-    text = "\n".join(lines + [part_footer(t_start, load0)]) + "\n"
-    write_out(args.out, text, f"this worker / {args.baseline}'s on the synthetic stream: " + "; ".join(summary)
-              if summary else "no result")
+    text = report_end(lines, errors, t_start, load0)
+    headline = f"this worker / {args.baseline}'s on the synthetic stream: {'; '.join(summary)}"
+    write_out(args.out, text, headline if summary else "no result")
     return 1 if errors else 0
 
 

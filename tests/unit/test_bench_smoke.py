@@ -333,4 +333,4 @@ def test_ab_reports_a_failed_run_and_exits_1(tmp_path: Path, monkeypatch) -> Non
     assert bench_ab.main(["--baseline", "HEAD", "--events", "100", "--rounds", "1", "--out", str(out)]) == 1
     text = out.read_text()
     assert "| 100 | 1 | 2,000 | failed | — |" in text
-    assert "- round 1, 100 events, this: worker exited" in text
+    assert "Failed measurements:\n\n- round 1, 100 events, this: worker exited" in text
