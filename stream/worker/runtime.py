@@ -48,10 +48,10 @@ STATE_WRITE_EXIT = 70
 #: one topic partition fit one record batch (aiokafka's default 16 KiB held a handler
 #: batch at each full one until the one before was sent: a round trip each).
 PRODUCER_BATCH_BYTES = 256 << 10
-#: ``gc.set_threshold`` while the worker runs: a young collection every 1M allocations (about
-#: 10,000 events; by then a batch's objects are freed, so it scans few), an older one every
-#: 10 of those. At 50,000 a collection came every ~400 events, while the batch's objects were
-#: still alive, and took 9% of the CPU (bench/README "Issue 25, fifth round").
+#: ``gc.set_threshold`` while the worker runs: a young collection once the tracked objects grow
+#: by 1M (net of those freed), an older one every 10 of those. At 50,000 the collector took 9%
+#: of the worker's CPU samples on the synthetic stream; at 1M about 10% less CPU per event
+#: (bench/README "Issue 25, fifth round").
 GC_THRESHOLDS = (1_000_000, 10, 10)
 #: The state log's producer lingers: a commit sends its records one by one.
 STATE_LOG_LINGER_MS = 5
