@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass
-from functools import lru_cache
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
@@ -403,10 +402,15 @@ def _reason(err: ValidationError, obj: dict[str, Any], limits: Limits) -> str:
 def _keys(items: list[Any] | None, field: str, limits: Limits) -> tuple[str, ...]:
     if not items:
         return ()
-    if all(type(c) is str for c in items) and sum(map(len, items)) <= _REMEMBERED_LIST_CHARS:
-        keys, longest = _text_keys(tuple(items))
-    else:
-        keys, longest = _sorted_keys({constraint_key(c if isinstance(c, str) else {"id": c.id}) for c in items})
+    texts = _text_list(items)
+    if texts is not None:
+        return _checked(texts[0], texts[1], field, limits)
+    keys, longest = _sorted_keys({constraint_key(c if isinstance(c, str) else {"id": c.id}) for c in items})
+    return _checked(keys, longest, field, limits)
+
+
+def _checked(keys: tuple[str, ...], longest: int, field: str, limits: Limits) -> tuple[str, ...]:
+    """``keys``, unless the longest (``longest`` characters) is over the limit."""
     if longest > limits.max_constraint_chars:  # NFKC can lengthen a text up to 18 times
         raise InvalidEvent(
             f"{field}: a constraint key of {longest} characters, limit is {limits.max_constraint_chars} "
@@ -419,15 +423,34 @@ def _sorted_keys(keys: set[str]) -> tuple[tuple[str, ...], int]:
     return tuple(sorted(keys)), max(map(len, keys))
 
 
-#: A list of string constraints up to this many characters in all has its keys remembered:
-#: a context's checkpoints re-list the same constraints, event after event.
+#: A list of string constraints up to this many characters in all is remembered with its
+#: keys: a context's checkpoints re-list the same constraints, event after event.
 _REMEMBERED_LIST_CHARS = 4096
+#: At most this many lists are remembered (then the memory starts again).
+_REMEMBERED_LISTS = 1 << 12
+_remembered_lists: dict[tuple[str, ...], tuple[tuple[str, ...], int, int]] = {}
 
 
-@lru_cache(maxsize=1 << 12)  # at most 4,096 lists of 4,096 characters (and their keys)
-def _text_keys(texts: tuple[str, ...]) -> tuple[tuple[str, ...], int]:
-    """(sorted distinct keys, the longest key's length) of string constraints."""
-    return _sorted_keys({text_key(t) for t in texts})
+def _text_list(items: list[Any]) -> tuple[tuple[str, ...], int, int] | None:
+    """(sorted distinct keys, the longest key's length, the longest text's length) of a list
+    of strings; None when an item is not a string (a constraint object). One dict lookup
+    for a list seen before."""
+    try:
+        texts = tuple(items)
+        known = _remembered_lists.get(texts)
+    except TypeError:  # an unhashable item: not a string
+        return None
+    if known is not None:  # equal tuples: the same strings (a str never equals another type here)
+        return known
+    if not texts or set(map(type, texts)) != {str}:
+        return None
+    keys, longest = _sorted_keys({text_key(t) for t in texts})
+    known = (keys, longest, max(map(len, texts)))
+    if sum(map(len, texts)) <= _REMEMBERED_LIST_CHARS:
+        if len(_remembered_lists) >= _REMEMBERED_LISTS:
+            _remembered_lists.clear()
+        _remembered_lists[texts] = known
+    return known
 
 
 def _ids(items: list[str] | None) -> tuple[str, ...]:
@@ -438,9 +461,10 @@ def _informational_constraints(v: Any, field: str, models: SimpleNamespace, limi
     if v is None:
         return ()
     try:
-        if (type(v) is list and len(v) <= limits.max_constraints
-                and all(type(c) is str and len(c) <= limits.max_constraint_chars for c in v)):
-            return _keys(v, field, limits)  # what the validator accepts unchanged: a short list of short strings
+        if type(v) is list and len(v) <= limits.max_constraints:
+            texts = _text_list(v)
+            if texts is not None and texts[2] <= limits.max_constraint_chars:
+                return _checked(texts[0], texts[1], field, limits)  # what the validator accepts unchanged: a short list of short strings
         return _keys(models.constraints_validator.validate_python(v, strict=True), field, limits)
     except (ValidationError, InvalidEvent):
         return ()

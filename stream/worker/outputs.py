@@ -112,10 +112,15 @@ class Outputs:
     def of(self, message: Any, event: Event, out: Output) -> list[OutputRecord]:
         """The records of one applied event, in the contract's order: alerts, status, verdicts."""
         key = event.context_id.encode("utf-8")
-        records = [OutputRecord(self.alerts, key, encode(a), source=message) for a in out.alerts]
-        records += [OutputRecord(self.status, status_key(s.context_id, s.node_id), encode(s),
-                                 message.partition, source=message, kind=STATUS, status=s) for s in out.statuses]
-        records += [OutputRecord(self.verdicts, key, encode(v), source=message) for v in out.verdicts]
+        alerts, statuses, verdicts = out.alerts, out.statuses, out.verdicts
+        # positional (topic, key, value, partition, source, kind, seq, status): the fields' order
+        records = [OutputRecord(self.alerts, key, encode(a), None, message) for a in alerts] if alerts else []
+        if statuses:
+            topic, partition = self.status, message.partition
+            records += [OutputRecord(topic, status_key(s.context_id, s.node_id), encode(s), partition, message,
+                                     STATUS, -1, s) for s in statuses]
+        if verdicts:
+            records += [OutputRecord(self.verdicts, key, encode(v), None, message) for v in verdicts]
         return records
 
     def dead_letter(self, message: Any, reason: str, *, keep_value: bool = True) -> OutputRecord:

@@ -30,7 +30,7 @@ from stream.domain.events import Source
 from stream.domain.state import TABLES, DictState
 from stream.wire import decode_event, encode
 from stream.worker import statelog
-from stream.worker.store import PartitionState, PartitionStore, key_json, value_json
+from stream.worker.store import PartitionState, PartitionStore, key_bytes, key_json, value_json
 from tests.unit.fakes import Rig
 from tests.unit.test_engine_properties import arrivals
 
@@ -304,9 +304,12 @@ def test_the_store_applies_entries_and_metadata_in_one_batch_and_lists_them_back
 
 
 @pytest.mark.parametrize("key", [("c", "n"), ("c", 'quote"d'), ("c", "back\\slash"), ("c", "\u0000nul"),
-                                 ("c",), ("c", 7), ("ctx é", "ü")])
+                                 ("c",), ("c", 7), ("ctx é", "ü"), ("c", "\u2028\x1f\x7f"), ("c", -2**63),
+                                 ("c", 2**64), ("c", -2**70)])
 def test_key_json_is_the_json_of_the_key(key):
+    # orjson's bytes, the stdlib's past 64 bits: both the text json.dumps gives
     assert key_json(key) == json.dumps(list(key), ensure_ascii=False, separators=(",", ":"))
+    assert key_bytes(key) == key_json(key).encode("utf-8")
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

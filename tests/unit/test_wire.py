@@ -222,6 +222,9 @@ def test_an_informational_text_over_the_constraint_limits_is_treated_as_absent()
     assert (event.instructions, event.raw_instructions) == ((), ())
     event = decode_event(line)
     assert event.instructions == ("do x", "do yyyyy") and len(event.raw_instructions) == 2
+    # remembered now (a list seen before is one lookup): the limits still apply to it
+    assert decode_event(line, limits=Limits(max_constraint_chars=5)).instructions == ()
+    assert decode_event(line, limits=Limits(max_constraints=1)).raw_instructions == ()
 
 
 # --------------------------------------------------------------------------- constraints
@@ -251,6 +254,12 @@ def test_constraints_are_reduced_to_their_sorted_deduplicated_keys():
     )))
     assert event.raw_negative_constraints == ("", "do not push", "file")
 
+
+def test_a_remembered_list_of_strings_is_not_confused_with_equal_values_of_other_types():
+    # a list of strings is remembered by its tuple; 1 == 1.0 == True, but never a string
+    assert decode_event(as_line(make_checkpoint(instructions=["1", "2"]))).instructions == ("1", "2")
+    assert decode_event(as_line(make_checkpoint(instructions=[1, 2]))).instructions == ()
+    assert reason_for(make_checkpoint(negative_constraints=["1", True])).startswith("negative_constraints.1")
 
 
 def test_remembered_constraint_keys_still_meet_each_limit():
