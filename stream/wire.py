@@ -464,7 +464,8 @@ def _informational_constraints(v: Any, field: str, models: SimpleNamespace, limi
         if type(v) is list and len(v) <= limits.max_constraints:
             texts = _text_list(v)
             if texts is not None and texts[2] <= limits.max_constraint_chars:
-                return _checked(texts[0], texts[1], field, limits)  # what the validator accepts unchanged: a short list of short strings
+                # what the validator accepts unchanged: a short list of short strings
+                return _checked(texts[0], texts[1], field, limits)
         return _keys(models.constraints_validator.validate_python(v, strict=True), field, limits)
     except (ValidationError, InvalidEvent):
         return ()
