@@ -479,6 +479,24 @@ def test_the_output_encoder_takes_integers_past_64_bits_as_the_stdlib_does():
     assert encode({"n": 2**70, "s": "\u2028\x00"}) == encode_record({"n": 2**70, "s": "\u2028\x00"})
 
 
+def test_an_encoded_output_and_a_status_key_hold_no_more_memory_than_their_length():
+    # orjson returns even 20 bytes in an allocation of 4 KiB; an output is held until its
+    # commit, a status key in the partition cache: each must be a bytes object of its own size
+    import tracemalloc
+
+    from stream.wire import status_key
+
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        held = [encode({"i": i}) for i in range(200)] + [status_key("ctx", f"n{i}") for i in range(200)]
+        per_record = (tracemalloc.get_traced_memory()[0] - before) / len(held)
+    finally:
+        tracemalloc.stop()
+    assert held[0] == b'{"i":0}' and held[200] == b'["ctx","n0"]'
+    assert per_record < 200, f"{per_record:.0f} bytes held per record of about 10"
+
+
 def test_json_type_names_what_the_user_wrote_in_json_terms():
     from stream.errors import json_type
     from stream.hook.claude_code import HookInputError, parse_input
