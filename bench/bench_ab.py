@@ -5,7 +5,8 @@
 Checks out ``--baseline`` (default c332baa, the worker issue 25 measured) as a git
 worktree in a temporary directory, then runs ``bench.bench_worker --phases synthetic
 --runs 1`` once per worker, size and round, each on its own fresh broker: the baseline's
-worker (``--worker-tree``) and this tree's (compiled hot modules if built), in ABBA order
+worker (``--worker-tree``; its hot modules compiled first when it has them) and this
+tree's (compiled hot modules if built), in ABBA order
 (the first in one round goes second in the next) so a drift of the machine falls on both.
 Reports each run's events/s and worker CPU µs/event, the ratio of each round, and their
 median per size. Two sizes: a per-event rate that holds at both is not a growth artifact.
@@ -39,6 +40,19 @@ def worktree(rev: str, where: Path) -> Path:
         reason = (proc.stderr.strip().splitlines() or ["git worktree add failed"])[-1]
         raise RuntimeError(f"cannot check out the baseline {rev!r}: {reason} (a shallow clone? git fetch --unshallow)")
     return where
+
+
+def build_native(tree: Path) -> str:
+    """Compile a baseline's hot modules, when it has them (``stream/native.py``), as ``make
+    install`` does, so that compiled code is compared with compiled code. Returns its status
+    line: "compiled (...)", "pure Python (...)" or "no compiled modules at that commit"."""
+    if not (tree / "stream" / "native.py").exists():
+        return "no compiled modules at that commit"
+    subprocess.run([sys.executable, "-m", "stream.devtools.native", "build"], cwd=tree, capture_output=True,
+                   text=True, timeout=600)
+    proc = subprocess.run([sys.executable, "-c", "import stream.native as n, stream.domain.engine; print(n.status())"],
+                          cwd=tree, capture_output=True, text=True, timeout=120)
+    return (proc.stdout.strip().splitlines() or [f"status unknown: {proc.stderr.strip()[-200:]}"])[-1]
 
 
 def drop_worktree(where: Path) -> None:
@@ -97,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
         except RuntimeError as exc:
             say(str(exc))
             return 2
+        base_native = build_native(base_tree)
+        say(f"baseline {args.baseline}: {base_native}")
         try:
             for r in range(rounds):
                 for n in sizes:
@@ -116,8 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     argv_shown = sys.argv[1:] if argv is None else argv
     lines = [
         *report_head(args.title, "bench/bench_ab.py", argv_shown),
-        f"- Baseline: the worker of {args.baseline} (`--worker-tree`, a git worktree); this tree: its worker, "
-        f"{native.status()}.",
+        f"- Baseline: the worker of {args.baseline} (`--worker-tree`, a git worktree), {base_native}; this tree: "
+        f"its worker, {native.status()}.",
         "- Each run: `python -m bench.bench_worker --phases synthetic --runs 1 --events N` on a fresh broker; the "
         "two workers alternate, first and second in turn (ABBA).", "",
         "| events | round | baseline events/s | this events/s | ratio | baseline CPU µs/event | this CPU µs/event "

@@ -300,18 +300,29 @@ def test_ab_alternates_the_workers_and_reports_each_rounds_ratio(tmp_path: Path,
         assert tree is None or (tree / "stream" / "__init__.py").exists()  # a real checkout of the baseline
         return {"rate": 2000.0, "cpu_us": 200.0} if tree is not None else {"rate": 4200.0, "cpu_us": 95.0}
 
+    built: list[Path] = []
     monkeypatch.setattr(bench_ab, "one_run", fake_run)
+    monkeypatch.setattr(bench_ab, "build_native", lambda tree: built.append(tree) or "compiled (stand-in)")
     out = tmp_path / "ab.md"
     assert bench_ab.main(["--baseline", "HEAD", "--events", "100,300", "--rounds", "2", "--out", str(out)]) == 0
+    assert len(built) == 1 and built[0].name == "baseline"  # the baseline compiled once, before its runs
     # ABBA: the baseline first in round 1, this tree first in round 2, at each size
     assert calls == [(100, False), (100, True), (300, False), (300, True),
                      (100, True), (100, False), (300, True), (300, False)]
     text = out.read_text()
+    assert "a git worktree), compiled (stand-in); this tree" in text
     assert "| 300 | 2 | 2,000 | 4,200 | 2.10x | 200 | 95 | 2.11x |" in text
     assert "| 100 | **median** | | | **2.10x** |" in text
     assert "300 events: 2.10x events/s" in Path(f"{out}.summary").read_text()
     listed = subprocess.run(["git", "-C", str(bench_ab.REPO), "worktree", "list"], capture_output=True, text=True)
     assert "cg-ab-" not in listed.stdout  # the baseline's worktree is removed
+
+
+def test_ab_compiles_no_baseline_that_has_no_compiled_modules(tmp_path: Path) -> None:
+    from bench import bench_ab
+
+    (tmp_path / "stream").mkdir()
+    assert bench_ab.build_native(tmp_path) == "no compiled modules at that commit"
 
 
 def test_ab_says_in_one_line_when_the_baseline_cannot_be_checked_out(tmp_path: Path, capsys) -> None:
@@ -329,6 +340,7 @@ def test_ab_reports_a_failed_run_and_exits_1(tmp_path: Path, monkeypatch) -> Non
         return {"error": "worker exited"} if tree is None else {"rate": 2000.4, "cpu_us": 200.0}
 
     monkeypatch.setattr(bench_ab, "one_run", fake_run)
+    monkeypatch.setattr(bench_ab, "build_native", lambda tree: "compiled (stand-in)")
     out = tmp_path / "ab.md"
     assert bench_ab.main(["--baseline", "HEAD", "--events", "100", "--rounds", "1", "--out", str(out)]) == 1
     text = out.read_text()
