@@ -48,10 +48,14 @@ def build_native(tree: Path) -> str:
     line: "compiled (...)", "pure Python (...)" or "no compiled modules at that commit"."""
     if not (tree / "stream" / "native.py").exists():
         return "no compiled modules at that commit"
-    subprocess.run([sys.executable, "-m", "stream.devtools.native", "build"], cwd=tree, capture_output=True,
-                   text=True, timeout=600)
-    proc = subprocess.run([sys.executable, "-c", "import stream.native as n, stream.domain.engine; print(n.status())"],
-                          cwd=tree, capture_output=True, text=True, timeout=120)
+    try:
+        subprocess.run([sys.executable, "-m", "stream.devtools.native", "build"], cwd=tree, capture_output=True,
+                       text=True, timeout=600)
+        proc = subprocess.run([sys.executable, "-c",
+                               "import stream.native as n, stream.domain.engine; print(n.status())"],
+                              cwd=tree, capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired as exc:
+        return f"status unknown: {' '.join(map(str, exc.cmd[1:3]))} timed out after {exc.timeout:.0f} s"
     return (proc.stdout.strip().splitlines() or [f"status unknown: {proc.stderr.strip()[-200:]}"])[-1]
 
 
@@ -111,9 +115,9 @@ def main(argv: list[str] | None = None) -> int:
         except RuntimeError as exc:
             say(str(exc))
             return 2
-        base_native = build_native(base_tree)
-        say(f"baseline {args.baseline}: {base_native}")
         try:
+            base_native = build_native(base_tree)  # inside: the worktree is dropped whatever happens
+            say(f"baseline {args.baseline}: {base_native}")
             for r in range(rounds):
                 for n in sizes:
                     pair: dict[str, dict[str, Any]] = {}

@@ -85,7 +85,7 @@ class PartitionStore:
         table.set_bloom_filter(10, False)  # most engine reads of `seen` are misses
         opts.set_block_based_table_factory(table)
         # ... also in the memtable, where a commit's writes sit until a flush: a miss there
-        # costs 0.43 µs instead of 0.8 (bench/README "sixth round"); 1% of the write buffer
+        # costs about 0.4 µs instead of 0.8 (bench/README "sixth round"); 1% of the write buffer
         opts.set_memtable_prefix_bloom_ratio(0.01)
         opts.set_memtable_whole_key_filtering(True)
         self._opts = opts
