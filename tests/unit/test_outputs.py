@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ from stream.domain.outputs import NodeStatus, Trigger
 from stream.errors import OutputRejected
 from stream.settings import Settings
 from stream.wire import encode, status_key
-from stream.worker.outputs import STATUS, OutputRecord, Outputs
+from stream.worker.outputs import RECORD, STATUS, OutputRecord, Outputs
 from tests.unit.fakes import FakeBroker, Record
 
 pytestmark = pytest.mark.unit
@@ -129,3 +130,21 @@ def test_an_output_refused_by_authorization_is_an_error_that_stops_the_worker():
     outputs, _ = outputs_over(broker)
     with pytest.raises(OutputRejected, match="ACLs"):
         deliver(outputs, [status("root", True, 0)])
+
+
+def test_the_records_of_an_event_carry_each_field_by_name_in_the_contracts_order():
+    """``Outputs.of`` builds OutputRecord positionally for speed: a reordered field must fail here."""
+    node = status("n1", True, 0).status
+    out = SimpleNamespace(alerts=[{"alert_id": "a1"}], statuses=[node], verdicts=[{"verdict": "v1"}])
+    message = Record("artifact-events", 3, 7, b"ctx", b"{}")
+    records = Outputs(S, FakeBroker().producer()).of(message, SimpleNamespace(context_id="ctx"), out)
+
+    assert [(r.topic, r.key, r.partition, r.kind, r.seq, r.status) for r in records] == [
+        (S.alerts_topic, b"ctx", None, RECORD, -1, None),
+        (S.status_topic, status_key("ctx", "n1"), 3, STATUS, -1, node),
+        (S.verdicts_topic, b"ctx", None, RECORD, -1, None),
+    ]
+    assert [r.value for r in records] == [encode({"alert_id": "a1"}), encode(node), encode({"verdict": "v1"})]
+    assert all(r.source is message for r in records)
+    empty = SimpleNamespace(alerts=[], statuses=[], verdicts=[])
+    assert Outputs(S, FakeBroker().producer()).of(message, SimpleNamespace(context_id="ctx"), empty) == []
