@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 
 from stream.commands._base import argument, check_input_file, check_output_file, command, fail, option
-from stream.offline.replay import Replayer, first_line, iter_lines, not_events
+from stream.lines import iter_lines
+from stream.offline.replay import Replayer, first_line, not_events
 from stream.settings import get_settings
 from stream.wire import encode
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -26,9 +26,8 @@ from stream.domain.engine import MAX_LEDGER, MAX_OUTPUT_BYTES, Engine, Output
 from stream.domain.events import OFFLINE, Event
 from stream.domain.state import DictState
 from stream.errors import InvalidEvent
+from stream.lines import iter_lines
 from stream.wire import MAX_MESSAGE_BYTES, decode_event
-
-BOM = b"\xef\xbb\xbf"
 
 
 @dataclass
@@ -150,88 +149,6 @@ class Replayer:
             ctx: list(st["waiting"]) for (ctx,), st in sorted(self.state.seq.items()) if st["waiting"]
         }
         return self.result
-
-
-class Oversize(bytes):
-    """A line over :func:`iter_lines`' ``limit``: its first ``limit`` bytes, and its
-    full length in ``size`` (the rest was never held)."""
-
-    size: int
-
-
-def iter_lines(stream: BinaryIO, *, limit: int | None = None) -> Iterator[bytes]:
-    """Split a binary stream on ``\\n`` only (not on \\r, \\x0b, U+2028 ...); strip a BOM.
-
-    Linear in the input, whatever its line lengths. With ``limit``, a line longer than
-    ``limit`` bytes is an :class:`Oversize` (only its first ``limit`` bytes are kept;
-    one that is blank whole is ``b""``), so no line costs more than ``limit`` memory."""
-    first = True
-    line = _Line(limit)  # the line that continues into the next chunk
-    while True:
-        chunk = stream.read(1 << 20)
-        if not chunk:
-            break
-        if first:
-            if chunk.startswith(BOM):
-                chunk = chunk[len(BOM):]
-            first = False
-        pieces = chunk.split(b"\n")
-        if len(pieces) == 1:
-            line.add(chunk)
-            continue
-        line.add(pieces[0])
-        yield line.take()
-        for i in range(1, len(pieces) - 1):
-            piece = pieces[i]
-            if limit is None or len(piece) <= limit:
-                yield piece
-            else:
-                line.add(piece)
-                yield line.take()
-        line.add(pieces[-1])
-    if line.size:
-        yield line.take()
-
-
-class _Line:
-    """A line being read in pieces: at most ``limit`` bytes of it held, its full size and,
-    past the limit, whether the rest is blank."""
-
-    __slots__ = ("limit", "parts", "held", "size", "blank")
-
-    def __init__(self, limit: int | None) -> None:
-        self.limit = limit
-        self.parts: list[bytes] = []
-        self.held = self.size = 0
-        self.blank = True
-
-    def add(self, piece: bytes) -> None:
-        if not piece:
-            return
-        self.size += len(piece)
-        limit = self.limit
-        if limit is None or self.held + len(piece) <= limit:
-            self.parts.append(piece)
-            self.held += len(piece)
-            return
-        if self.held < limit:
-            self.parts.append(piece[:limit - self.held])
-            self.held = limit
-        if self.blank:
-            self.blank = not piece.strip(b" \t\r")
-
-    def take(self) -> bytes:
-        parts = self.parts
-        line = parts[0] if len(parts) == 1 else b"".join(parts)
-        size, limit, blank = self.size, self.limit, self.blank
-        self.parts, self.held, self.size, self.blank = [], 0, 0, True
-        if limit is None or size <= limit:
-            return line
-        if blank and not line.strip(b" \t\r"):
-            return b""
-        over = Oversize(line)
-        over.size = size
-        return over
 
 
 #: Keys of a Claude Code transcript record (never of an input event).

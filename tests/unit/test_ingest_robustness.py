@@ -139,7 +139,7 @@ def test_more_rules_in_force_than_a_checkpoint_lists_keep_the_checkpoint_under_t
 def test_read_lines_splits_like_bytes_split_with_long_lines_as_their_length(lines, trailing, limit, chunk):
     import io
 
-    from stream.adapters.compaction.claude_code import read_lines
+    from stream.lines import Oversize, read_lines
 
     data = b"\n".join(lines) + (b"\n" if trailing and lines else b"")
     for final in (True, False):
@@ -149,7 +149,9 @@ def test_read_lines_splits_like_bytes_split_with_long_lines_as_their_length(line
         if final and tail:
             pieces.append(tail)
             tail = b""
-        assert got == [p if len(p) <= limit else len(p) for p in pieces]
+        assert [p.size if isinstance(p, Oversize) else p for p in got] == [
+            p if len(p) <= limit else b"" if not p.strip(b" \t\r") else len(p) for p in pieces]
+        assert all(p == b"" for p in got if isinstance(p, Oversize))  # none of an oversize line is held
         assert (consumed, left) == (len(data) - len(tail), len(tail))
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import io
 import random
-import tracemalloc
 
 import pytest
 
+from stream.lines import iter_lines
 from stream.offline.forensics import Merger, Range, Record, merge, verify, verify_statuses
-from stream.offline.replay import Oversize, Replayer, iter_lines, replay_lines
+from stream.offline.replay import Replayer, replay_lines
 from stream.order import ARTIFACTS, CHECKPOINTS, comes_first, order_key
 from stream.settings import Settings
 from stream.worker.merge import TopicMerge
@@ -22,81 +22,9 @@ CK, AR = Settings().input_topics
 MiB = 1 << 20
 
 
-class Trickle(io.RawIOBase):
-    """A binary stream whose reads return at most ``step`` bytes."""
-
-    def __init__(self, data: bytes, step: int) -> None:
-        self.data, self.pos, self.step = data, 0, step
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, n: int = -1) -> bytes:
-        n = self.step if n < 0 else min(n, self.step)
-        out = self.data[self.pos:self.pos + n]
-        self.pos += len(out)
-        return out
-
-
-class Zeros(io.RawIOBase):
-    """``size`` bytes of ``x`` then ``tail``, produced as read (never held whole)."""
-
-    def __init__(self, size: int, tail: bytes = b"") -> None:
-        self.left, self.tail = size, tail
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, n: int = -1) -> bytes:
-        if self.left:
-            k = min(n, self.left)
-            self.left -= k
-            return b"x" * k
-        out, self.tail = self.tail[:n], self.tail[n:]
-        return out
-
-
-def test_lines_are_split_on_newline_only_whatever_the_chunk_boundaries():
-    rng = random.Random(28)
-    for _ in range(300):
-        data = bytes(rng.choice(b"ab \r\n") for _ in range(rng.randint(0, 60)))
-        want = data.split(b"\n")
-        if want and want[-1] == b"":
-            want.pop()
-        for step in (1, 2, 3, 7, 64):
-            assert list(iter_lines(Trickle(data, step))) == want, (data, step)
-            assert list(iter_lines(Trickle(data, step), limit=100)) == want, (data, step)
-
-
-def test_a_line_over_the_limit_is_cut_at_the_limit_and_knows_its_full_size():
-    data = b"short\n" + b"y" * 25 + b"\nafter\n" + b"z" * 11
-    for step in (1, 4, 10, 100):
-        lines = list(iter_lines(Trickle(data, step), limit=10))
-        assert lines == [b"short", b"y" * 10, b"after", b"z" * 10]
-        assert [getattr(x, "size", None) for x in lines] == [None, 25, None, 11]
-        assert isinstance(lines[1], Oversize)
-
-
-def test_a_blank_line_over_the_limit_stays_blank_and_one_with_a_late_character_does_not():
-    assert list(iter_lines(io.BytesIO(b" " * 50 + b"\n"), limit=10)) == [b""]
-    [line] = list(iter_lines(io.BytesIO(b" " * 50 + b"x\n"), limit=10))
-    assert line == b" " * 10 and line.size == 51
-
-
-def test_a_32_mb_line_is_read_within_the_limit_of_memory():
-    tracemalloc.start()
-    try:
-        lines = [(len(x), getattr(x, "size", None)) for x in iter_lines(Zeros(32 * MiB, b"\nok\n"), limit=MiB)]
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert lines == [(MiB, 32 * MiB), (2, None)]
-    assert peak < 6 * MiB, f"peak {peak / MiB:.1f} MiB for a 32 MiB line with a 1 MiB limit"
-
-
 def test_an_oversize_line_is_dead_lettered_with_its_full_size():
     rp = Replayer(max_bytes=1000)
-    for n, line in enumerate(iter_lines(Zeros(5000, b"\n"), limit=1000), 1):
+    for n, line in enumerate(iter_lines(io.BytesIO(b"x" * 5000 + b"\n"), limit=1000), 1):
         rp.feed(line, n)
     assert rp.result.dead_letters == [(1, "line is 5000 bytes, over the 1000-byte limit")]
 

@@ -21,6 +21,7 @@ from stream.adapters.compaction import compaction_logs as logs
 from stream.adapters.compaction.compaction_logs import LogContext, ReadStats
 from stream.adapters.compaction.judge import Candidate, Judge
 from stream.errors import json_type
+from stream.lines import Oversize, read_lines
 
 if TYPE_CHECKING:
     from stream.adapters.compaction.prohibitions import ProhibitionMatcher
@@ -85,39 +86,6 @@ def content_hash(rec: dict[str, Any]) -> str:
 #: A transcript record longer than this is skipped without being read into memory (one error line): a record is
 #: one message or tool result, and Claude Code keeps big outputs in files of their own.
 MAX_RECORD_BYTES = 64 << 20
-
-
-def read_lines(fh: Any, limit: int, *, final: bool, chunk: int = 1 << 20) -> tuple[list[bytes | int], int, int]:
-    """(lines without their newline, bytes consumed, bytes left unread) of ``fh`` from its position.
-
-    A line over ``limit`` bytes is its length (an int) instead, its bytes skipped in ``chunk``-sized reads
-    (memory stays at about ``limit``). The last line without a newline is a line only when ``final``; else it
-    is left unread (a line still being written), its length the third value."""
-    lines: list[bytes | int] = []
-    parts: list[bytes] = []  # the line being read
-    size = 0  # its length so far
-    consumed = 0
-    while data := fh.read(chunk):
-        start = 0
-        while (nl := data.find(b"\n", start)) >= 0:
-            size += nl - start
-            if size <= limit:
-                parts.append(data[start:nl])
-                lines.append(b"".join(parts))
-            else:
-                lines.append(size)
-            consumed += size + 1
-            parts, size, start = [], 0, nl + 1
-        size += len(data) - start
-        if size <= limit:
-            parts.append(data[start:])
-        else:
-            parts = []
-    if final and size:
-        lines.append(b"".join(parts) if size <= limit else size)
-        consumed += size
-        size = 0
-    return lines, consumed, size
 
 
 def decode_line(line: bytes) -> tuple[list[Any], json.JSONDecodeError | None]:
@@ -465,7 +433,7 @@ class ClaudeCodeTranscript:
         try:
             with open(self.path, "rb") as fh:
                 fh.seek(self._offset)
-                lines, consumed, tail = read_lines(fh, MAX_RECORD_BYTES, final=final)
+                lines, consumed, tail = read_lines(fh, MAX_RECORD_BYTES, final=final, bom=not self._offset)
         except FileNotFoundError:
             if not final and self._started:  # deleted while followed: that durable copy is gone
                 if self.session is not None:
@@ -485,13 +453,11 @@ class ClaudeCodeTranscript:
         self._offset += consumed  # a line still being written (``tail`` bytes) is read at the next poll
         for line in lines:
             self._lineno += 1
-            if isinstance(line, int):  # over the limit: skipped unread, never held in memory
+            if isinstance(line, Oversize):  # over the limit: skipped unread, never held in memory
                 self.stats.records += 1
-                self.stats.error(f"{self.path}:{self._lineno}: a record of {line:,} bytes, over the "
+                self.stats.error(f"{self.path}:{self._lineno}: a record of {line.size:,} bytes, over the "
                                  f"{MAX_RECORD_BYTES:,}-byte limit; skipped")
                 continue
-            if self._lineno == 1 and line.startswith(b"\xef\xbb\xbf"):
-                line = line[3:]
             if line.strip():
                 self._line(line)
         if final:
