@@ -4,6 +4,7 @@
     python -m bench.real_folds unpack NAME --mirrors DIR --out DIR   # NAME: bench/real_folds/NAME.json, or a path
     python -m bench.real_folds list
     python -m bench.real_folds agree DIR_A DIR_B    # two labellers' labels of the same transcripts
+    python -m bench.real_folds restated DIR ...     # does an earlier summary restate rules in a form the judge reads?
 
 ``pack`` turns a fold folder (the layout and labels of ``../shared/real-logs``) into a
 manifest: per transcript its source (repository, commit, path, blob) and the labels with
@@ -218,6 +219,36 @@ def agree(first: Path, second: Path) -> dict[str, Any]:
     return c
 
 
+def restated(folds: list[Path]) -> dict[str, Any]:
+    """Could the earlier summary read a rule that the user's own words do not give the rules judge?
+
+    Over every rule in force at a compaction that the compaction before it carried, with the labeller's quote of
+    where in that summary: whether the default ``rules`` judge reads a rule in the user's text (as a typed message)
+    and in the quote, counted by the later compaction's label. ``dropped`` / ``user-unread`` / ``quote-read`` is
+    what reading the earlier summary would add to recall at most.
+    """
+    from collections import Counter
+
+    from stream.adapters.compaction.judge import Candidate
+    from stream.adapters.compaction.judge_rules import RulesJudge
+
+    judge, counts = RulesJudge(), Counter[str]()
+
+    def reads(text: str) -> str:
+        return "read" if judge.instructions(Candidate("q#1", text, "typed")) else "unread"
+
+    for fold in folds:
+        for label in _labels(fold).values():
+            rules, comps = {p["id"]: p for p in label.get("prohibitions", [])}, label.get("compactions", [])
+            for before, now in zip(comps, comps[1:]):
+                quotes = before.get("carried_quotes") or {}
+                for pid in now.get("in_force", []):
+                    if pid in before.get("carried", []) and isinstance(quotes.get(pid), str) and pid in rules:
+                        kept = "dropped" if pid in now.get("dropped", []) else "carried"
+                        counts[f"{kept}/user-{reads(rules[pid]['text'])}/quote-{reads(quotes[pid])}"] += 1
+    return dict(sorted(counts.items()))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.real_folds", description=__doc__.split("\n\n")[0],
                                  epilog="\n\n".join(__doc__.split("\n\n")[1:]),
@@ -234,6 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     g = sub.add_parser("agree", help="score a second labelling of the same transcripts against the first")
     g.add_argument("first", type=Path, help="a fold folder (labels/*.json): the reference labels")
     g.add_argument("second", type=Path, help="a fold folder labelling some of the same transcripts")
+    r = sub.add_parser("restated", help="count the rules an earlier summary restates in a form the judge reads")
+    r.add_argument("folds", type=Path, nargs="+", help="fold folders (labels/*.json and their transcripts)")
     a = ap.parse_args(argv)
     try:
         if a.cmd == "pack":
@@ -248,6 +281,9 @@ def main(argv: list[str] | None = None) -> int:
                 raise FoldError(f"{a.manifest}: no such manifest (kept folds: {known})")
             n = unpack(json.loads(path.read_text()), a.mirrors, a.out)
             print(f"{n} transcripts and labels written to {a.out}", file=sys.stderr)
+        elif a.cmd == "restated":
+            json.dump(restated(a.folds), sys.stdout, indent=1)
+            print()
         elif a.cmd == "agree":
             json.dump(agree(a.first, a.second), sys.stdout, indent=1)
             print()

@@ -140,3 +140,17 @@ def test_agree_needs_a_transcript_in_common(tmp_path: Path) -> None:
     (other / "x.json").write_text(json.dumps({"file": "else/x.jsonl", "compactions": []}))
     with pytest.raises(real_folds.FoldError, match="no transcript in common"):
         real_folds.agree(first, tmp_path / "b")
+
+
+def test_restated_counts_what_the_earlier_summary_gives_the_judge_to_read(tmp_path: Path) -> None:
+    (tmp_path / "labels").mkdir()
+    rules = [("P1", 3, "never push to main"), ("P2", 5, "the blue one please"), ("P3", 7, "the red one")]
+    first = {"boundary_line": 20, "summary_line": 21, "in_force": ["P1", "P2", "P3"], "carried": ["P1", "P2"],
+             "dropped": ["P3"], "carried_quotes": {"P1": "never push to main", "P2": "Do not use the red one."}}
+    second = {"boundary_line": 40, "summary_line": 41, "in_force": ["P1", "P2", "P3"], "carried": ["P1"],
+              "dropped": ["P2", "P3"]}
+    label = {"file": "someone__logs/s1.jsonl", "compactions": [first, second],
+             "prohibitions": [{"id": pid, "line": line, "text": text} for pid, line, text in rules]}
+    (tmp_path / "labels" / "s1.json").write_text(json.dumps(label))
+    # P3 was not carried by the first summary: nothing to restate; P2's user text reads as no rule, its restatement does
+    assert real_folds.restated([tmp_path]) == {"carried/user-read/quote-read": 1, "dropped/user-unread/quote-read": 1}
