@@ -12,6 +12,8 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+# setuptools' editable-install banner ("Please be careful with folders ...") is advice, not a problem: not shown
+PIP_QUIET := PYTHONWARNINGS='ignore:Editable installation'
 STAMP  := $(VENV)/.installed-stamp
 TOOLS  ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/checkpoint-guard/tools
 HELM_VERSION ?= v4.3.1
@@ -24,7 +26,7 @@ $(STAMP): pyproject.toml
 	@command -v mvn  >/dev/null || { echo "checkpoint-guard: error: mvn not found (install Maven 3.6+)" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,langgraph]'
+	$(PIP_QUIET) $(BIN)/python -m pip install --quiet -e '.[test,langgraph]'
 	@touch $@
 
 # The engine and the worker's per-event path compiled with mypyc (README "Compiled hot modules"):
@@ -81,7 +83,7 @@ example: install
 # writes docs/BENCHMARKS.md. `make bench ARGS=--quick` (~4 min) writes var/bench/BENCHMARKS.quick.md;
 # ARGS="--parts 1,6" picks parts. See bench/README.md.
 $(VENV)/.bench-stamp: $(STAMP) pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	$(PIP_QUIET) $(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	@touch $@
 
 bench: install $(VENV)/.bench-stamp

@@ -42,8 +42,9 @@ settings = get_settings()
         default=None,
         is_flag=False,
         flag_value="",
-        help="Offline, a flag: start each context's expected seq at the first event read (partial input). "
-        "With --from-kafka: --since TIME (RFC 3339) also starts reading at TIME.",
+        metavar="[TIME]",
+        help="Start each context's expected seq at the first event read (partial input); offline it takes no "
+        "TIME. With --from-kafka: --since TIME (RFC 3339) also starts reading at TIME.",
     ),
     option("--from-kafka", is_flag=True, default=False, help="Read the input topics instead of files."),
     option(

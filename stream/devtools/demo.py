@@ -111,7 +111,7 @@ class Demo:
         client = producer(s, enable_idempotence=True, linger_ms=5)
         await client.start()
         try:
-            with Progress(console=self.console, transient=True) as bar:
+            with Progress(console=self.console, transient=True, disable=not self.console.is_terminal) as bar:
                 task = bar.add_task("producing", total=len(events))
                 pending = []
                 for i, e in enumerate(events):
@@ -140,7 +140,7 @@ class Demo:
             tps = [TopicPartition(t, p) for t in s.input_topics for p in range(s.partitions)]
             ends = await c.end_offsets(tps)
             total = sum(ends.values())
-            with Progress(console=self.console, transient=True) as bar:
+            with Progress(console=self.console, transient=True, disable=not self.console.is_terminal) as bar:
                 task = bar.add_task("worker consuming", total=total)
                 while True:
                     committed = await a.list_consumer_group_offsets(s.app_id)
