@@ -28,7 +28,7 @@ from stream.adapters import encode_event
 from stream.adapters.compaction.claude_code import ClaudeCodeTranscript
 from stream.adapters.compaction.cues import DEFAULT_PRECISION, PRECISION_LEVELS
 from stream.adapters.compaction.judge import Judge
-from stream.adapters.compaction.judge_rules import RulesJudge
+from stream.adapters.compaction.judge_rules import RulesJudge, session_language
 from stream.adapters.compaction.openhands import OpenHandsConversation
 from stream.adapters.compaction.prohibitions import (
     DEFAULT_MATCH_THRESHOLD,
@@ -183,7 +183,8 @@ def run_case(label: dict[str, Any], root: Path, judge: Judge | ProhibitionMatche
     if judged is not None:
         case.skipped_languages = Counter(judged.skipped_languages)
     if isinstance(judge, RulesJudge):
-        case.after_last = [(c.origin[1], [i.text for i, _ in judge.instructions(c)])
+        session = session_language(judged.candidates if judged else [])  # as the judge reads them at a compaction
+        case.after_last = [(c.origin[1], [i.text for i, _ in judge.instructions(c, session)])
                            for c in (judged.candidates if judged else [])
                            if c.channel not in ("rule_file", "system") and c.origin is not None and c.origin[1] > last]
     rp = Replayer()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from stream.adapters.compaction import cues
+from stream.adapters.compaction import cues, judge_rules
 from stream.adapters.compaction.judge import Candidate
 from stream.adapters.compaction.judge_rules import RulesJudge, _summary, quoted_share
 from stream.adapters.compaction.prohibitions import ProhibitionMatcher
@@ -64,10 +64,10 @@ def test_every_cue_the_judge_names_is_a_row_of_the_table_with_a_known_decision_a
 
 
 def test_the_precision_levels_admit_cues_by_strength():
-    low = "fix the parser. C89. no VLAs."  # a short "no X" beside an instruction: a low cue
-    assert [cue for _, _, cue in read(low, precision="balanced")] == ["no-x-beside-instruction"]
+    low = "can we not filter in the client?"  # a negative request asked, not stated: a low cue
+    assert [cue for _, _, cue in read(low, precision="balanced")] == ["neg-request"]
     assert read(low, precision="precise") == []
-    assert cues.strength_of("no-x-beside-instruction") == "low" and cues.strength_of("neg-imperative") == "high"
+    assert cues.strength_of("neg-request") == "low" and cues.strength_of("neg-imperative") == "high"
     with pytest.raises(ValueError, match="unknown judge precision"):
         RulesJudge(precision="everything")
 
@@ -963,3 +963,62 @@ def test_a_short_rule_with_an_explicit_exception_alerts_only_from_balanced():
     assert judge_one(rule, summary, precision="balanced") == [(rule[:-1], False, "not-quoted-conditional")]
     plain = "Never run the full suite on my laptop."
     assert judge_one(plain, summary) == [(plain[:-1], False, "not-quoted-no-trace")]  # no exception: precise
+
+
+# --------------------------------------------------------------------------- round 12 (2026-12-07)
+
+
+@pytest.mark.parametrize(
+    "text, rule, cue",
+    [
+        ("I don't want to use an API.", "I don't want to use an API", "dont-want-to"),
+        ("We don't want to lose that if there is high risk.", "We don't want to lose that if there is high risk",
+         "dont-want-to"),
+        ("fix the parser. C89. no VLAs.", "no VLAs", "no-x-beside-instruction"),
+        ("Yeah just commit it, no extraneous details", "no extraneous details", "no-x-beside-instruction"),
+        ("session exclusion should be stored in session metadata, not in a separate state file",
+         "session exclusion should be stored in session metadata, not in a separate state file",
+         "contrast-requirement"),
+        ("ehhh nah lets save that for another day.", "ehhh nah lets save that for another day", "defer-marker"),
+    ],
+)
+def test_round_12_forms_are_read_at_the_precise_level(text, rule, cue):
+    assert (rule, cue) in [(t, c) for t, _, c in read(text, precision="precise")]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I don't want to spend too long on this.",  # the user's own effort
+        "I don't want a silly answer",  # a wish about the reply, no action
+        "looks good, commit it. no else",  # a conversational "no"
+        "ok push it. no of course not",
+        "it should be fine, not a problem",
+        "keep this for later reference",  # kept for use, not put off
+        "save it for the next step",
+    ],
+)
+def test_round_12_forms_leave_their_look_alikes_unread(text):
+    assert read(text, precision="precise") == []
+
+
+def test_a_short_line_in_the_sessions_language_is_read_in_it_when_the_identifier_says_english():
+    # a Portuguese user's "let's do the fix later": the identifier calls the line English (fix, do, harness)
+    later = Candidate("c#1", "Vamos fazer o fix do harness depois", "typed")
+    others = [Candidate(f"c#{n}", t, "typed") for n, t in enumerate(
+        ["Olá, preciso que você revise os arquivos do projeto e me diga o que encontrou",
+         "Agora crie um plano para a migração dos dados antigos para a nova estrutura"], 2)]
+    judge = RulesJudge()
+    assert judge_rules.session_language([later, *others]) == "pt"
+    assert judge.instructions(later) == []  # alone: English, no rule
+    got = RulesJudge().judge([later, *others], None)
+    assert [(i.text, i.cue) for i in got.in_force] == [("Vamos fazer o fix do harness depois", "pt:later-vamos")]
+    assert judge_rules.session_language(others[:0] + [later]) == "en"
+
+
+def test_a_portuguese_contrast_with_a_number_corrects_a_fact_and_is_no_rule():
+    pt = [Candidate("c#2", "Olá, preciso que você revise os arquivos do projeto e me diga o que encontrou", "typed")]
+    for text, rules in [("usamos pnpm, nao npm", ["usamos pnpm, nao npm"]),
+                        ("A versao atual do react e a 19, nao 18", [])]:
+        got = RulesJudge().judge([Candidate("c#1", text, "typed"), *pt], None)
+        assert [i.text for i in got.in_force] == rules, text

@@ -79,6 +79,7 @@ def _english_rows() -> tuple[Cue, ...]:
         # low: asked, not stated ("can we not filter in X?" may ask whether it can be avoided); 0 TP / 1 FP on six folds
         _en("neg-request", "explicit", "low", p._NEG_REQUEST.pattern, "can we not X? / is it ok if you don't X?"),
         _en("purpose-not", "explicit", "medium", p._PURPOSE_NOT.pattern, "do X so that it doesn't V"),
+        _en("dont-want-to", "explicit", "medium", r"^(?:i|we) don't want (to) V", "the user's wish against an action"),
         _en(
             "plan-descriptive-imperative",
             "explicit",
@@ -99,7 +100,7 @@ def _english_rows() -> tuple[Cue, ...]:
         _en("no-x-parenthetical", "explicit", "medium", p._NO_NP.pattern, "(no X) on an instruction or a decision"),
         _en("no-x-forceful", "explicit", "medium", p._NO_NP_DIRECTIVE.pattern, "no new X / no X in this PR / pls no X"),
         _en("no-x-then-instead", "explicit", "low", p._NO_NP.pattern, "no X, do Y instead"),
-        _en("no-x-beside-instruction", "explicit", "low", p._NO_NP.pattern, "a short 'no X' beside an instruction"),
+        _en("no-x-beside-instruction", "explicit", "medium", p._NO_NP.pattern, "a short 'no X' beside an instruction"),
         _en(
             "keep-existing",
             "preserve",
@@ -117,6 +118,8 @@ def _english_rows() -> tuple[Cue, ...]:
         _en("look-first", "restraint", "medium", p._LOOK_FIRST.pattern,
             "read / plan / present X before you change / build / code"),
         _en("contrast", "contrastive", "medium", p._CONTRAST.pattern, "a directive '..., not Y' / 'use X not Y'"),
+        _en("contrast-requirement", "contrastive", "medium", p._SHOULD_HOST.pattern,
+            "a requirement on a named thing with ', not Y': 'X should be stored in Y, not in Z'"),
         _en("paren-not", "contrastive", "medium", p._PAREN_NOT.pattern, "an instruction with '(not Y)'"),
         _en("avoid-modal", "explicit", "high", r"^(?:you|we) (?:should|must|need to) avoid V", "we should avoid X"),
         _en(
@@ -515,9 +518,10 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 # "aguarde (a minha) confirmação para continuar", "espere meu ok"
                 r"|\b(?:aguarde|espere)\s+(?:a\s+|pela\s+|por\s+)?(?:minha\s+|meu\s+)?(?:confirma[çc][ãa]o|aprova[çc][ãa]o|valida[çc][ãa]o|ok|retorno)\b",
             ),
-            # "X, não Y" at a sentence's end, one word: "prefira SQLite, não Postgres" (not a question: the veto)
+            # "X, não Y" at a sentence's end, one word: "prefira SQLite, não Postgres" (not a question: the veto; not a
+            # number: "a versão é a 19, não 18" corrects a fact)
             ("rather-than", "contrastive", "medium",
-             r"\S,\s*n[ãa]o\s+[\"'`“]?[\w./@-]+[\"'`”]?\s*[).]?\s*$|\bem\s+vez\s+de\s+\w"),
+             r"\S,\s*n[ãa]o\s+(?!\d[\d.]*\s*[).]?\s*$)[\"'`“]?[\w./@-]+[\"'`”]?\s*[).]?\s*$|\bem\s+vez\s+de\s+\w"),
             # deferral: "vamos revisar X depois", "fica para depois", "deixamos isso para depois"
             ("later-vamos", "defer", "medium",
              r"^\W*(?:vamos|podemos)\s+\w+.{0,80}?\bdepois\s*[.!]?\s*$|\bfica\s+para\s+depois\b|\bdeixa(?:r|mos)\s+(?:\S+\s+)?para\s+depois\b"),

@@ -235,7 +235,7 @@ class RulesJudge:
 
     # ---- in force
 
-    def _read_uncached(self, text: str, channel: str, question: str | None) -> _Read:
+    def _read_uncached(self, text: str, channel: str, question: str | None, session: str = "en") -> _Read:
         source = _SOURCE.get(channel, "user")
         lines = [(line, item or source == "plan") for line, _s, _d, item, _b in prose_lines(text, source=source)]
         main = cues.main_language([cues.language_of(line) for line, _ in lines])
@@ -263,15 +263,24 @@ class RulesJudge:
                 continue
             for p in _read_foreign(table, lines, source):
                 rules.setdefault(p.id, (p, lang))
+        if session in cues.LATIN_TABLES and session in cues.FOREIGN:
+            # a line the identifier gave to English or a neighbour language, in a session the user writes in
+            # another Latin-script language ("Vamos fazer o fix depois" read as English): read in that one too
+            unread = [(line, item) for lang, group in by_lang.items() if lang != session
+                      and (lang in ("en", "und") or lang in cues.LATIN_TABLES) for line, item in group
+                      if not any(p.text in line or line in p.text for p, _ in rules.values())]
+            for p in _read_foreign(cues.FOREIGN[session], unread, source):
+                rules.setdefault(p.id, (p, session))
         return _Read(tuple(rules.values()), tuple(sorted(skipped)))
 
-    def read(self, candidate: Candidate) -> _Read:
-        return self._read(candidate.text, candidate.channel, candidate.question)
+    def read(self, candidate: Candidate, session: str = "en") -> _Read:
+        """``session``: the language the user writes in most (:func:`session_language`)."""
+        return self._read(candidate.text, candidate.channel, candidate.question, session)
 
-    def instructions(self, candidate: Candidate) -> list[tuple[Instruction, Prohibition]]:
+    def instructions(self, candidate: Candidate, session: str = "en") -> list[tuple[Instruction, Prohibition]]:
         """The prohibitions one candidate states that this precision level admits, each with the extractor's object."""
         out = []
-        for p, _ in self.read(candidate).rules:
+        for p, _ in self.read(candidate, session).rules:
             if cues.strength_of(p.cue) in self.level.instruction and p.form in self.matcher.forms:
                 out.append((Instruction(p.id, p.text, candidate.id, p.form, cue=p.cue or p.form), p))
         return out
@@ -283,12 +292,13 @@ class RulesJudge:
         found: dict[str, tuple[Instruction, Prohibition, Candidate, str]] = {}
         skipped: dict[str, None] = {}
         unread: list[tuple[str, str]] = []
+        session = session_language(candidates)
         for c in candidates:
-            reading = self.read(c)
+            reading = self.read(c, session)
             skipped.update(dict.fromkeys(reading.skipped))
             unread += [(c.id, lang) for lang in reading.skipped]
             langs = dict((p.id, lang) for p, lang in reading.rules)
-            for i, p in self.instructions(c):
+            for i, p in self.instructions(c, session):
                 found.setdefault(i.id, (i, p, c, langs.get(p.id, "en")))
         now = _summary(summary) if summary else None
         before = [_summary(t) for t in earlier_summaries if t]
@@ -389,6 +399,11 @@ ITEM_CHARS = 240
 
 #: A parenthetical (a reason, an example) that closes a sentence: cues anchored at the end read what is before it.
 _TRAILING_PAREN = re.compile(r"\s*[（(][^（）()]{1,200}[）)]\s*[。.．]?\s*$")
+
+
+def session_language(candidates: Sequence[Candidate]) -> str:
+    """The language most of the user's own messages are written in (:func:`cues.main_language` of their openings)."""
+    return cues.main_language([cues.language_of(c.text[:2000]) for c in candidates if c.channel in _USER_WORDS])
 
 
 def _read_foreign(table: cues.ForeignTable, lines: list[tuple[str, bool]], source: str) -> list[Prohibition]:

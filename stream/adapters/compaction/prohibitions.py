@@ -878,6 +878,10 @@ _REQUIREMENT = _Lazy("_REQUIREMENT",
     r"(?:must|should|shall|(?:is|are)(?=\s+(?:not|never)\s+to\b))\s+(?:not|never)\s+(?:to\s+)?(?:be|get|ever\s+be)\s+\w+(?:ed|en|wn|ne|t)\b",
     re.IGNORECASE,
 )
+#: A requirement on a named thing, the host of a contrast: "session exclusion should be stored in X, not ...".
+_SHOULD_HOST = _Lazy("_SHOULD_HOST",
+    r"^(?!(?:it|this|that|there|which|what)\b)(?:the\s+)?[\w`.*-]+(?:\s+[\w`.*-]+){0,4}\s+(?:should|must|shall|"
+    r"needs?\s+to|has\s+to|have\s+to)\s+(?!not\b|never\b)\w", re.IGNORECASE)
 #: "the doctor command should not auto-fix anything": what a named part of the program must not do (an action verb;
 #: not "it should not take long", "the test should not fail": predictions and expectations).
 _SHOULD_NOT_ACT = _Lazy("_SHOULD_NOT_ACT",
@@ -939,7 +943,8 @@ _NEEDS_NO = _Lazy("_NEEDS_NO",
 #: A "no X" noun phrase (a design decision when it stands in a list of them).
 _NO_NP = _Lazy(
     "_NO_NP",
-    r"^no\s+(?:more\s+)?(?!more\b|longer\b|one\b|need\b|idea\b|problem|worries|way\b|matter\b|doubt|wait\b|change[sd]?\b(?!\s+(?:to|in|on)\s)|answer|issue|luck|clue|rush|pressure|longer)[`*\w][\w`*./:()!<>#-]*(?:\s+[\w`*./:()!<>#-]+){0,6}$",
+    r"^no\s+(?:more\s+)?(?!(?:else|of|i|it|that|this|we|you|they|not|thanks|thank|sorry|but|and|or|so|just|actually|"
+    r"ok|okay|yes|yeah|because|cause|kidding|offense|biggie|sweat)\b)(?!more\b|longer\b|one\b|need\b|idea\b|problem|worries|way\b|matter\b|doubt|wait\b|change[sd]?\b(?!\s+(?:to|in|on)\s)|answer|issue|luck|clue|rush|pressure|longer)[`*\w][\w`*./:()!<>#-]*(?:\s+[\w`*./:()!<>#-]+){0,6}$",
     re.I,
 )
 #: A "no X" that is a directive wherever it stands: additions refused, or said with force.
@@ -990,6 +995,11 @@ _DEFER = _Lazy("_DEFER",
     r"|^(?:let'?s\s+|please\s+)?leave\s+(?:it|that|this|those|them|the\s+\w+(?:\s+\w+){0,3})\s+(?:for|until|till)\s+"
     r"(?:later|now|another|a\s+(?:later|follow|separate|future)|the\s+next|next|phase|v\d)"
     r"|^(?:let'?s\s+)?(?:do|handle|tackle|address)\s+(?:it|that|this|those|them)\s+later\b"
+    # "let's save that for another day", "nah, keep it for a later session"
+    r"|^(?:(?:e+h+|nah|hm+|ok(?:ay)?|actually)\W+)*(?:(?:let'?s|lets|we\s+(?:can|should|will|could)|please|just)\s+)?"
+    r"(?:save|keep)\s+(?:it|that|this|those|them|the\s+\w+(?:\s+\w+){0,3})\s+for\s+(?:later(?!\s+(?:use|reference|review))|"
+    r"another\s+(?:day|time|session)|a\s+(?:later|future|follow|separate)\s+(?:session|pr|phase|change|round|time)|"
+    r"(?:the\s+)?next\s+(?:session|release|version|phase|pr|iteration|sprint|round|time))\b"
     r"|^not\s+(?:in|for)\s+(?:this|the\s+current)\s+(?:pr|change|release|branch|ticket|iteration|sprint|phase|round|pass)\b"
     r"|^(?:let'?s\s+not|don'?t|do\s+not)\s+bother\s+with\s+.{1,60}?\s+(?:for\s+now|yet|right\s+now|until|till|before)\b"
     r"|^(?:let'?s\s+|please\s+)?(?:skip|leave\s+out|hold\s+off\s+on)\s+.{1,60}?\s+(?:for\s+now|for\s+later|until\s+later|"
@@ -1372,6 +1382,19 @@ _EXPLICIT_FRAMES: tuple[tuple[str, re.Pattern[str] | _Lazy, str], ...] = (
         ),
         "c",
     ),
+    # "I don't want to use an API", "we don't want to lose that": the user's wish against an action (not "I don't
+    # want to spend long on it" / "... to bother you": the user's own effort)
+    (
+        "dont-want-to",
+        re.compile(
+            r"^(?:(?:but|and|so|also|still|really|honestly)\s+)*(?:i|we)\s+(?:really\s+|just\s+|also\s+)?"
+            r"(?:don'?t|do\s+not|dont)\s+(?:really\s+)?want\s+to\s+(?!(?:spend|waste|bother|wait|rush|hurry|break|deal|think|"
+            r"worry|get|be|go|do\s+(?:it|this|that)\s+(?:again|manually)|have\s+to|keep\s+(?:asking|doing|typing)|"
+            r"repeat|say|ask|overthink|overdo|lose\s+(?:time|track|my|our))\b)[a-z`]",
+            re.I,
+        ),
+        "c",
+    ),
     (
         "requirement-not-adjective",
         re.compile(
@@ -1703,11 +1726,12 @@ def sentence_forms(unit: Unit) -> list[tuple[str, str, str]]:
         return [("implicit", s[: m.end() + end.start()] if end else s, "decline")]
     if unit.descriptive or _HEDGED.search(s):
         return []
-    return [("contrastive", c, "contrast") for c in contrastive(unit)]
+    return [("contrastive", c, cue) for c, cue in contrastive(unit)]
 
 
-def contrastive(unit: Unit) -> list[str]:
-    """The contrast a directive sentence draws: "do X, not Y" (the whole), "not X-ing but do Y" (the "not" part)."""
+def contrastive(unit: Unit) -> list[tuple[str, str]]:
+    """``(text, cue)`` of the contrast a directive sentence draws: "do X, not Y" (the whole), "not X-ing but do Y"
+    (the "not" part)."""
     core = _strip_markers(_plain(_PAREN.sub(" ", unit.text)).strip())
     if is_question(core):
         return []
@@ -1715,23 +1739,25 @@ def contrastive(unit: Unit) -> list[str]:
         for clause, par in clauses(unit.text)[1:]:
             d = _LEADING_PHRASE.sub("", _strip_markers(_plain(clause).strip()))
             if not par and (_DIRECTIVE.match(d) or starts_imperative(d)) and _RATHER.search(d):
-                return [d]
+                return [(d, "contrast")]
         return []
     m = _NOT_ING_BUT.match(core)
     if m:
-        return [f"not {m.group(1)}"]
+        return [(f"not {m.group(1)}", "contrast")]
     lead = _LEADING_PHRASE.sub("", core)
     if (_DIRECTIVE.match(lead) or starts_imperative(lead) or unit.decisions) and _CONTRAST.search(core):
-        return [core]  # a directive "..., not Y", or any "X, not Y" item in a list of decisions / constraints
+        return [(core, "contrast")]  # a directive "..., not Y", or any "X, not Y" item of decisions / constraints
     for clause, par in clauses(unit.text):  # "..., use X not Y": the clause that draws it
         c = _strip_markers(_plain(clause).strip())
         if par or _POSSIBILITY.search(c) or _OPINION.match(c):
             continue
         d = _LEADING_PHRASE.sub("", c)
         if _CHOICE_NOT.match(d) or (c != core and _DIRECTIVE.match(d) and _CONTRAST.search(d)):
-            return [c]
+            return [(c, "contrast")]
         if (_DIRECTIVE.match(d) or starts_imperative(d)) and _RATHER.search(d):
-            return [c]  # "so update the whitepaper to say that, rather than adopting the example's category"
+            return [(c, "contrast")]  # "so update the whitepaper to say that, rather than adopting the example's X"
+    if _SHOULD_HOST.match(lead) and _CONTRAST.search(core):
+        return [(core, "contrast-requirement")]  # a requirement "X should be stored in Y, not in Z"
     return []
 
 
