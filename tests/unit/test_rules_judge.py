@@ -1022,3 +1022,11 @@ def test_a_portuguese_contrast_with_a_number_corrects_a_fact_and_is_no_rule():
                         ("A versao atual do react e a 19, nao 18", [])]:
         got = RulesJudge().judge([Candidate("c#1", text, "typed"), *pt], None)
         assert [i.text for i in got.in_force] == rules, text
+
+
+def test_chinese_maintain_keeps_a_thing_only_as_it_is_not_a_quality_asked_for():
+    kept = [c for _, _, c in read("将已有的辅助函数保持不动", precision="precise")]
+    assert kept == ["zh:keep-as-is"]
+    assert [c for _, _, c in read("如果是固定，还是保持现在的", precision="precise")] == ["zh:keep-as-is"]
+    for quality in ("系统和交互保持有效而极简。", "风格与当前前端保持一致", "保持良好的可读性和层次结构"):
+        assert read(quality, precision="precise") == [], quality

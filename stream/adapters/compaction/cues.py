@@ -297,7 +297,11 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
              r"(?![^。；;！!]*(?:但|可是|不过|不過))"),
             # "X 就不应该 V", "不該 V": should not (a rule the user states about the product)
             ("should-not", "explicit", "medium", r"(?:不应该|不應該|不该|不該|不应|不應)(?:再|去)?[\u4e00-\u9fff]"),
-            ("keep-as-is", "preserve", "medium", r"保持|(?<![只仅僅])保留|维持|維持|(?:不要|别|別)(?:动|動)|原样|原樣"
+            # "保持 / 维持" (maintain) keeps a thing as it is only with "unchanged / current / as it was": alone it is a
+            # quality asked for ("保持简洁", "与 X 保持一致"), not a thing at risk
+            ("keep-as-is", "preserve", "medium",
+             r"(?:保持|维持|維持).{0,8}?(?:不变|不變|不动|不動|原样|原樣|原状|原狀|现状|現狀|现在|現在|当前|當前|原有|原来|"
+             r"原來|现有|現有|目前)|(?<![只仅僅])保留|(?:不要|别|別)(?:动|動)|原样|原樣"
              r"|^\W*不(?:动|動)(?=\s*\S)"),
             # "X 不需要改动" / "X 不用改": X needs no change, a keep rule (the "no need" veto lets this one through)
             ("no-change-needed", "preserve", "medium",
