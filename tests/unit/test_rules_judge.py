@@ -1030,3 +1030,22 @@ def test_chinese_maintain_keeps_a_thing_only_as_it_is_not_a_quality_asked_for():
     assert [c for _, _, c in read("如果是固定，还是保持现在的", precision="precise")] == ["zh:keep-as-is"]
     for quality in ("系统和交互保持有效而极简。", "风格与当前前端保持一致", "保持良好的可读性和层次结构"):
         assert read(quality, precision="precise") == [], quality
+
+
+@pytest.mark.parametrize("text", ["用pnpm", "尽量用pnpm", "use the rules created in the wazuh-rac directory instead",
+                                  "just use uv", "usa o yarn"])
+def test_a_tool_rejection_that_names_what_to_use_is_a_contrast_against_what_was_tried(text):
+    assert [(t, f, c) for t, f, c in read(text, channel="rejection", precision="precise")] == [
+        (text, "contrastive", "rejection-use")]
+    assert read(text, channel="typed", precision="precise") == []  # typed, "use X" is a plain request
+
+
+@pytest.mark.parametrize("text", ["why not use pnpm?", "you used the wrong file, check the logs first and tell me"])
+def test_a_tool_rejection_that_asks_or_explains_names_no_alternative(text):
+    assert [c for _, _, c in read(text, channel="rejection", precision="precise")] != ["rejection-use"]
+
+
+def test_everything_but_x_excludes_x_and_everything_but_x_works_reports():
+    assert [c for _, _, c in read("Everything but the security issues.", precision="precise")] == ["all-but"]
+    assert [c for _, _, c in read("fix all except the migrations", precision="precise")] == ["all-but"]
+    assert read("everything but the login works", precision="precise") == []

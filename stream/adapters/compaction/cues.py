@@ -60,6 +60,9 @@ def _english_rows() -> tuple[Cue, ...]:
         _en("polite-not", "explicit", "high", p._POLITE_NOT.pattern, "please not V (non-native)"),
         _en("nothing-should", "explicit", "medium", p._NOTHING_SHOULD.pattern, "nothing in X should be V-ed"),
         _en("should-not-act", "explicit", "medium", p._SHOULD_NOT_ACT.pattern, "the <part> should not <action verb>"),
+        _en("rejection-use", "contrastive", "medium",
+            "(structural) a tool rejection's words naming what to use: 'use X', 'use Y instead', '用 X', 'usa X'",
+            "the user stopped the tool call and named the alternative: not what the agent tried"),
         _en("answer-excludes", "explicit", "medium",
             "(structural) the answer to 'Which features stay out of the first release?' / 'What is out of scope?'",
             "an AskUserQuestion answer naming what is left out, deferred or not to be done"),
@@ -79,6 +82,8 @@ def _english_rows() -> tuple[Cue, ...]:
         # low: asked, not stated ("can we not filter in X?" may ask whether it can be avoided); 0 TP / 1 FP on six folds
         _en("neg-request", "explicit", "low", p._NEG_REQUEST.pattern, "can we not X? / is it ok if you don't X?"),
         _en("purpose-not", "explicit", "medium", p._PURPOSE_NOT.pattern, "do X so that it doesn't V"),
+        _en("all-but", "explicit", "medium", r"^(?:V )?(?:everything|all) (?:but|except) X$",
+            "an exclusion answering 'which ones?': not X"),
         _en("dont-want-to", "explicit", "medium", r"^(?:i|we) don't want (to) V", "the user's wish against an action"),
         _en(
             "plan-descriptive-imperative",

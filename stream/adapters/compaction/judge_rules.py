@@ -253,6 +253,11 @@ class RulesJudge:
             # what the user picked as left out, deferred or not to do: "What stays out of v1?" = "the CSV export"
             p = make_prohibition(" ".join(text.split()), source=source, form="explicit", cue="answer-excludes")
             rules[p.id] = (p, cues.language_of(text) if cues.language_of(text) != "und" else "en")
+        if (channel == "rejection" and not rules and len(text) <= ANSWER_CHARS
+                and _USE_INSTEAD.search(" ".join(text.split()))):
+            # the user stopped the agent's tool call and named what to use: not what it tried ("use pnpm")
+            p = make_prohibition(" ".join(text.split()), source=source, form="contrastive", cue="rejection-use")
+            rules[p.id] = (p, cues.language_of(text) if cues.language_of(text) != "und" else "en")
         skipped = []
         for lang, lines in by_lang.items():
             if lang in ("en", "und"):
@@ -389,6 +394,16 @@ _EXCLUDING_QUESTION = re.compile(
 #: An answer that names nothing ("None", "Nothing, keep all", "No", "All of them") or an alternative ("Use X instead").
 _NOTHING_ANSWER = re.compile(r"^\W*(?:none|nothing|no|nope|n/a|all(?:\s+of\s+(?:them|it))?|everything|"
                              r"(?:i'?m\s+)?not\s+sure|skip)\b|.*\b(?:instead|rather)\b", re.I)
+#: A tool rejection's words that name what to use instead of what the agent tried: "use X", "use the Y instead",
+#: "用 pnpm", "尽量用 X", "X を使って", "usa X", "utilise X", "benutze X" (not a question).
+_USE_INSTEAD = re.compile(
+    r"^(?!.*[?？])\W*(?:(?:please|pls|just|no,?|ok,?)\s+)*(?:use|switch\s+to|go\s+with|stick\s+(?:to|with))\s+[\w`@./-]"
+    r"|^(?!.*[?？]).{0,100}\binstead\s*[.!]*$"
+    r"|^(?!.*[?？])\W*(?:尽量|请|请你|还是|改|直接)?(?:用|使用|改用)\s*[\w`@./-]"
+    r"|^(?!.*[?？]).{1,60}を使(?:って|う|え|用して)"
+    r"|^(?!.*[?？])\W*(?:usa|use|utilize|utiliza|usar|utilise[rz]?|benutze|verwende|nimm)\s+[\w`@./-]",
+    re.IGNORECASE,
+)
 #: An answer longer than this is a paragraph the matcher reads, not a picked option.
 ANSWER_CHARS = 160
 

@@ -1382,6 +1382,19 @@ _EXPLICIT_FRAMES: tuple[tuple[str, re.Pattern[str] | _Lazy, str], ...] = (
         ),
         "c",
     ),
+    # an exclusion that answers "which ones?": "Everything but the security issues", "all except the migrations"
+    # (not "everything but X works": a report)
+    (
+        "all-but",
+        re.compile(
+            r"^(?:(?:ok|yes|sure|so)\W+)?(?:(?:fix|do|keep|implement|include|commit|apply|update|change|address)\s+)?"
+            r"(?:everything|all(?:\s+of\s+(?:them|it|these|those))?|all\s+the\s+\w+)\s+(?:but|except(?:\s+for)?)\s+"
+            r"(?![^.!?]*\b(?:works?|worked|pass(?:es|ed)?|fail(?:s|ed)?|is|are|was|were|looks?|seems?|done|fine|ok|good|"
+            r"broke|broken|ran|runs?)\b)[^.!?]{1,60}[.!]*$",
+            re.I,
+        ),
+        "c",
+    ),
     # "I don't want to use an API", "we don't want to lose that": the user's wish against an action (not "I don't
     # want to spend long on it" / "... to bother you": the user's own effort)
     (
