@@ -1049,3 +1049,15 @@ def test_everything_but_x_excludes_x_and_everything_but_x_works_reports():
     assert [c for _, _, c in read("Everything but the security issues.", precision="precise")] == ["all-but"]
     assert [c for _, _, c in read("fix all except the migrations", precision="precise")] == ["all-but"]
     assert read("everything but the login works", precision="precise") == []
+
+
+@pytest.mark.parametrize("lang, text", [
+    ("it", "salvino un riassunto (non tutta la conversazione)"),
+    ("pt", 'usar nomes semânticos (project_progress, não "progress", etc)'),
+    ("de", "schreib die Tests mit pytest (nicht unittest)"),
+])
+def test_a_parenthetical_negation_on_an_instruction_is_a_contrast_in_every_latin_table(lang, text):
+    table = cues.FOREIGN[lang]
+    assert [c.name for c, pattern in table.instruction if pattern.search(text)][-1:] == ["paren-not"]
+    assert not any(c.name == "paren-not" and pattern.search("vedi il file (non so dove sia)")
+                   for c, pattern in cues.FOREIGN["it"].instruction)

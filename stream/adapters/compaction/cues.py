@@ -879,6 +879,17 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
     },
 }
 
+#: A parenthetical negation on an instruction, in every Latin-script table: "salvino un riassunto (non tutta la
+#: conversazione)", "usar nomes semânticos (project_progress, não \"progress\")" — English's ``paren-not``.
+_PAREN_NEGATIONS = {"it": r"non|mai|senza", "pt": r"n[ãa]o|nunca|sem", "es": r"no|nunca|sin",
+                    "fr": r"pas|jamais|sans|non", "de": r"nicht|kein\w*|ohne|nie"}
+_NOT_KNOWING = r"(?!(?:so|sei|sé|sais|weiß|weiss)\b)"  # "(non so)": not knowing, no rule
+for _lang, _neg in _PAREN_NEGATIONS.items():
+    _FOREIGN_SPEC[_lang]["instruction"].append(
+        ("paren-not", "contrastive", "medium",
+         rf"\S\s*\((?:[^()]{{0,40}}?,\s*)?(?:{_neg})\s+{_NOT_KNOWING}[^()]{{2,60}}\)"))
+del _lang, _neg
+
 #: Languages the rules judge reads.
 READABLE = ("en",) + tuple(sorted(_FOREIGN_SPEC))
 
