@@ -1061,3 +1061,12 @@ def test_a_parenthetical_negation_on_an_instruction_is_a_contrast_in_every_latin
     assert [c.name for c, pattern in table.instruction if pattern.search(text)][-1:] == ["paren-not"]
     assert not any(c.name == "paren-not" and pattern.search("vedi il file (non so dove sia)")
                    for c, pattern in cues.FOREIGN["it"].instruction)
+
+
+@pytest.mark.parametrize("text, name", [
+    ("Les tables sep_threads et sep_messages ne doivent PAS être touchées", "must-not"),
+    ("Si version < 13.11 → STOP et me le signaler avant de continuer.", "ask-first"),
+    ("STOP et attendre validation utilisateur", "ask-first"),
+])
+def test_french_requirements_and_stops_before_going_on_are_read(text, name):
+    assert name in [c.name for c, pattern in cues.FOREIGN["fr"].instruction if pattern.search(text)]

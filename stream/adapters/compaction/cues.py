@@ -565,6 +565,9 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 r"(?:^|[,;]\s*)(?:et\s+)?(?:surtout\s+)?(?:pas|jamais)\s+(?:de\s+|d['’])\w",
             ),
             ("on-va-pas", "explicit", "medium", r"^(?:non,?\s*)?(?:on|nous)\s+(?:ne\s+)?(?:va|allons)\s+pas\s+\w"),
+            # a requirement: "les tables X ne doivent PAS être touchées", "ça ne devra jamais V"
+            ("must-not", "explicit", "medium",
+             r"\b(?:ne|n['’])\s*(?:doit|doivent|devra|devront|devrait|devraient)\s+(?:pas|jamais)\s+(?:être\s+)?\w"),
             (
                 "avoid",
                 "explicit",
@@ -591,7 +594,10 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 "medium",
                 r"\battends?\s+(?:ma|mon|mes)\s+(?:validation|accord|feu\s+vert|confirmation|retour|go)\b|"
                 r"\bdemande[sz]?[- ]moi\s+avant\b"
-                r"|\bavant\s+de\s+\w+.{0,40}?,\s*demande[sz]?[- ]moi\b|\bje\s+(?:le\s+)?ferai\s+moi[- ]même\b",
+                r"|\bavant\s+de\s+\w+.{0,40}?,\s*demande[sz]?[- ]moi\b|\bje\s+(?:le\s+)?ferai\s+moi[- ]même\b"
+                # "STOP et me le signaler avant de continuer", "attendre validation utilisateur"
+                r"|\bme\s+(?:le\s+|la\s+|les\s+)?(?:signaler|demander|montrer|dire|pr[ée]venir)\b.{0,60}?\bavant\s+(?:de\s+|d['’])\w"
+                r"|\battendre\s+(?:ma\s+|la\s+|une\s+|mon\s+)?(?:validation|accord|confirmation|feu\s+vert)\b",
             ),
         ],
         "veto": [
