@@ -966,20 +966,21 @@ def test_a_short_rule_with_an_explicit_exception_alerts_only_from_balanced():
 
 
 # --------------------------------------------------------------------------- round 12 (2026-12-07)
+# Sentences written for these tests, of the shapes the folds showed (no session's words).
 
 
 @pytest.mark.parametrize(
     "text, rule, cue",
     [
-        ("I don't want to use an API.", "I don't want to use an API", "dont-want-to"),
-        ("We don't want to lose that if there is high risk.", "We don't want to lose that if there is high risk",
-         "dont-want-to"),
+        ("I don't want to add a second database.", "I don't want to add a second database", "dont-want-to"),
+        ("We don't want to lose the old logs if the migration fails.",
+         "We don't want to lose the old logs if the migration fails", "dont-want-to"),
         ("fix the parser. C89. no VLAs.", "no VLAs", "no-x-beside-instruction"),
-        ("Yeah just commit it, no extraneous details", "no extraneous details", "no-x-beside-instruction"),
-        ("session exclusion should be stored in session metadata, not in a separate state file",
-         "session exclusion should be stored in session metadata, not in a separate state file",
-         "contrast-requirement"),
-        ("ehhh nah lets save that for another day.", "ehhh nah lets save that for another day", "defer-marker"),
+        ("ok just push it, no long commit message", "no long commit message", "no-x-beside-instruction"),
+        ("the cache layer should be stored in redis, not in a local json file",
+         "the cache layer should be stored in redis, not in a local json file", "contrast-requirement"),
+        ("ehh nah lets save the refactor for another day.", "ehh nah lets save the refactor for another day",
+         "defer-marker"),
     ],
 )
 def test_round_12_forms_are_read_at_the_precise_level(text, rule, cue):
@@ -990,9 +991,9 @@ def test_round_12_forms_are_read_at_the_precise_level(text, rule, cue):
     "text",
     [
         "I don't want to spend too long on this.",  # the user's own effort
-        "I don't want a silly answer",  # a wish about the reply, no action
-        "looks good, commit it. no else",  # a conversational "no"
-        "ok push it. no of course not",
+        "I don't want a long answer",  # a wish about the reply, no action
+        "looks good, ship it. no thanks",  # a conversational "no"
+        "ok merge it. no it is fine",
         "it should be fine, not a problem",
         "keep this for later reference",  # kept for use, not put off
         "save it for the next step",
@@ -1003,8 +1004,8 @@ def test_round_12_forms_leave_their_look_alikes_unread(text):
 
 
 def test_a_short_line_in_the_sessions_language_is_read_in_it_when_the_identifier_says_english():
-    # a Portuguese user's "let's do the fix later": the identifier calls the line English (fix, do, harness)
-    later = Candidate("c#1", "Vamos fazer o fix do harness depois", "typed")
+    # a Portuguese user's "let's do the backend deploy later": the identifier calls it English (deploy, do, backend)
+    later = Candidate("c#1", "Vamos fazer o deploy do backend depois", "typed")
     others = [Candidate(f"c#{n}", t, "typed") for n, t in enumerate(
         ["Olá, preciso que você revise os arquivos do projeto e me diga o que encontrou",
          "Agora crie um plano para a migração dos dados antigos para a nova estrutura"], 2)]
@@ -1012,27 +1013,26 @@ def test_a_short_line_in_the_sessions_language_is_read_in_it_when_the_identifier
     assert judge_rules.session_language([later, *others]) == "pt"
     assert judge.instructions(later) == []  # alone: English, no rule
     got = RulesJudge().judge([later, *others], None)
-    assert [(i.text, i.cue) for i in got.in_force] == [("Vamos fazer o fix do harness depois", "pt:later-vamos")]
-    assert judge_rules.session_language(others[:0] + [later]) == "en"
+    assert [(i.text, i.cue) for i in got.in_force] == [("Vamos fazer o deploy do backend depois", "pt:later-vamos")]
+    assert judge_rules.session_language([later]) == "en"
 
 
 def test_a_portuguese_contrast_with_a_number_corrects_a_fact_and_is_no_rule():
     pt = [Candidate("c#2", "Olá, preciso que você revise os arquivos do projeto e me diga o que encontrou", "typed")]
-    for text, rules in [("usamos pnpm, nao npm", ["usamos pnpm, nao npm"]),
-                        ("A versao atual do react e a 19, nao 18", [])]:
+    for text, rules in [("usamos yarn, nao npm", ["usamos yarn, nao npm"]),
+                        ("a versao do node aqui e a 20, nao 18", [])]:
         got = RulesJudge().judge([Candidate("c#1", text, "typed"), *pt], None)
         assert [i.text for i in got.in_force] == rules, text
 
 
 def test_chinese_maintain_keeps_a_thing_only_as_it_is_not_a_quality_asked_for():
-    kept = [c for _, _, c in read("将已有的辅助函数保持不动", precision="precise")]
-    assert kept == ["zh:keep-as-is"]
-    assert [c for _, _, c in read("如果是固定，还是保持现在的", precision="precise")] == ["zh:keep-as-is"]
-    for quality in ("系统和交互保持有效而极简。", "风格与当前前端保持一致", "保持良好的可读性和层次结构"):
+    assert [c for _, _, c in read("把现有的配置文件保持不动", precision="precise")] == ["zh:keep-as-is"]
+    assert [c for _, _, c in read("这里还是保持现在的写法", precision="precise")] == ["zh:keep-as-is"]
+    for quality in ("界面保持简洁。", "命名与后端保持一致", "保持良好的可读性"):
         assert read(quality, precision="precise") == [], quality
 
 
-@pytest.mark.parametrize("text", ["用pnpm", "尽量用pnpm", "use the rules created in the wazuh-rac directory instead",
+@pytest.mark.parametrize("text", ["用yarn", "尽量用uv", "use the scripts in the tools directory instead",
                                   "just use uv", "usa o yarn"])
 def test_a_tool_rejection_that_names_what_to_use_is_a_contrast_against_what_was_tried(text):
     assert [(t, f, c) for t, f, c in read(text, channel="rejection", precision="precise")] == [
@@ -1040,20 +1040,20 @@ def test_a_tool_rejection_that_names_what_to_use_is_a_contrast_against_what_was_
     assert read(text, channel="typed", precision="precise") == []  # typed, "use X" is a plain request
 
 
-@pytest.mark.parametrize("text", ["why not use pnpm?", "you used the wrong file, check the logs first and tell me"])
+@pytest.mark.parametrize("text", ["why not use yarn?", "you used the wrong file, check the logs first and tell me"])
 def test_a_tool_rejection_that_asks_or_explains_names_no_alternative(text):
     assert [c for _, _, c in read(text, channel="rejection", precision="precise")] != ["rejection-use"]
 
 
 def test_everything_but_x_excludes_x_and_everything_but_x_works_reports():
-    assert [c for _, _, c in read("Everything but the security issues.", precision="precise")] == ["all-but"]
+    assert [c for _, _, c in read("Everything but the flaky tests.", precision="precise")] == ["all-but"]
     assert [c for _, _, c in read("fix all except the migrations", precision="precise")] == ["all-but"]
     assert read("everything but the login works", precision="precise") == []
 
 
 @pytest.mark.parametrize("lang, text", [
-    ("it", "salvino un riassunto (non tutta la conversazione)"),
-    ("pt", 'usar nomes semânticos (project_progress, não "progress", etc)'),
+    ("it", "scrivi un riepilogo breve (non tutto il log)"),
+    ("pt", 'usar nomes claros (user_count, não "n", etc)'),
     ("de", "schreib die Tests mit pytest (nicht unittest)"),
 ])
 def test_a_parenthetical_negation_on_an_instruction_is_a_contrast_in_every_latin_table(lang, text):
@@ -1064,9 +1064,9 @@ def test_a_parenthetical_negation_on_an_instruction_is_a_contrast_in_every_latin
 
 
 @pytest.mark.parametrize("text, name", [
-    ("Les tables sep_threads et sep_messages ne doivent PAS être touchées", "must-not"),
-    ("Si version < 13.11 → STOP et me le signaler avant de continuer.", "ask-first"),
-    ("STOP et attendre validation utilisateur", "ask-first"),
+    ("Les fichiers de migration ne doivent PAS être modifiés", "must-not"),
+    ("Si un test échoue, arrête-toi et me le signaler avant de continuer.", "ask-first"),
+    ("Fais le plan, puis attendre ma validation", "ask-first"),
 ])
 def test_french_requirements_and_stops_before_going_on_are_read(text, name):
     assert name in [c.name for c, pattern in cues.FOREIGN["fr"].instruction if pattern.search(text)]

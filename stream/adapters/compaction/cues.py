@@ -528,7 +528,7 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 r"|\b(?:aguarde|espere)\s+(?:a\s+|pela\s+|por\s+)?(?:minha\s+|meu\s+)?(?:confirma[çc][ãa]o|aprova[çc][ãa]o|valida[çc][ãa]o|ok|retorno)\b",
             ),
             # "X, não Y" at a sentence's end, one word: "prefira SQLite, não Postgres" (not a question: the veto; not a
-            # number: "a versão é a 19, não 18" corrects a fact)
+            # number: "o node aqui é o 20, não 18" corrects a fact)
             ("rather-than", "contrastive", "medium",
              r"\S,\s*n[ãa]o\s+(?!\d[\d.]*\s*[).]?\s*$)[\"'`“]?[\w./@-]+[\"'`”]?\s*[).]?\s*$|\bem\s+vez\s+de\s+\w"),
             # deferral: "vamos revisar X depois", "fica para depois", "deixamos isso para depois"
@@ -565,7 +565,7 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 r"(?:^|[,;]\s*)(?:et\s+)?(?:surtout\s+)?(?:pas|jamais)\s+(?:de\s+|d['’])\w",
             ),
             ("on-va-pas", "explicit", "medium", r"^(?:non,?\s*)?(?:on|nous)\s+(?:ne\s+)?(?:va|allons)\s+pas\s+\w"),
-            # a requirement: "les tables X ne doivent PAS être touchées", "ça ne devra jamais V"
+            # a requirement: "les migrations ne doivent PAS être modifiées", "ça ne devra jamais V"
             ("must-not", "explicit", "medium",
              r"\b(?:ne|n['’])\s*(?:doit|doivent|devra|devront|devrait|devraient)\s+(?:pas|jamais)\s+(?:être\s+)?\w"),
             (
@@ -595,7 +595,7 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
                 r"\battends?\s+(?:ma|mon|mes)\s+(?:validation|accord|feu\s+vert|confirmation|retour|go)\b|"
                 r"\bdemande[sz]?[- ]moi\s+avant\b"
                 r"|\bavant\s+de\s+\w+.{0,40}?,\s*demande[sz]?[- ]moi\b|\bje\s+(?:le\s+)?ferai\s+moi[- ]même\b"
-                # "STOP et me le signaler avant de continuer", "attendre validation utilisateur"
+                # "arrête-toi et me le signaler avant de continuer", "puis attendre ma validation"
                 r"|\bme\s+(?:le\s+|la\s+|les\s+)?(?:signaler|demander|montrer|dire|pr[ée]venir)\b.{0,60}?\bavant\s+(?:de\s+|d['’])\w"
                 r"|\battendre\s+(?:ma\s+|la\s+|une\s+|mon\s+)?(?:validation|accord|confirmation|feu\s+vert)\b",
             ),
@@ -885,8 +885,8 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
     },
 }
 
-#: A parenthetical negation on an instruction, in every Latin-script table: "salvino un riassunto (non tutta la
-#: conversazione)", "usar nomes semânticos (project_progress, não \"progress\")" — English's ``paren-not``.
+#: A parenthetical negation on an instruction, in every Latin-script table: "scrivi un riepilogo (non tutto il log)",
+#: "usar nomes claros (user_count, não \"n\")" — English's ``paren-not``.
 _PAREN_NEGATIONS = {"it": r"non|mai|senza", "pt": r"n[ãa]o|nunca|sem", "es": r"no|nunca|sin",
                     "fr": r"pas|jamais|sans|non", "de": r"nicht|kein\w*|ohne|nie"}
 _NOT_KNOWING = r"(?!(?:so|sei|sé|sais|weiß|weiss)\b)"  # "(non so)": not knowing, no rule

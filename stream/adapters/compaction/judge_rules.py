@@ -255,7 +255,7 @@ class RulesJudge:
             rules[p.id] = (p, cues.language_of(text) if cues.language_of(text) != "und" else "en")
         if (channel == "rejection" and not rules and len(text) <= ANSWER_CHARS
                 and _USE_INSTEAD.search(" ".join(text.split()))):
-            # the user stopped the agent's tool call and named what to use: not what it tried ("use pnpm")
+            # the user stopped the agent's tool call and named what to use: not what it tried ("use yarn")
             p = make_prohibition(" ".join(text.split()), source=source, form="contrastive", cue="rejection-use")
             rules[p.id] = (p, cues.language_of(text) if cues.language_of(text) != "und" else "en")
         skipped = []
@@ -270,7 +270,8 @@ class RulesJudge:
                 rules.setdefault(p.id, (p, lang))
         if session in cues.LATIN_TABLES and session in cues.FOREIGN:
             # a line the identifier gave to English or a neighbour language, in a session the user writes in
-            # another Latin-script language ("Vamos fazer o fix depois" read as English): read in that one too
+            # another Latin-script language ("Vamos fazer o deploy do backend depois" is English to it): read in that
+            # language too
             unread = [(line, item) for lang, group in by_lang.items() if lang != session
                       and (lang in ("en", "und") or lang in cues.LATIN_TABLES) for line, item in group
                       if not any(p.text in line or line in p.text for p, _ in rules.values())]
@@ -395,7 +396,7 @@ _EXCLUDING_QUESTION = re.compile(
 _NOTHING_ANSWER = re.compile(r"^\W*(?:none|nothing|no|nope|n/a|all(?:\s+of\s+(?:them|it))?|everything|"
                              r"(?:i'?m\s+)?not\s+sure|skip)\b|.*\b(?:instead|rather)\b", re.I)
 #: A tool rejection's words that name what to use instead of what the agent tried: "use X", "use the Y instead",
-#: "用 pnpm", "尽量用 X", "X を使って", "usa X", "utilise X", "benutze X" (not a question).
+#: "用 yarn", "尽量用 X", "X を使って", "usa X", "utilise X", "benutze X" (not a question).
 _USE_INSTEAD = re.compile(
     r"^(?!.*[?？])\W*(?:(?:please|pls|just|no,?|ok,?)\s+)*(?:use|switch\s+to|go\s+with|stick\s+(?:to|with))\s+[\w`@./-]"
     r"|^(?!.*[?？]).{0,100}\binstead\s*[.!]*$"

@@ -878,7 +878,7 @@ _REQUIREMENT = _Lazy("_REQUIREMENT",
     r"(?:must|should|shall|(?:is|are)(?=\s+(?:not|never)\s+to\b))\s+(?:not|never)\s+(?:to\s+)?(?:be|get|ever\s+be)\s+\w+(?:ed|en|wn|ne|t)\b",
     re.IGNORECASE,
 )
-#: A requirement on a named thing, the host of a contrast: "session exclusion should be stored in X, not ...".
+#: A requirement on a named thing, the host of a contrast: "the cache should be stored in redis, not ...".
 _SHOULD_HOST = _Lazy("_SHOULD_HOST",
     r"^(?!(?:it|this|that|there|which|what)\b)(?:the\s+)?[\w`.*-]+(?:\s+[\w`.*-]+){0,4}\s+(?:should|must|shall|"
     r"needs?\s+to|has\s+to|have\s+to)\s+(?!not\b|never\b)\w", re.IGNORECASE)
@@ -995,7 +995,7 @@ _DEFER = _Lazy("_DEFER",
     r"|^(?:let'?s\s+|please\s+)?leave\s+(?:it|that|this|those|them|the\s+\w+(?:\s+\w+){0,3})\s+(?:for|until|till)\s+"
     r"(?:later|now|another|a\s+(?:later|follow|separate|future)|the\s+next|next|phase|v\d)"
     r"|^(?:let'?s\s+)?(?:do|handle|tackle|address)\s+(?:it|that|this|those|them)\s+later\b"
-    # "let's save that for another day", "nah, keep it for a later session"
+    # "let's save the refactor for another day", "nah, keep it for a later session"
     r"|^(?:(?:e+h+|nah|hm+|ok(?:ay)?|actually)\W+)*(?:(?:let'?s|lets|we\s+(?:can|should|will|could)|please|just)\s+)?"
     r"(?:save|keep)\s+(?:it|that|this|those|them|the\s+\w+(?:\s+\w+){0,3})\s+for\s+(?:later(?!\s+(?:use|reference|review))|"
     r"another\s+(?:day|time|session)|a\s+(?:later|future|follow|separate)\s+(?:session|pr|phase|change|round|time)|"
@@ -1382,7 +1382,7 @@ _EXPLICIT_FRAMES: tuple[tuple[str, re.Pattern[str] | _Lazy, str], ...] = (
         ),
         "c",
     ),
-    # an exclusion that answers "which ones?": "Everything but the security issues", "all except the migrations"
+    # an exclusion that answers "which ones?": "everything but the flaky tests", "all except the migrations"
     # (not "everything but X works": a report)
     (
         "all-but",
@@ -1395,7 +1395,7 @@ _EXPLICIT_FRAMES: tuple[tuple[str, re.Pattern[str] | _Lazy, str], ...] = (
         ),
         "c",
     ),
-    # "I don't want to use an API", "we don't want to lose that": the user's wish against an action (not "I don't
+    # "I don't want to add a second database", "we don't want to lose the logs": a wish against an action (not "I don't
     # want to spend long on it" / "... to bother you": the user's own effort)
     (
         "dont-want-to",
