@@ -321,7 +321,7 @@ def _wrong_form(path: str, form: str) -> str | None:
         return None
     try:
         with open(path, "rb") as fh:
-            kind, detail = input_form(first_line(fh, limit=1 << 20))
+            kind, detail = input_form(first_line(fh, limit=1 << 20, growing=form == "claude-code"))
     except OSError:
         return None
     whats = {
@@ -335,7 +335,7 @@ def _wrong_form(path: str, form: str) -> str | None:
         "gzip": "it is gzip-compressed",
         "document": "it is one JSON document over many lines (an agent trajectory?)",
         "empty": "it is empty",
-        "bad-json": "it is a file", "json": "it is a file",
+        "bad-json": "it is a file", "json": "it is a file", "partial": "it is a file",
     }
     what = whats[kind]
     if form == "trajectories":

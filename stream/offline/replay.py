@@ -26,7 +26,7 @@ from stream.domain.engine import MAX_LEDGER, MAX_OUTPUT_BYTES, Engine, Output
 from stream.domain.events import OFFLINE, Event
 from stream.domain.state import DictState
 from stream.errors import InvalidEvent
-from stream.lines import iter_lines
+from stream.lines import LineSplitter, Oversize
 from stream.wire import MAX_MESSAGE_BYTES, decode_event
 
 
@@ -155,13 +155,23 @@ class Replayer:
 TRANSCRIPT_KEYS = frozenset({"sessionId", "parentUuid", "uuid", "leafUuid", "isSidechain"})
 
 
-def first_line(stream: BinaryIO, *, limit: int = MAX_MESSAGE_BYTES) -> bytes | None:
+def first_line(stream: BinaryIO, *, limit: int = MAX_MESSAGE_BYTES, growing: bool = False) -> bytes | None:
     """The first non-blank line of ``stream`` (BOM stripped, at most ``limit`` bytes), or
-    None when it has none."""
-    for line in iter_lines(stream, limit=limit):
-        if line.strip(b" \t\r"):
-            return bytes(line[:limit])
-    return None
+    None when it has none. A line seen only in part is an :class:`~stream.lines.Oversize`:
+    one over ``limit``, or with ``growing`` (a file still being written) one the stream ends
+    in without its newline."""
+    split = LineSplitter(limit)
+    while data := stream.read(1 << 20):
+        for line in split.feed(data):
+            if line.strip(b" \t\r"):
+                return line
+    last = split.end()
+    if last is None or not last.strip(b" \t\r"):
+        return None
+    if growing and not isinstance(last, Oversize):
+        last = Oversize(last)
+        last.size = len(last)
+    return last
 
 
 #: ``type`` of each record checkpoint-guard writes (stream.wire) -> what to call it.
@@ -174,10 +184,12 @@ def input_form(first: bytes | None) -> tuple[str, str]:
     (not JSON), ``bad-json`` (starts like JSON but does not parse: cut off or broken),
     ``document`` (the first line of one JSON document over many lines),
     ``output`` (checkpoint-guard's own output; detail: which), ``transcript`` (Claude Code),
-    ``events`` (input events) or ``json`` (another JSON line). Shared by replay's and ingest's
+    ``events`` (input events), ``json`` (another JSON line) or ``partial`` (a JSON line seen only
+    in part, :func:`first_line`: nothing to tell from it). Shared by replay's and ingest's
     wrong-form checks (:func:`not_events`, ``stream.commands.ingest``)."""
     if first is None:
         return "empty", ""
+    cut = isinstance(first, Oversize)  # only its start was seen: its end may be anything
     if first.startswith(b"\x1f\x8b"):
         return "gzip", ""
     encoding = _wide_encoding(first)
@@ -185,13 +197,19 @@ def input_form(first: bytes | None) -> tuple[str, str]:
         return "wide", encoding
     try:
         text = first.decode("utf-8")
-    except UnicodeDecodeError:
-        return "binary", ""
+    except UnicodeDecodeError as exc:
+        if not (cut and exc.start >= len(first) - 3 and exc.reason == "unexpected end of data"):
+            return "binary", ""
+        text = first[:exc.start].decode("utf-8")  # cut inside a character
     if "\0" in text:
         return "binary", ""
+    if cut and not text.strip():
+        return "partial", ""  # a file being written: nothing to tell yet
     try:
         value = json.loads(text)
     except ValueError:
+        if cut and text.lstrip().startswith(("{", "[")):
+            return "partial", ""  # a JSON line seen in part: a dead letter, or a record, once read whole
         if text.strip().endswith(("{", "[", ",")):  # the first line of an indented JSON document
             return "document", ""
         return ("bad-json" if text.lstrip().startswith(("{", "[")) else "text"), ""

@@ -250,3 +250,15 @@ def test_checkpoint_guards_own_output_is_refused_as_input(kind: str, called: str
     why = not_events(json.dumps({"schema_version": 1, "type": kind}).encode(), "out.jsonl")
     assert why is not None and f"checkpoint-guard's output ({called}), not input events" in why
     assert "| checkpoint-guard replay -" in why
+
+
+def test_a_first_line_over_the_limit_is_one_dead_letter_and_the_events_after_it_are_replayed(workdir):
+    ck = make_checkpoint(event_id="e1", node_id="n1", referents=["gone"])
+    big = b'{"type": "checkpoint", "note": "' + b"a" * (1 << 20) + b'"}\n'
+    (workdir / "in.jsonl").write_bytes(big + as_jsonl(ck))
+    proc = run_cli("replay", "in.jsonl", cwd=workdir)
+    assert proc.returncode == 0, proc.stderr
+    assert [json.loads(line)["trigger"]["event_id"] for line in proc.stdout.splitlines()] == ["e1"]
+    err = stderr_lines(proc)
+    assert err[0].startswith("in.jsonl:1: line is ") and "over the 1048576-byte limit" in err[0]
+    assert "1 dead letters" in err[-1]

@@ -137,3 +137,18 @@ def test_the_replay_bench_runs_its_offline_cases_and_writes_its_section(tmp_path
     text = out.read_text()
     assert "220 status records" in text and "| this tree |" in text and "line is 2000000 bytes" in text
     assert "status 0.00 M records (this tree)" in (tmp_path / "replay.md.summary").read_text()
+
+
+def test_a_first_line_seen_only_in_part_tells_nothing_about_the_input():
+    from stream.offline.replay import first_line, input_form
+
+    record = b'{"type": "user", "uuid": "u1", "x": "' + "é".encode() * 10 + b'"}\n'
+    for cut in range(31, 45):  # the limit falls inside the string, inside a character or after a comma
+        assert input_form(first_line(io.BytesIO(record), limit=cut)) == ("partial", ""), cut
+    assert input_form(first_line(io.BytesIO(b"[1,1,1,1,1,1,1,1]\n"), limit=6)) == ("partial", "")
+    for start in (b"\xef", b"\xef\xbb", b'{"type":"user","x":"\xc3'):  # a transcript being written
+        assert input_form(first_line(io.BytesIO(start), growing=True)) == ("partial", ""), start
+        assert input_form(first_line(io.BytesIO(start))) != ("partial", ""), start  # a whole file: it is what it is
+    assert input_form(first_line(io.BytesIO(b"plain words " * 10 + b"\n"), limit=20)) == ("text", "")
+    assert input_form(first_line(io.BytesIO(b"\x00\x01\x02" * 20 + b"\n"), limit=20)) == ("binary", "")
+    assert input_form(first_line(io.BytesIO(record))) == ("transcript", "")
