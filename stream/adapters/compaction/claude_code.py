@@ -83,8 +83,8 @@ def content_hash(rec: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:24]
 
 
-#: A transcript record longer than this is skipped without being read into memory (one error line): a record is
-#: one message or tool result, and Claude Code keeps big outputs in files of their own.
+#: A transcript record longer than this is skipped (one error line), held to this size at most while it is read: a
+#: record is one message or tool result, and Claude Code keeps big outputs in files of their own.
 MAX_RECORD_BYTES = 64 << 20
 
 
@@ -453,7 +453,7 @@ class ClaudeCodeTranscript:
         self._offset += consumed  # a line still being written (``tail`` bytes) is read at the next poll
         for line in lines:
             self._lineno += 1
-            if isinstance(line, Oversize):  # over the limit: skipped unread, never held in memory
+            if isinstance(line, Oversize):  # over the limit: skipped, none of it kept
                 self.stats.records += 1
                 self.stats.error(f"{self.path}:{self._lineno}: a record of {line.size:,} bytes, over the "
                                  f"{MAX_RECORD_BYTES:,}-byte limit; skipped")
