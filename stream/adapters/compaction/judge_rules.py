@@ -248,16 +248,14 @@ class RulesJudge:
                 lang = cues.language_in(p.text, main)
                 if lang in ("en", "und"):
                     rules.setdefault(p.id, (p, "en"))
+        whole = " ".join(text.split())  # a short answer or rejection read whole, as one rule
         if channel == "answer" and question and not rules and _EXCLUDING_QUESTION.search(question) \
                 and len(text) <= ANSWER_CHARS and not _NOTHING_ANSWER.match(text):
             # what the user picked as left out, deferred or not to do: "What stays out of v1?" = "the CSV export"
-            p = make_prohibition(" ".join(text.split()), source=source, form="explicit", cue="answer-excludes")
-            rules[p.id] = (p, cues.language_of(text) if cues.language_of(text) != "und" else "en")
-        if (channel == "rejection" and not rules and len(text) <= ANSWER_CHARS
-                and _USE_INSTEAD.search(" ".join(text.split()))):
+            rules.update(_whole_rule(whole, source, "explicit", "answer-excludes"))
+        if channel == "rejection" and not rules and len(text) <= ANSWER_CHARS and _USE_INSTEAD.search(whole):
             # the user stopped the agent's tool call and named what to use: not what it tried ("use yarn")
-            p = make_prohibition(" ".join(text.split()), source=source, form="contrastive", cue="rejection-use")
-            rules[p.id] = (p, cues.language_of(text) if cues.language_of(text) != "und" else "en")
+            rules.update(_whole_rule(whole, source, "contrastive", "rejection-use"))
         skipped = []
         for lang, lines in by_lang.items():
             if lang in ("en", "und"):
@@ -398,11 +396,11 @@ _NOTHING_ANSWER = re.compile(r"^\W*(?:none|nothing|no|nope|n/a|all(?:\s+of\s+(?:
 #: A tool rejection's words that name what to use instead of what the agent tried: "use X", "use the Y instead",
 #: "用 yarn", "尽量用 X", "X を使って", "usa X", "utilise X", "benutze X" (not a question).
 _USE_INSTEAD = re.compile(
-    r"^(?!.*[?？])\W*(?:(?:please|pls|just|no,?|ok,?)\s+)*(?:use|switch\s+to|go\s+with|stick\s+(?:to|with))\s+[\w`@./-]"
-    r"|^(?!.*[?？]).{0,100}\binstead\s*[.!]*$"
-    r"|^(?!.*[?？])\W*(?:尽量|请|请你|还是|改|直接)?(?:用|使用|改用)\s*[\w`@./-]"
-    r"|^(?!.*[?？]).{1,60}を使(?:って|う|え|用して)"
-    r"|^(?!.*[?？])\W*(?:usa|use|utilize|utiliza|usar|utilise[rz]?|benutze|verwende|nimm)\s+[\w`@./-]",
+    r"^(?!.*[?？])(?:\W*(?:(?:please|pls|just|no,?|ok,?)\s+)*(?:use|switch\s+to|go\s+with|stick\s+(?:to|with))\s+[\w`@./-]"
+    r"|.{0,100}\binstead\s*[.!]*$"
+    r"|\W*(?:尽量|请|请你|还是|改|直接)?(?:用|使用|改用)\s*[\w`@./-]"
+    r"|.{1,60}を使(?:って|う|え|用して)"
+    r"|\W*(?:usa|use|utilize|utiliza|usar|utilise[rz]?|benutze|verwende|nimm)\s+[\w`@./-])",
     re.IGNORECASE,
 )
 #: An answer longer than this is a paragraph the matcher reads, not a picked option.
@@ -415,6 +413,13 @@ ITEM_CHARS = 240
 
 #: A parenthetical (a reason, an example) that closes a sentence: cues anchored at the end read what is before it.
 _TRAILING_PAREN = re.compile(r"\s*[（(][^（）()]{1,200}[）)]\s*[。.．]?\s*$")
+
+
+def _whole_rule(text: str, source: str, form: str, cue: str) -> dict[str, tuple[Prohibition, str]]:
+    """``{id: (rule, language)}`` of a whole short text read as one rule (und read as English)."""
+    p = make_prohibition(text, source=source, form=form, cue=cue)
+    lang = cues.language_of(text)
+    return {p.id: (p, "en" if lang == "und" else lang)}
 
 
 def session_language(candidates: Sequence[Candidate]) -> str:
