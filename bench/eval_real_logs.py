@@ -2,7 +2,7 @@
 
     python -m bench.eval_real_logs [DIR ...] [--judge rules|model] [--judge-precision LEVEL|all]
                                    [--match-threshold X] [--forms explicit,preserve,...] [--sweep 0.4,0.5,...]
-                                   [--ablation] [--split N/M] [--json FILE] [--quiet]
+                                   [--ablation] [--split N/M] [--json FILE] [--quiet] [--gold-in-force]
 
 Runs the compaction-log adapters (``ingest claude-code`` / ``ingest openhands``, in
 process) with the chosen judge and the engine (the same as ``replay``) over every
@@ -20,21 +20,25 @@ import json
 import sys
 import time
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from stream.adapters import encode_event
 from stream.adapters.compaction.claude_code import ClaudeCodeTranscript
+from stream.adapters.compaction import cues
 from stream.adapters.compaction.cues import DEFAULT_PRECISION, PRECISION_LEVELS
-from stream.adapters.compaction.judge import Judge
+from stream.adapters.compaction.judge import Candidate, Instruction, Judge, Judgement
 from stream.adapters.compaction.judge_rules import RulesJudge, session_language
 from stream.adapters.compaction.openhands import OpenHandsConversation
 from stream.adapters.compaction.prohibitions import (
     DEFAULT_MATCH_THRESHOLD,
     FORMS,
+    Prohibition,
     ProhibitionMatcher,
     content_words,
+    make_prohibition,
     normalize,
 )
 from stream.offline.replay import Replayer
@@ -162,6 +166,52 @@ def make_judge(name: str, matcher: ProhibitionMatcher, precision: str) -> Judge:
         except JudgeConfigError as exc:
             raise ValueError(f"--judge model: {exc}") from None
     raise ValueError(f"unknown judge {name!r} (rules, model)")
+
+
+class GoldInForce:
+    """The rules judge's carry decision alone (``--gold-in-force``): the label's prohibitions are the rules in force.
+
+    Each gold prohibition is in force from its line (the candidate on that line holding its text) until its
+    ``revoked_at``; its form is the label's, its instruction cue one of high strength, so that every drop cue the
+    precision level admits can alert. Scores what the summary-side decision gets right when extraction is perfect.
+    """
+
+    name = "rules"
+
+    def __init__(self, rules: RulesJudge, prohibitions: list[dict[str, Any]]) -> None:
+        self.rules, self.gold = rules, prohibitions
+
+    def judge(self, candidates: Sequence[Candidate], summary: str | None,
+              earlier_summaries: Sequence[str] = ()) -> Judgement:
+        on_line: dict[int, list[Candidate]] = defaultdict(list)
+        for c in candidates:
+            if c.origin is not None:
+                on_line[c.origin[1]].append(c)
+        seen_to = max(on_line, default=0)
+        session = session_language(candidates)
+        found: dict[str, tuple[Instruction, Prohibition, Candidate, str]] = {}
+        for g in self.gold:
+            line, text = g.get("line", g.get("event")), " ".join(g["text"].split())
+            if g.get("revoked_at") and int(g["revoked_at"]) <= seen_to:
+                continue
+            here = on_line.get(line, [])
+            c = next((c for c in here if text in " ".join(c.text.split())), here[0] if here else None)
+            if c is None:
+                continue  # issued after this compaction
+            form = g.get("form") if g.get("form") in FORMS else "explicit"
+            p = make_prohibition(text, source=_SOURCE.get(c.channel, "user"), form=form, origin=c.origin,
+                                 cue=GOLD_CUE)
+            lang = cues.language_in(text, session)
+            i = Instruction(p.id, p.text, c.id, form, cue=GOLD_CUE)
+            found.setdefault(i.id, (i, p, c, "en" if lang in ("en", "und") else lang))
+        rules = list(found.values())
+        return Judgement("rules", None, tuple(i for i, *_ in rules), self.rules.carries(rules, summary,
+                                                                                         earlier_summaries))
+
+
+#: The instruction cue a gold prohibition gets under ``--gold-in-force`` (a high-strength one).
+GOLD_CUE = "neg-imperative"
+_SOURCE = {"plan": "plan", "rule_file": "rule_file", "system": "system"}
 
 
 def run_case(label: dict[str, Any], root: Path, judge: Judge | ProhibitionMatcher) -> Case:
@@ -370,16 +420,22 @@ def _fmt(x: float | None) -> str:
 
 
 def evaluate(
-    root: Path, judge: Judge | ProhibitionMatcher, only: set[str] | None = None
+    root: Path, judge: Judge | ProhibitionMatcher, only: set[str] | None = None, gold_in_force: bool = False
 ) -> tuple[list[Case], dict[str, Score]]:
     """Every labelled log of ``root`` run with ``judge`` (a bare matcher: the rules judge with it), scored:
-    ``{"claude-code" | "openhands" | "lang:<xx>" | "overall": Score}``."""
+    ``{"claude-code" | "openhands" | "lang:<xx>" | "overall": Score}``. ``gold_in_force``: the rules judge's carry
+    decision alone (:class:`GoldInForce`)."""
+    if isinstance(judge, ProhibitionMatcher):
+        judge = RulesJudge(judge)
+    if gold_in_force and not isinstance(judge, RulesJudge):
+        raise ValueError("--gold-in-force scores the rules judge's carry decision, not another judge")
     cases = []
     for f in sorted((root / "labels").glob("*.json")):
         label = json.loads(f.read_text())
         if only is not None and label["session_id"] not in only:
             continue
-        cases.append(run_case(label, root, judge))
+        case_judge = GoldInForce(judge, label["prohibitions"]) if gold_in_force else judge  # type: ignore[arg-type]
+        cases.append(run_case(label, root, case_judge))
     by_source: dict[str, Score] = defaultdict(Score)
     total = Score()
     for c in cases:
@@ -449,6 +505,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--json", default=None, help="also write the figures as JSON to this file")
     ap.add_argument("--quiet", action="store_true", help="figures and per-cue precision only, no item lists")
+    ap.add_argument("--gold-in-force", action="store_true",
+                    help="score the rules judge's carry decision alone: the labels' prohibitions are the rules in "
+                         "force (perfect extraction)")
     args = ap.parse_args(argv)
     roots = [Path(d) for d in (args.dirs or [str(DEFAULT_DIR)])]
     missing = [r for r in roots if not (r / "labels").is_dir()]
@@ -466,6 +525,10 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 2
         levels = levels[:1]
+        if args.gold_in_force:
+            print("eval_real_logs: error: --gold-in-force scores the rules judge's carry decision, not --judge model",
+                  file=sys.stderr)
+            return 2
     try:
         forms = frozenset(f.strip() for f in args.forms.split(",") if f.strip())
         matcher = ProhibitionMatcher(threshold=args.match_threshold, forms=forms, alert_uncertain=args.alert_uncertain)
@@ -483,7 +546,7 @@ def main(argv: list[str] | None = None) -> int:
     def pooled(judge: Judge | ProhibitionMatcher) -> tuple[list[Case], dict[str, Score], dict[Path, dict[str, Score]]]:
         all_cases, per_root, total = [], {}, defaultdict(Score)
         for r in roots:
-            cases, scores = evaluate(r, judge, folds[r])
+            cases, scores = evaluate(r, judge, folds[r], gold_in_force=args.gold_in_force)
             all_cases += cases
             per_root[r] = scores
             for k, v in scores.items():
@@ -550,6 +613,8 @@ def main(argv: list[str] | None = None) -> int:
             f"judge {name}: {', '.join(map(str, roots))} ({len(cases)} transcripts, {comps} compactions); "
             "match threshold "
             f"{args.match_threshold}; forms {','.join(sorted(forms))}" + (f"; fold {args.split}" if args.split else "")
+            + ("; the carry decision alone: the labels' prohibitions in force (--gold-in-force)"
+               if args.gold_in_force else "")
         )
         print()
         print(f"{'split / source':<22} {'precision':>9} {'recall':>6}   TP  FP  FN  TN")
@@ -562,7 +627,12 @@ def main(argv: list[str] | None = None) -> int:
         skipped: Counter = Counter()
         for c in cases:
             skipped.update(c.skipped_languages)
-        print(f"\ntexts in a language the judge cannot read: {sum(skipped.values())}"
+        missed, extra, forms_seen = extraction_report(cases)
+        labelled = sum(v for (_, kind), v in forms_seen.items() if kind == "labelled")
+        print(f"\nextraction: {labelled - len(missed)} of {labelled} gold prohibitions issued before a compaction read "
+              f"(recall {_fmt((labelled - len(missed)) / labelled if labelled else None)}); {len(extra)} texts read "
+              "that are no gold prohibition")
+        print(f"texts in a language the judge cannot read: {sum(skipped.values())}"
               + (f" ({', '.join(f'{k} {v}' for k, v in sorted(skipped.items()))})" if skipped else ""))
         print(
             "\nprecision per cue (alerts it raised; the instruction cue read the rule, the drop cue judged it not "
@@ -593,7 +663,6 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"\nnot scored ({len(s.unscored)}):")
                 for item in s.unscored:
                     print(f"  {item}")
-            missed, extra, forms_seen = extraction_report(cases)
             print(f"\nextraction: gold prohibitions in force never read ({len(missed)}):")
             for item in missed:
                 print(f"  {item}")

@@ -138,3 +138,22 @@ def test_judge_model_scores_the_llm_judges_alerts_through_a_stand_in(tmp_path, c
     monkeypatch.setenv("CG_JUDGE_CACHE_DIR", str(tmp_path / "empty-cache"))
     assert eval_real_logs.main([str(labelled_dir(tmp_path / "again")), "--judge", "model"]) == 1
     assert "eval_real_logs: error: --judge model: " in capsys.readouterr().err
+
+
+def test_gold_in_force_scores_the_carry_decision_alone_with_the_labels_rules(tmp_path, capsys):
+    root = labelled_dir(tmp_path)
+    cases, scores = eval_real_logs.evaluate(root, eval_real_logs.ProhibitionMatcher(), gold_in_force=True)
+    s = scores["overall"]
+    # P4 is never read by the extractor; given as in force, it is judged, and the summary quotes it
+    assert (s.tp, s.fp, s.fn, s.tn) == (3, 0, 1, 1)
+    assert s.fn_items[0].endswith("— read, but judged carried (quoted)")
+    assert not s.unscored  # P5 was revoked (line 11) before the compaction: never in force, never judged
+    assert {c["text"] for c in cases[0].constraints.values()} == {
+        "don't bump the package version", "never round half down", "Keep the `Money` type for display",
+        "what does that lint rule want?", "No, leave them alone"}
+    assert eval_real_logs.main([str(root), "--gold-in-force", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "the carry decision alone" in out and "overall                     1.00   0.75    3   0   1   1" in out
+    assert "extraction: 5 of 6 gold prohibitions issued before a compaction read" in out
+    assert eval_real_logs.main([str(root), "--gold-in-force", "--judge", "model"]) == 2
+    assert "--gold-in-force scores the rules judge's carry decision" in capsys.readouterr().err

@@ -304,11 +304,16 @@ class RulesJudge:
             langs = dict((p.id, lang) for p, lang in reading.rules)
             for i, p in self.instructions(c, session):
                 found.setdefault(i.id, (i, p, c, langs.get(p.id, "en")))
-        now = _summary(summary) if summary else None
-        before = [_summary(t) for t in earlier_summaries if t]
-        carries = tuple(self._carry(i, p, c, lang, now, before) for i, p, c, lang in found.values())
+        carries = self.carries(list(found.values()), summary, earlier_summaries)
         return Judgement("rules", None, tuple(i for i, *_ in found.values()), carries, skipped_languages=tuple(skipped),
                          unread=tuple(unread))
+
+    def carries(self, rules: Sequence[tuple[Instruction, Prohibition, Candidate, str]], summary: str | None,
+                earlier_summaries: Sequence[str] = ()) -> tuple[Carry, ...]:
+        """The carry decision alone: one :class:`Carry` per ``(instruction, rule, its candidate, its language)``."""
+        now = _summary(summary) if summary else None
+        before = [_summary(t) for t in earlier_summaries if t]
+        return tuple(self._carry(i, p, c, lang, now, before) for i, p, c, lang in rules)
 
     def _carry(self, i: Instruction, p: Prohibition, c: Candidate, lang: str, now: _Summary | None,
                before: list[_Summary]) -> Carry:
