@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from stream.adapters import encode_event
-from stream.adapters.compaction.claude_code import ClaudeCodeTranscript
 from stream.adapters.compaction import cues
+from stream.adapters.compaction.claude_code import ClaudeCodeTranscript
 from stream.adapters.compaction.cues import DEFAULT_PRECISION, PRECISION_LEVELS
-from stream.adapters.compaction.judge import Candidate, Instruction, Judge, Judgement
+from stream.adapters.compaction.judge import SOURCE_OF_CHANNEL, Candidate, Instruction, Judge, Judgement
 from stream.adapters.compaction.judge_rules import RulesJudge, session_language
 from stream.adapters.compaction.openhands import OpenHandsConversation
 from stream.adapters.compaction.prohibitions import (
@@ -199,7 +199,7 @@ class GoldInForce:
             if c is None:
                 continue  # issued after this compaction
             form = g.get("form") if g.get("form") in FORMS else "explicit"
-            p = make_prohibition(text, source=_SOURCE.get(c.channel, "user"), form=form, origin=c.origin,
+            p = make_prohibition(text, source=SOURCE_OF_CHANNEL.get(c.channel, "user"), form=form, origin=c.origin,
                                  cue=GOLD_CUE)
             lang = cues.language_in(text, session)
             i = Instruction(p.id, p.text, c.id, form, cue=GOLD_CUE)
@@ -211,7 +211,6 @@ class GoldInForce:
 
 #: The instruction cue a gold prohibition gets under ``--gold-in-force`` (a high-strength one).
 GOLD_CUE = "neg-imperative"
-_SOURCE = {"plan": "plan", "rule_file": "rule_file", "system": "system"}
 
 
 def run_case(label: dict[str, Any], root: Path, judge: Judge | ProhibitionMatcher) -> Case:

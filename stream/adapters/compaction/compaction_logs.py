@@ -18,7 +18,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from stream.adapters.common import MAX_ID, short_hash
-from stream.adapters.compaction.judge import Candidate, Carry, Instruction, Judge, Judgement, Usage
+from stream.adapters.compaction.judge import (
+    SOURCE_OF_CHANNEL,
+    Candidate,
+    Carry,
+    Instruction,
+    Judge,
+    Judgement,
+    Usage,
+)
 from stream.times import rfc3339_time
 
 if TYPE_CHECKING:
@@ -389,7 +397,6 @@ def _listed(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 #: The ``source`` of a constraint object, by the channel its candidate came through.
-SOURCE_OF_CHANNEL = {"plan": "plan", "rule_file": "rule_file", "system": "system"}
 #: Constraint texts on the wire stay far under DESIGN.md §3's 4,096 characters.
 MAX_CONSTRAINT_TEXT = 1_000
 _QUOTE_CHARS = 200

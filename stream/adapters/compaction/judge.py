@@ -23,6 +23,8 @@ from typing import Protocol, runtime_checkable
 
 #: Where a candidate text reached the agent.
 CHANNELS = ("typed", "queued", "answer", "rejection", "command_args", "plan", "rule_file", "system")
+#: The ``source`` of a rule read from a channel (the wire's constraint objects); every other channel is ``"user"``.
+SOURCE_OF_CHANNEL = {"plan": "plan", "rule_file": "rule_file", "system": "system"}
 #: The forms of a prohibition (the labels' classes, ``docs/REAL_LOGS.md``).
 FORMS = ("explicit", "preserve", "contrastive", "defer", "restraint", "implicit")
 

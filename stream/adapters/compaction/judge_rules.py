@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from stream.adapters.compaction import cues
-from stream.adapters.compaction.judge import Candidate, Carry, Instruction, Judge, Judgement
+from stream.adapters.compaction.judge import SOURCE_OF_CHANNEL, Candidate, Carry, Instruction, Judge, Judgement
 from stream.adapters.compaction.prohibitions import (
     Prohibition,
     ProhibitionMatcher,
@@ -34,7 +34,6 @@ from stream.adapters.compaction.prohibitions import (
     sentences,
 )
 
-_SOURCE = {"plan": "plan", "rule_file": "rule_file", "system": "system"}
 _USER_WORDS = frozenset({"typed", "queued", "answer", "rejection", "command_args"})
 #: Share of a rule's word trigrams a summary must hold to quote it (0.5: a quote trimmed or annotated still counts).
 QUOTED = 0.5
@@ -236,7 +235,7 @@ class RulesJudge:
     # ---- in force
 
     def _read_uncached(self, text: str, channel: str, question: str | None, session: str = "en") -> _Read:
-        source = _SOURCE.get(channel, "user")
+        source = SOURCE_OF_CHANNEL.get(channel, "user")
         lines = [(line, item or source == "plan") for line, _s, _d, item, _b in prose_lines(text, source=source)]
         main = cues.main_language([cues.language_of(line) for line, _ in lines])
         by_lang: dict[str, list[tuple[str, bool]]] = {}
