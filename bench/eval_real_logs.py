@@ -111,11 +111,18 @@ def _closeness(ours: str, gold: str) -> tuple[bool, float]:
     return (a in b or b in a), len(wa & wb) / max(1, len(wa | wb))
 
 
+def _copied(ours: str, gold: str) -> bool:
+    """``ours``, read on another line than ``gold``, is a copy of it: one contains the other, or they share two
+    content words or more (one shared word is a coincidence: "anything", "code")."""
+    a, b = " ".join(normalize(ours).split()), " ".join(normalize(gold).split())
+    return a in b or b in a or len(_words(ours) & _words(gold)) >= 2
+
+
 def map_to_gold(obj: dict[str, Any], gold: dict[str, Gold]) -> str | None:
     """The gold prohibition our constraint object is, or None.
 
     A gold one read on the same line first (the closest, when a line holds several), else
-    the same words read on another line (a queued copy of a typed message).
+    the same words read on another line (a queued copy of a typed message: :func:`_copied`).
     """
     where = obj.get("line", obj.get("event"))
     text = obj.get("text") or ""
@@ -125,7 +132,7 @@ def map_to_gold(obj: dict[str, Any], gold: dict[str, Gold]) -> str | None:
             continue
         if where is not None and g.line is not None and where == g.line:
             same_line.append(g)
-        else:
+        elif _copied(text, g.text):
             elsewhere.append(g)
     for found in (same_line, elsewhere):
         if found:

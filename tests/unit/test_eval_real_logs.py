@@ -157,3 +157,18 @@ def test_gold_in_force_scores_the_carry_decision_alone_with_the_labels_rules(tmp
     assert "extraction: 5 of 6 gold prohibitions issued before a compaction read" in out
     assert eval_real_logs.main([str(root), "--gold-in-force", "--judge", "model"]) == 2
     assert "--gold-in-force scores the rules judge's carry decision" in capsys.readouterr().err
+
+
+def _gold(pid: str, text: str, line: int) -> eval_real_logs.Gold:
+    return eval_real_logs.Gold(pid, text, line, "explicit", "user", "typed")
+
+
+def test_a_rule_read_on_another_line_is_that_gold_rule_only_when_it_is_a_copy_of_its_words():
+    gold = {"P1": _gold("P1", "forget the sdk connectors, they are not important", 90)}
+    copy = {"text": "forget the sdk connectors", "line": 120}  # a queued copy: contained in the gold text
+    assert eval_real_logs.map_to_gold(copy, gold) == "P1"
+    reworded = {"text": "leave out the connectors for the sdk", "line": 120}  # two content words shared
+    assert eval_real_logs.map_to_gold(reworded, gold) == "P1"
+    coincidence = {"text": "don't touch the connectors", "line": 44}  # one shared word, another line
+    assert eval_real_logs.map_to_gold(coincidence, gold) is None
+    assert eval_real_logs.map_to_gold({**coincidence, "line": 90}, gold) == "P1"  # the same line: still that rule

@@ -1070,3 +1070,12 @@ def test_a_parenthetical_negation_on_an_instruction_is_a_contrast_in_every_latin
 ])
 def test_french_requirements_and_stops_before_going_on_are_read(text, name):
     assert name in [c.name for c, pattern in cues.FOREIGN["fr"].instruction if pattern.search(text)]
+
+
+def test_an_exhortation_to_be_careful_is_not_read_as_a_rule_about_the_work():
+    for said in ("Don't miss anything, store the whole design", "don't make any mistakes and check it against the code",
+                 "never forget a thing", "please do not hallucinate", "don't lose any details"):
+        assert read(said, "typed", precision="recall") == [], said
+    for rule in ("don't miss the deadline for the release notes", "don't skip any steps of the migration",
+                 "don't make changes to the schema", "don't lose the user's drafts"):
+        assert [c for _, _, c in read(rule, "typed", precision="recall")] == ["neg-imperative"], rule
