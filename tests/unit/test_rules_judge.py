@@ -1079,3 +1079,15 @@ def test_an_exhortation_to_be_careful_is_not_read_as_a_rule_about_the_work():
     for rule in ("don't miss the deadline for the release notes", "don't skip any steps of the migration",
                  "don't make changes to the schema", "don't lose the user's drafts"):
         assert [c for _, _, c in read(rule, "typed", precision="recall")] == ["neg-imperative"], rule
+
+
+def test_a_bare_dont_assume_is_an_exhortation_but_not_one_with_an_object():
+    assert read("Don't assume.", "typed") == []
+    assert [c for _, _, c in read("don't assume the API is stable", "typed")] == ["neg-imperative"]
+
+
+def test_claude_codes_permission_menu_pasted_with_a_screen_is_not_a_rule():
+    screen = "The display is garbled:\n   Run the build\n   1. Yes\n   2. Yes, and don’t ask again for: cargo build:*\n"
+    assert read(screen, "typed") == []
+    typed = "don't ask again for approval before you run the tests"  # typed, not the menu's words
+    assert [c for _, _, c in read(typed, "typed")] == ["neg-imperative"]

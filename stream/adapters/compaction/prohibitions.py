@@ -1463,13 +1463,16 @@ _CAREFUL_NOT = _Lazy("_CAREFUL_NOT",
     re.IGNORECASE,
 )
 #: An exhortation to be careful, not a rule about the work: "don't miss anything", "don't make any mistakes",
-#: "never forget a thing", "don't hallucinate" (blind fold AK: five of its six false alarms).
+#: "never forget a thing", "don't hallucinate", a bare "don't assume" (blind fold AK: five of its six false alarms).
 _EXHORTATION = _Lazy("_EXHORTATION",
     r"^(?:please\s+)?(?:and\s+)?(?:don'?t|do\s+not|never|not\s+to)\s+(?:ever\s+)?(?:"
     r"(?:miss|forget|overlook|leave\s+out|lose)\s+(?:anything|a\s+(?:single\s+)?thing|any\s+(?:single\s+)?(?:thing|details?|steps?))\b"
-    r"|make\s+(?:any\s+|a\s+single\s+|even\s+one\s+)?(?:mistakes?|errors?)\b|hallucinate\b)",
+    r"|make\s+(?:any\s+|a\s+single\s+|even\s+one\s+)?(?:mistakes?|errors?)\b|hallucinate\b"
+    r"|(?:assume|guess)(?:\s+anything)?\W*$)",
     re.IGNORECASE,
 )
+#: Claude Code's permission menu pasted with a screen: "2. Yes, and don't ask again for: git add:*".
+_PERMISSION_MENU = _Lazy("_PERMISSION_MENU", r"\byes,\s+and\s+don't\s+ask\s+again\s+for\b", re.IGNORECASE)
 
 
 def classify_cue(unit: Unit, clause: str, parenthetical: bool, *, source: str) -> tuple[str, str] | None:
@@ -1488,7 +1491,7 @@ def classify_cue(unit: Unit, clause: str, parenthetical: bool, *, source: str) -
     c = _english(stripped)
     lang = _foreign_frame_language(stripped) if c != stripped else ""
     if (len(c) < 4 or _OPINION.match(c) or _POSSIBILITY.search(c) or _HEDGED.search(sent) or _CAREFUL_NOT.match(c)
-            or _EXHORTATION.match(c) or _MAXIM.match(sent) or _COMPLAINT.search(c)):
+            or _EXHORTATION.match(c) or _PERMISSION_MENU.search(sent) or _MAXIM.match(sent) or _COMPLAINT.search(c)):
         return None
     if source == "plan" and _NOT_RECOMMENDED.search(c):
         return "explicit", "plan-not-recommended"  # a plan's decision, in any section: "X is not recommended now"
