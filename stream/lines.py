@@ -123,9 +123,11 @@ class LineSplitter:
 
 def iter_lines(stream: BinaryIO, *, limit: int | None = None, chunk: int = 1 << 20) -> Iterator[bytes]:
     """The lines of ``stream`` read to its end (:class:`LineSplitter`; an oversize line an
-    :class:`Oversize` of its first ``limit`` bytes)."""
+    :class:`Oversize` of its first ``limit`` bytes), each as soon as its newline is read: a pipe
+    is read with ``read1`` (what has arrived, up to ``chunk``), not held until ``chunk`` bytes."""
     split = LineSplitter(limit)
-    while data := stream.read(chunk):
+    read = getattr(stream, "read1", None) or stream.read
+    while data := read(chunk):
         yield from split.feed(data)
     last = split.end()
     if last is not None:

@@ -174,6 +174,8 @@ def _run(rp: Replayer, paths: tuple[str, ...], sink, status: bool, *, strict: bo
                     if out is not None:
                         for value in out.records if status else out.alerts:
                             sink.write(encode(value) + b"\n")
+                        if path == "-":  # a live pipe (`tail -f … | replay -`): its output as it comes
+                            sink.flush()
                 if not checked:
                     _check_events(path, None)
         result = rp.finish()

@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -262,3 +263,26 @@ def test_a_first_line_over_the_limit_is_one_dead_letter_and_the_events_after_it_
     err = stderr_lines(proc)
     assert err[0].startswith("in.jsonl:1: line is ") and "over the 1048576-byte limit" in err[0]
     assert "1 dead letters" in err[-1]
+
+
+def test_replay_of_a_live_pipe_writes_each_alert_before_its_input_ends(workdir):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CG_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    proc = subprocess.Popen([sys.executable, "-m", "stream", "replay", "-"], cwd=workdir, env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(as_jsonl(*ORPHANING[:3]))  # far under any read chunk; the pipe stays open
+        proc.stdin.flush()
+        got: list[bytes] = []
+        reader = threading.Thread(target=lambda: got.append(proc.stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(60)
+        assert got and json.loads(got[0])["trigger"]["event_id"] == "e3", "no alert before the input ended"
+        proc.stdin.write(as_jsonl(ORPHANING[3]))
+        proc.stdin.close()
+        assert json.loads(proc.stdout.readline())["status"] == "resolved"
+        assert proc.wait(60) == 0
+    finally:
+        proc.kill()
+        proc.wait()
