@@ -187,6 +187,8 @@ def test_a_language_no_table_reads_is_counted_never_silently_empty():
         ("не трогай миграции, пожалуйста", "ru"),
         ("не чіпай міграції, будь ласка", "uk"),
         ("por favor no toques las migraciones del proyecto", "es"),
+        ("Geen API keys in de code", "nl"),  # short, half English: one Dutch word tells it
+        ("the net effect is an API with no keys", "en"),
         ("ok", "und"),
         ("fix `foo.py`", "und"),
     ],
@@ -1091,3 +1093,22 @@ def test_claude_codes_permission_menu_pasted_with_a_screen_is_not_a_rule():
     assert read(screen, "typed") == []
     typed = "don't ask again for approval before you run the tests"  # typed, not the menu's words
     assert [c for _, _, c in read(typed, "typed")] == ["neg-imperative"]
+
+
+def test_dutch_rules_are_read_by_their_own_table_and_descriptions_are_not():
+    said = {t: [(f, c) for _, f, c in read(t, "typed")] for t in (
+        "Geen API keys in code", "verander de database niet", "Je mag nooit de main branch pushen.",
+        "Laat de API zoals het is.", "Wacht op mijn akkoord voordat je commit.", "Voorlopig niet deployen.")}
+    assert said == {
+        "Geen API keys in code": [("explicit", "nl:geen")],
+        "verander de database niet": [("explicit", "nl:neg-imperative")],
+        "Je mag nooit de main branch pushen.": [("explicit", "nl:must-not")],
+        "Laat de API zoals het is.": [("preserve", "nl:keep-as-is")],
+        "Wacht op mijn akkoord voordat je commit.": [("restraint", "nl:ask-first")],
+        "Voorlopig niet deployen.": [("defer", "nl:later")],
+    }
+    for text in ("Het werkt niet op mijn laptop.", "Geen idee waarom het faalt.", "Werkt het niet?",
+                 "Misschien moeten we geen cache gebruiken.", "Dat hoeft niet."):
+        assert read(text, "typed") == [], text
+    j = RulesJudge().judge([Candidate("c#0", "Geen API keys in code", "typed")], "Summary.")
+    assert j.skipped_languages == () and j.unread == ()

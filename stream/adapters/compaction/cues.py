@@ -724,6 +724,43 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
             ),
         ],
     },
+    "nl": {
+        "instruction": [
+            # "verander de config niet", "gebruik geen extra dependencies", "pas X niet aan": the verb first, then
+            # the negation (no question, no "ik denk")
+            ("neg-imperative", "explicit", "high",
+             r"^(?:\S+\s+)?(?:verander|wijzig|pas|raak|verwijder|gebruik|voeg|commit|push|installeer|maak|doe|zet|schrijf|"
+             r"hernoem|overschrijf|bewerk|draai|deploy|verplaats|herschrijf|upload|publiceer)\b[^.]{0,60}?\b(?:niet|nooit|geen)\b"),
+            ("must-not", "explicit", "high",
+             r"\b(?:mag|mogen)\b[^.]{0,60}?\b(?:niet|nooit|geen)\b|\bin\s+geen\s+geval\b|\bverboden\b"),
+            ("avoid", "explicit", "high", r"^(?:graag\s+|alsjeblieft\s+)?(?:vermijd|voorkom)\b"),
+            # a dislike stated as a rule: "ik wil geen X", "we willen niet dat X"
+            ("dont-want", "explicit", "low",
+             r"\b(?:ik|wij|we)\s+(?:wil|willen|wens|wensen)\s+(?:\S+\s+){0,3}?(?:niet|geen|nooit)\b"),
+            ("geen", "explicit", "medium", r"^(?:en\s+)?geen\s+\w"
+             # a short answer that excludes a thing: "ja, zonder X" (one to three words)
+             r"|^\W*(?:(?:ja|ok|oké|goed)\s*,\s*)?zonder\s+[\w\"'`.@/-]+(?:\s+[\w\"'`.@/-]+){0,2}\s*[.!]?\s*$"),
+            # "X moet niet A, maar B": a contrast in a rule (a modal before it); "in plaats van A, gebruik B"
+            ("rather-than", "contrastive", "medium",
+             r"\b(?:moet|moeten|mag|mogen|graag|wil)\b[^.]{0,60}?\bniet\b[^.]{0,100}?,\s*maar\b"
+             r"|\bin\s+plaats\s+van\b[^.]{0,60}?\b(?:gebruik|doe|maak|neem|schrijf)\b"),
+            ("keep-as-is", "preserve", "medium",
+             r"\b(?:laat|houd|hou|behoud)\b.{0,40}?\b(?:zoals\s+(?:het|ze|hij)\s+(?:is|zijn)|ongewijzigd|intact|hetzelfde|"
+             r"met\s+rust)\b|\bongewijzigd\s+laten\b"),
+            ("later", "defer", "medium",
+             r"\b(?:doe|doen|bewaar|laat)\b[^.]{0,40}?\bvoor\s+later\b|\b(?:voorlopig|voor\s+nu)\s+(?:nog\s+)?niet\b"),
+            ("neg-item", "explicit", "medium", r"^\W*(?:geen\s+\w|zonder\s+\w|niet\s+\w|nooit\s+\w)", "item"),
+            ("ask-first", "restraint", "medium",
+             r"\bwacht\s+op\s+(?:mijn|m'n)\s+(?:ok|oké|akkoord|goedkeuring|bevestiging|go)\b"
+             r"|\bvraag\s+(?:het\s+)?(?:mij|me)\s+(?:eerst|vooraf|voordat)\b|\b(?:dat\s+doe\s+ik|ik\s+doe\s+dat)\s+zelf\b"),
+        ],
+        "veto": [
+            ("question", r"\?"),
+            ("hedged", r"\b(?:misschien|wellicht|eventueel|ik\s+denk|ik\s+geloof|weet\s+(?:ik\s+)?niet)\b"),
+            ("no-need", r"\b(?:niet\s+nodig|hoeft\s+niet|hoef\s+(?:je\s+|jij\s+)?niet|niet\s+noodzakelijk)\b"),
+            ("dismissal", r"\bgeen\s+(?:idee|probleem|zorgen|punt)\b|\bmaakt\s+niet\s+uit\b"),
+        ],
+    },
     "ru": {
         "instruction": [
             (
@@ -888,7 +925,7 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
 #: A parenthetical negation on an instruction, in every Latin-script table: "scrivi un riepilogo (non tutto il log)",
 #: "usar nomes claros (user_count, não \"n\")" — English's ``paren-not``.
 _PAREN_NEGATIONS = {"it": r"non|mai|senza", "pt": r"n[ãa]o|nunca|sem", "es": r"no|nunca|sin",
-                    "fr": r"pas|jamais|sans|non", "de": r"nicht|kein\w*|ohne|nie"}
+                    "fr": r"pas|jamais|sans|non", "de": r"nicht|kein\w*|ohne|nie", "nl": r"niet|geen|zonder|nooit"}
 _NOT_KNOWING = r"(?!(?:so|sei|sé|sais|weiß|weiss)\b)"  # "(non so)": not knowing, no rule
 for _lang, _neg in _PAREN_NEGATIONS.items():
     _FOREIGN_SPEC[_lang]["instruction"].append(
@@ -1219,6 +1256,11 @@ def _identifier():
     return load_identifier(_LATIN)
 
 
+#: Dutch words that are no English, German or Romance word: one of them tells a line is Dutch.
+_DUTCH_MARKERS = frozenset("geen niet nooit het een zonder alsjeblieft graag wordt zoals voorlopig gebruik verander "
+                           "wijzig ongewijzigd hoeft moeten mogen willen".split())
+
+
 @lru_cache(maxsize=65_536)
 def language_of(line: str) -> str:
     """The language of one line of prose: ISO 639-1, or ``"und"`` (too little to tell: read as English).
@@ -1239,6 +1281,8 @@ def language_of(line: str) -> str:
         if hits >= 2 and (hits * 4 >= len(letters) or lang in ("ja", "ko")):
             return "uk" if lang == "ru" and _UKRAINIAN.search(prose) else lang
     words = re.findall(r"[^\W\d_]+(?:'[^\W\d_]+)?", prose.lower())
+    if any(w in _DUTCH_MARKERS for w in words):
+        return "nl"  # a short Dutch line ("Geen API keys in code") is too short for py3langid, and half English
     if len(words) < 4:
         return "und"
     english = sum(w in _ENGLISH_WORDS for w in words)
@@ -1287,12 +1331,13 @@ _FUNCTION_WORDS = {
     "pt": frozenset("os as de do da dos das um uma que para com por mas como isso este esta".split()),
     "de": frozenset("der die das und ist nicht ein eine mit für auf zu den dem des nur auch".split()),
     "it": frozenset("il lo la gli le di del della che per con non una è sono questo questa anche".split()),
+    "nl": frozenset("de het een en niet van dat die op te voor met zijn er maar ook als wat geen".split()),
     "vi": frozenset("không của và là có cho này các những được với một trong để".split()),
     "pl": frozenset("nie się jest to na w z że do jak co ale czy od po tak tylko jeszcze już".split()),
     "id": frozenset("yang dan di ini itu untuk dengan tidak dari ke ada akan juga saja bisa sudah".split()),
 }
 
 #: Tables of Latin-script languages: their lines are cut into sentences like English ones.
-LATIN_TABLES = frozenset({"es", "pt", "fr", "de", "it", "vi", "pl", "id"})
+LATIN_TABLES = frozenset({"es", "pt", "fr", "de", "nl", "it", "vi", "pl", "id"})
 #: Tables of a script that ends its sentences with ". " (Latin, Cyrillic): a line is cut into sentences before reading.
 SPACED_TABLES = LATIN_TABLES | {"ru", "uk"}

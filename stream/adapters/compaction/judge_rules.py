@@ -45,7 +45,8 @@ _TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+", re.UNICODE)
 #: The heading of a summary's list of the user's messages, in the tables' languages (the summary may be in the user's).
 _USER_LIST = re.compile(
     r"all\s+(?:of\s+the\s+)?user(?:'s)?\s+messages|user\s+messages\s*:|alle\s+(?:benutzer|nutzer)\w*nachrichten|"
-    r"nachrichten\s+des\s+(?:benutzers|nutzers)|messages\s+de\s+l['’]utilisateur|mensajes\s+del\s+usuario|"
+    r"nachrichten\s+des\s+(?:benutzers|nutzers)|alle\s+gebruikersberichten|berichten\s+van\s+de\s+gebruiker|"
+    r"messages\s+de\s+l['’]utilisateur|mensajes\s+del\s+usuario|"
     r"mensagens\s+do\s+usuário|messaggi\s+dell['’]utente|tin\s+nhắn\s+(?:của\s+)?người\s+dùng|сообщения\s+пользователя|"
     r"ユーザー(?:の)?メッセージ|用户消息|用戶(?:訊息|消息)|사용자\s*메시지", re.I)
 #: A section heading of a summary, at column 0: "## Pending tasks", "6. All user messages:", "**6. All user messages**".
@@ -510,7 +511,7 @@ def _latin_clause_rules(table: cues.ForeignTable, s: str, item: bool) -> list[tu
 #: A summary sentence that says the thing went: it does not carry a rule to keep it (any language of the tables).
 _REMOVAL = re.compile(
     r"\b(?:remov\w*|delet\w*|dropp\w*|replac\w*|rewr[io]t\w*|renam\w*|migrat\w*\s+away|got\s+rid|"
-    r"entfernt|gelöscht|ersetzt|supprimé\w*|remplacé\w*|eliminad\w*|borrad\w*|reemplazad\w*|removid\w*|"
+    r"entfernt|gelöscht|ersetzt|verwijderd|vervangen|supprimé\w*|remplacé\w*|eliminad\w*|borrad\w*|reemplazad\w*|removid\w*|"
     r"substituíd\w*|rimoss\w*|sostituit\w*|usunięt\w*|zastąpion\w*|удал[её]н\w*|замен[её]н\w*)\b|削除|置き換え|删除|删掉|替换|替換|삭제|제거|교체",
     re.I,
 )
