@@ -1112,3 +1112,18 @@ def test_dutch_rules_are_read_by_their_own_table_and_descriptions_are_not():
         assert read(text, "typed") == [], text
     j = RulesJudge().judge([Candidate("c#0", "Geen API keys in code", "typed")], "Summary.")
     assert j.skipped_languages == () and j.unread == ()
+
+
+def test_a_long_messages_rule_in_another_language_than_the_summary_is_no_precise_drop_when_unquoted():
+    own = ("Parece certo no geral; notas abaixo.\n\n"
+           + "- o laço de repetição parece certo para mim, pode seguir com essa parte\n" * 8
+           + "- Não altere as taxas de câmbio em cache.\n- os testes podem esperar até o fim\n")
+    english = ("This session is being continued.\n\n## 1. Primary Request and Intent:\n   The user wants the totals "
+               'row.\n## 6. All user messages:\n   - "now the totals row"\n')
+    portuguese = ("Esta sessão continua.\n\n## 1. Solicitação principal e intenção do usuário:\n   O usuário quer a "
+                  'linha de totais.\n## 6. Todas as mensagens do usuário:\n   - "agora a linha de totais"\n')
+    rule = "Não altere as taxas de câmbio em cache."
+    # an English summary paraphrases a Portuguese rule in English, where its words cannot be followed
+    assert judge_one(own, english) == [(rule, True, "below-precision:not-quoted-long")]
+    assert judge_one(own, english, precision="recall") == [(rule, False, "not-quoted-long")]
+    assert judge_one(own, portuguese) == [(rule, False, "not-quoted-long-own")]  # the rule's language: a drop

@@ -114,6 +114,7 @@ class _Summary:
     shingles: frozenset[tuple[str, ...]]
     lists_user_messages: bool
     lowered: str  # NFKC, casefolded: where code names are looked for
+    language: str  # the language of its section headings ("und": none): the language it paraphrases in
 
     @property
     def index(self) -> SummaryIndex:
@@ -123,8 +124,9 @@ class _Summary:
 @lru_cache(maxsize=256)
 def _summary(text: str) -> _Summary:
     words = tokens(text)
+    headings = " ".join(h for h, _ in sections(text) if h)
     return _Summary(text, f" {' '.join(words)} ", _shingles(words), user_message_list(text) is not None,
-                    unicodedata.normalize("NFKC", text).casefold())
+                    unicodedata.normalize("NFKC", text).casefold(), cues.language_of(headings) if headings else "und")
 
 
 @lru_cache(maxsize=64)
@@ -367,7 +369,10 @@ class RulesJudge:
             return "plan-named-unstated" if named_only else "plan-unstated"
         if c.channel in _USER_WORDS and now.lists_user_messages:
             if len(c.text) > QUOTABLE:
-                if (lang == "en" or lang in cues.SPACED_TABLES) and c.channel != "command_args" \
+                # a long message's rule left unquoted is a drop when the summary would have said it in the rule's
+                # language: a rule in another language is paraphrased in the summary's, where words cannot follow it
+                if (lang == "en" or lang in cues.SPACED_TABLES and now.language in (lang, "und")) \
+                        and c.channel != "command_args" \
                         and cues.strength_of(i.cue) == "high" \
                         and not _CONDITIONAL.search(i.text) and not _EXCEPTION.search(i.text) and own_words(c.text):
                     return "not-quoted-long-own"
