@@ -396,7 +396,6 @@ def _listed(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- judging
 
 
-#: The ``source`` of a constraint object, by the channel its candidate came through.
 #: Constraint texts on the wire stay far under DESIGN.md §3's 4,096 characters.
 MAX_CONSTRAINT_TEXT = 1_000
 _QUOTE_CHARS = 200
