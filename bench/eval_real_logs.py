@@ -56,14 +56,19 @@ def _words(text: str) -> frozenset[str]:
     return content_words(text) or frozenset(normalize(text).split())
 
 
+def _contained(ours: str, gold: str) -> bool:
+    """One text contains the other, normalized (case, punctuation, whitespace)."""
+    a, b = " ".join(normalize(ours).split()), " ".join(normalize(gold).split())
+    return a in b or b in a
+
+
 def same_prohibition(ours: str, gold: str) -> bool:
     """Our extracted text and a gold text name the same prohibition.
 
     One contains the other (normalized), or at least half of the smaller one's content
     words are in the other (our clause may be longer or shorter than the gold span).
     """
-    a, b = " ".join(normalize(ours).split()), " ".join(normalize(gold).split())
-    if a in b or b in a:
+    if _contained(ours, gold):
         return True
     wa, wb = _words(ours), _words(gold)
     if not wa or not wb:
@@ -106,16 +111,14 @@ class Case:
 
 def _closeness(ours: str, gold: str) -> tuple[bool, float]:
     """How close two texts are: one contains the other, then the share of shared content words."""
-    a, b = " ".join(normalize(ours).split()), " ".join(normalize(gold).split())
     wa, wb = _words(ours), _words(gold)
-    return (a in b or b in a), len(wa & wb) / max(1, len(wa | wb))
+    return _contained(ours, gold), len(wa & wb) / max(1, len(wa | wb))
 
 
 def _copied(ours: str, gold: str) -> bool:
     """``ours``, read on another line than ``gold``, is a copy of it: one contains the other, or they share two
     content words or more (one shared word is a coincidence: "anything", "code")."""
-    a, b = " ".join(normalize(ours).split()), " ".join(normalize(gold).split())
-    return a in b or b in a or len(_words(ours) & _words(gold)) >= 2
+    return _contained(ours, gold) or len(_words(ours) & _words(gold)) >= 2
 
 
 def map_to_gold(obj: dict[str, Any], gold: dict[str, Gold]) -> str | None:
