@@ -91,10 +91,12 @@ def sections(summary: str) -> list[tuple[str, str]]:
     return [(h, "\n".join(b)) for h, b in out if h or "".join(b).strip()]
 
 
-def user_message_list(summary: str) -> str | None:
+def user_message_list(summary: str, secs: list[tuple[str, str]] | None = None) -> str | None:
     """The section of a summary that quotes the user's messages: headed so (in a language of the tables), else the
-    section whose list items are mostly quotes (three or more). None when it has neither."""
-    secs = sections(summary)
+    section whose list items are mostly quotes (three or more). None when it has neither. ``secs``: its
+    :func:`sections`, when the caller has them."""
+    if secs is None:
+        secs = sections(summary)
     for heading, body in secs:
         if _USER_LIST.search(heading):
             return body
@@ -124,8 +126,9 @@ class _Summary:
 @lru_cache(maxsize=256)
 def _summary(text: str) -> _Summary:
     words = tokens(text)
-    headings = " ".join(h for h, _ in sections(text) if h)
-    return _Summary(text, f" {' '.join(words)} ", _shingles(words), user_message_list(text) is not None,
+    secs = sections(text)
+    headings = " ".join(h for h, _ in secs if h)
+    return _Summary(text, f" {' '.join(words)} ", _shingles(words), user_message_list(text, secs) is not None,
                     unicodedata.normalize("NFKC", text).casefold(), cues.language_of(headings) if headings else "und")
 
 
