@@ -100,6 +100,24 @@ def test_a_queued_command_attachment_is_the_users_words_without_any_queue_operat
     assert dropped(alerts)["s1"] == [raw[0]["id"]]
 
 
+def test_a_bare_remove_hands_over_the_users_queued_message_not_a_task_notification_queued_before_it(tmp_path):
+    # Claude Code 2.1.x: background agents' notifications wait in the same queue and leave by dequeue, as user records
+    s = Session()
+    s.user("u1", "add a CSV export to the report page")
+    s.assistant("a1", "Starting two background agents.")
+    note = "<task-notification>\n<task-id>b1</task-id>\n<status>completed</status>\n</task-notification>"
+    s.add(type="queue-operation", operation="enqueue", content=note)
+    s.add(type="queue-operation", operation="enqueue", content="and don't run the e2e suite, it is broken")
+    s.add(type="queue-operation", operation="remove")
+    s.add(type="queue-operation", operation="dequeue")
+    s.user("u2", note)
+    s.compact("b1", "s1", summary_text("add a CSV export to the report page"))
+    events, alerts, _ = run(s.write(tmp_path / "t.jsonl"))
+    raw = node(events, "s1")["raw_negative_constraints"]
+    assert [(c["text"], c["x_channel"]) for c in raw] == [("don't run the e2e suite", "queued")]
+    assert dropped(alerts)["s1"] == [raw[0]["id"]]
+
+
 @pytest.mark.parametrize("lead", ["User has answered your questions:", "Your questions have been answered:",
                                   "The user answered:"])
 def test_askuserquestion_answers_are_read_from_the_result_text_in_each_wording(tmp_path, lead):

@@ -26,6 +26,9 @@ from stream.lines import Oversize, read_lines
 if TYPE_CHECKING:
     from stream.adapters.compaction.prohibitions import ProhibitionMatcher
 
+#: A queued item the harness wrote, not the user: ``<task-notification>`` (a background agent or shell finished).
+_NOTIFICATION = re.compile(r"\s*<[a-z]+-notification\b", re.IGNORECASE)
+
 
 #: Record types known to carry nothing for the rules (counted as ignored, not unknown).
 IGNORED_TYPES = frozenset({
@@ -249,6 +252,10 @@ class ClaudeCodeSession(LogContext):
             # handed to the model while it works: the oldest queued message, or the one the record names
             content = rec.get("content")
             at_queue = next((i for i, q in enumerate(self._queued) if q[1] == content), None)
+            if at_queue is None and not isinstance(content, str):
+                # a bare remove hands over a message the user typed; the harness's task notifications queued before it
+                # leave by dequeue (a user record of their own)
+                at_queue = next((i for i, q in enumerate(self._queued) if not _NOTIFICATION.match(q[1])), None)
             if at_queue is not None or not isinstance(content, str):
                 qkey, text, qline = self._queued.pop(at_queue or 0)
             else:
