@@ -1127,3 +1127,50 @@ def test_a_long_messages_rule_in_another_language_than_the_summary_is_no_precise
     assert judge_one(own, english) == [(rule, True, "below-precision:not-quoted-long")]
     assert judge_one(own, english, precision="recall") == [(rule, False, "not-quoted-long")]
     assert judge_one(own, portuguese) == [(rule, False, "not-quoted-long-own")]  # the rule's language: a drop
+
+
+# --------------------------------------------------------------------------- round 14 (2026-12-08)
+# Sentences written for these tests, of the shapes the folds showed (no session's words).
+
+
+@pytest.mark.parametrize(
+    "text, rule",
+    [
+        ("I dont want the progress bar, the sound effects, etc.", "I dont want the progress bar, the sound effects, etc"),
+        ("We don't want any of the legacy adapters added at this point.",
+         "We don't want any of the legacy adapters added at this point"),
+        ("I don't need or want changes to the model files.", "I don't need or want changes to the model files"),
+        ("I DONT NEED LOGGING IN MY SCRIPTS", "I DONT NEED LOGGING IN MY SCRIPTS"),
+    ],
+)
+def test_a_wish_against_a_thing_is_a_precise_rule(text, rule):
+    assert read(text, precision="precise") == [(rule, "explicit", "dont-want-thing")]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I don't want it",  # a pronoun: the thing is in the conversation, not the rule
+        "I don't need help",
+        "I don't want a long answer",  # about the reply, not the work
+        "I don't need a detailed explanation",
+        "maybe I don't want the banner",  # hedged
+        "do we not need the cache?",
+    ],
+)
+def test_a_wish_against_a_thing_leaves_its_look_alikes_unread(text):
+    assert read(text, precision="precise") == []
+
+
+def test_korean_spoken_negative_imperatives_are_read_and_a_request_and_a_nouns_ji_are_not():
+    said = {t: [c for _, _, c in read(t, precision="precise")] for t in (
+        "너무 길게 설명하진 말어", "설정 파일은 수정하지말어", "로그는 지우지 마세요", "테스트 파일은 바꾸면 안돼",
+        "페이지 마지막 부분을 고쳐줘", "파일 이름 앞에 날짜를 넣어주면 안돼")}
+    assert said == {
+        "너무 길게 설명하진 말어": ["ko:neg-imperative"],
+        "설정 파일은 수정하지말어": ["ko:neg-imperative"],
+        "로그는 지우지 마세요": ["ko:neg-imperative"],
+        "테스트 파일은 바꾸면 안돼": ["ko:must-not"],
+        "페이지 마지막 부분을 고쳐줘": [],  # a noun's 지 before 마지막 ("the last part of the page")
+        "파일 이름 앞에 날짜를 넣어주면 안돼": [],  # "V어 주면 안 돼?": can you V for me, a request
+    }

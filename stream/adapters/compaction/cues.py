@@ -85,6 +85,8 @@ def _english_rows() -> tuple[Cue, ...]:
         _en("all-but", "explicit", "medium", r"^(?:V )?(?:everything|all) (?:but|except) X$",
             "an exclusion answering 'which ones?': not X"),
         _en("dont-want-to", "explicit", "medium", r"^(?:i|we) don't want (to) V", "the user's wish against an action"),
+        _en("dont-want-thing", "explicit", "medium", r"^(?:i|we) don't want / need X",
+            "the user's wish against a thing (not the reply: 'I don't want a long answer')"),
         _en(
             "plan-descriptive-imperative",
             "explicit",
@@ -374,8 +376,11 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
     },
     "ko": {
         "instruction": [
-            ("neg-imperative", "explicit", "high", r"지\s*(?:마|말아|말고|말라|말\s*것|맙시다|마세요|마십시오)"),
-            ("must-not", "explicit", "high", r"(?:면|으면)\s*안\s*(?:돼|됩니다|된다|되요|돼요|됨)"),
+            # "V지 마", "V진 말어" (하지는 말아, spoken): not "페이지 마지막" (a noun's 지 before 마지막)
+            ("neg-imperative", "explicit", "high",
+             r"(?:지|진|지는)\s*(?:마(?![가-힣])|마라|말아|말어|말고|말라|말\s*것|맙시다|마세요|마십시오|말아\s*줘|말아\s*주세요)"),
+            # not "V어 주면 안 돼?": a request (can you V for me?)
+            ("must-not", "explicit", "high", r"(?<!주)(?:면|으면)\s*안\s*(?:돼|됩니다|된다|되요|돼요|됨)"),
             ("stop-it", "explicit", "high",
              r"(?:은|는|을|를)?\s*그만\s*(?:해|하세요|해\s*주세요|하자|합시다|둬|두세요)"),
             ("forbidden", "explicit", "medium", r"금지"),

@@ -1408,6 +1408,21 @@ _EXPLICIT_FRAMES: tuple[tuple[str, re.Pattern[str] | _Lazy, str], ...] = (
         ),
         "c",
     ),
+    # "I don't want the progress bar", "we don't need any new adapters": a wish against a thing (not "I don't want a
+    # long answer" / "I don't need help": about the reply or the user, not the work; not "I don't like it")
+    (
+        "dont-want-thing",
+        re.compile(
+            r"^(?:(?:but|and|so|also|still|really|honestly|oh|sorry|ok|okay)\W+)*(?:i|we)\s+(?:really\s+|just\s+|also\s+)?"
+            r"(?:don'?t|do\s+not|dont)\s+(?:really\s+)?(?:want|need)(?:\s+or\s+(?:want|need))?\s+"
+            r"(?!(?:to|it|this|that|them|you|u|anything|much|any\s+more|anymore|help|more\s+time|"
+            r"(?:a|an|the|any|your|long|short|lengthy|silly|detailed|full)\s+(?:\w+\s+)?(?:answers?|responses?|replies|"
+            r"explanations?|lectures?|summary|summaries|details|excuses|apolog\w*|feedback|opinions?))\b)"
+            r"(?:(?:any|the|my|our|a|an|more|these|those|new|extra)\s+)?[\w`*\"'(-]",
+            re.I,
+        ),
+        "c",
+    ),
     (
         "requirement-not-adjective",
         re.compile(
