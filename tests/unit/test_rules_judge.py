@@ -1174,3 +1174,12 @@ def test_korean_spoken_negative_imperatives_are_read_and_a_request_and_a_nouns_j
         "페이지 마지막 부분을 고쳐줘": [],  # a noun's 지 before 마지막 ("the last part of the page")
         "파일 이름 앞에 날짜를 넣어주면 안돼": [],  # "V어 주면 안 돼?": can you V for me, a request
     }
+
+
+def test_a_japanese_request_not_to_v_is_read_for_any_verb_not_only_suru():
+    said = {t: [c for _, _, c in read(t, precision="precise")] for t in (
+        "この画面では古い API を使わないようにしてください。", "この関数は削除しないようにして",
+        "ファイルを消さないようにしてもらえますか？")}
+    assert said == {"この画面では古い API を使わないようにしてください。": ["ja:not-to-do"],
+                    "この関数は削除しないようにして": ["ja:not-to-do"],
+                    "ファイルを消さないようにしてもらえますか？": []}  # asked: a question
