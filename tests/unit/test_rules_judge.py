@@ -1136,7 +1136,8 @@ def test_a_long_messages_rule_in_another_language_than_the_summary_is_no_precise
 @pytest.mark.parametrize(
     "text, rule",
     [
-        ("I dont want the progress bar, the sound effects, etc.", "I dont want the progress bar, the sound effects, etc"),
+        ("I dont want the progress bar, the sound effects, etc.",
+         "I dont want the progress bar, the sound effects, etc"),
         ("We don't want any of the legacy adapters added at this point.",
          "We don't want any of the legacy adapters added at this point"),
         ("I don't need or want changes to the model files.", "I don't need or want changes to the model files"),
