@@ -76,6 +76,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--thresholds", default="0.3,0.4,0.5,0.6,0.7,0.8",
                     help="classifier score cut-offs, comma-separated")
     args = ap.parse_args(argv)
+    roots = [Path(d) for d in args.dirs]
+    missing = [str(r) for r in roots if not (r / "labels").is_dir()]
+    if missing:
+        print(f"learned_extractor: error: no labelled logs at {', '.join(missing)} (expected DIR/labels/*.json)",
+              file=sys.stderr)
+        return 2
+    if len(roots) < 2:
+        print("learned_extractor: error: needs two or more labelled sets (each is scored by a model of the others)",
+              file=sys.stderr)
+        return 2
     try:
         import numpy as np
         from scipy.sparse import hstack
@@ -83,12 +93,6 @@ def main(argv: list[str] | None = None) -> int:
         from sklearn.linear_model import LogisticRegression
     except ImportError:
         print("learned_extractor: error: needs scikit-learn: pip install -e '.[experiments]'", file=sys.stderr)
-        return 2
-    roots = [Path(d) for d in args.dirs]
-    missing = [str(r) for r in roots if not (r / "labels").is_dir()]
-    if missing or len(roots) < 2:
-        print(f"learned_extractor: error: needs two or more labelled sets (DIR/labels/*.json); "
-              f"not one: {', '.join(missing) or args.dirs[0]}", file=sys.stderr)
         return 2
     judge = RulesJudge()
     rows, group = [], []
