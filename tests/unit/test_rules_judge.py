@@ -1166,8 +1166,12 @@ def test_a_wish_against_a_thing_leaves_its_look_alikes_unread(text):
 def test_korean_spoken_negative_imperatives_are_read_and_a_request_and_a_nouns_ji_are_not():
     said = {t: [c for _, _, c in read(t, precision="precise")] for t in (
         "너무 길게 설명하진 말어", "설정 파일은 수정하지말어", "로그는 지우지 마세요", "테스트 파일은 바꾸면 안돼",
-        "페이지 마지막 부분을 고쳐줘", "파일 이름 앞에 날짜를 넣어주면 안돼")}
+        "페이지 마지막 부분을 고쳐줘", "파일 이름 앞에 날짜를 넣어주면 안돼", "그건 하지마요",
+        "커밋하지 마시고 먼저 보여줘", "사진 마음에 들어요")}
     assert said == {
+        "그건 하지마요": ["ko:neg-imperative"],  # polite 마요
+        "커밋하지 마시고 먼저 보여줘": ["ko:neg-imperative"],
+        "사진 마음에 들어요": [],  # 사진 (a photo) before 마음 (liking): no 진 말 form
         "너무 길게 설명하진 말어": ["ko:neg-imperative"],
         "설정 파일은 수정하지말어": ["ko:neg-imperative"],
         "로그는 지우지 마세요": ["ko:neg-imperative"],

@@ -377,9 +377,11 @@ _FOREIGN_SPEC: dict[str, dict[str, list[tuple[str, ...]]]] = {
     },
     "ko": {
         "instruction": [
-            # "V지 마", "V진 말어" (하지는 말아, spoken): not "페이지 마지막" (a noun's 지 before 마지막)
+            # "V지 마(요/세요)", "V진 말어" (하지는 말아, spoken): not a noun after a 지 / 진
+            # ("페이지 마지막", "사진 마음에")
             ("neg-imperative", "explicit", "high",
-             r"(?:지|진|지는)\s*(?:마(?![가-힣])|마라|말아|말어|말고|말라|말\s*것|맙시다|마세요|마십시오|말아\s*줘|말아\s*주세요)"),
+             r"(?:지|진|지는)\s*(?:마(?!지막|음|치|무리|련|켓|당|을|저|찬가지|크|우스|감|케팅|스터|이그|일)"
+             r"|말아|말어|말고|말라|말\s*것|맙시다)"),
             # not "V어 주면 안 돼?": a request (can you V for me?)
             ("must-not", "explicit", "high", r"(?<!주)(?:면|으면)\s*안\s*(?:돼|됩니다|된다|되요|돼요|됨)"),
             ("stop-it", "explicit", "high",
