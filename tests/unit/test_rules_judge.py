@@ -1188,3 +1188,19 @@ def test_a_japanese_request_not_to_v_is_read_for_any_verb_not_only_suru():
     assert said == {"この画面では古い API を使わないようにしてください。": ["ja:not-to-do"],
                     "この関数は削除しないようにして": ["ja:not-to-do"],
                     "ファイルを消さないようにしてもらえますか？": []}  # asked: a question
+
+
+@pytest.mark.parametrize(
+    "text, rule",
+    [("only use the staging data.", "only use the staging data"),
+     ("Only ask if missing info blocks progress.", "Only ask if missing info blocks progress"),
+     ("please only touch the parser module", "only touch the parser module")],
+)
+def test_only_and_an_action_said_as_an_order_is_a_limit(text, rule):
+    assert read(text, precision="precise") == [(rule, "explicit", "only-imperative")]
+
+
+@pytest.mark.parametrize("text", ["only two tests failed", "Only the root is left.", "It only runs once.",
+                                  "only use it if you have to?"])
+def test_only_in_a_report_or_a_question_is_no_limit(text):
+    assert read(text, precision="precise") == []

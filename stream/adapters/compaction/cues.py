@@ -87,6 +87,8 @@ def _english_rows() -> tuple[Cue, ...]:
         _en("dont-want-to", "explicit", "medium", r"^(?:i|we) don't want (to) V", "the user's wish against an action"),
         _en("dont-want-thing", "explicit", "medium", r"^(?:i|we) don't want / need X",
             "the user's wish against a thing (not the reply: 'I don't want a long answer')"),
+        _en("only-imperative", "explicit", "medium", r"^only (use|change|ask|run|...) X",
+            "a limit on an action said as an order: 'only use the staging data'"),
         _en(
             "plan-descriptive-imperative",
             "explicit",

@@ -1423,6 +1423,17 @@ _EXPLICIT_FRAMES: tuple[tuple[str, re.Pattern[str] | _Lazy, str], ...] = (
         ),
         "c",
     ),
+    # "only use the staging data", "Only ask if X blocks you": a limit on an action, said as an order (not "only
+    # X is left" / "it only runs once": a report)
+    (
+        "only-imperative",
+        re.compile(
+            r"^(?:(?:please|and|but|so|also|just)\s+)*only\s+(?:ever\s+)?(?:use|change|modify|edit|touch|ask|commit|run|"
+            r"add|read|look\s+at|push|deploy|install|call|import|write\s+to|work\s+(?:on|in))\b",
+            re.I,
+        ),
+        "c",
+    ),
     (
         "requirement-not-adjective",
         re.compile(
