@@ -1418,7 +1418,7 @@ _EXPLICIT_FRAMES: tuple[tuple[str, re.Pattern[str] | _Lazy, str], ...] = (
             r"(?!(?:to|it|this|that|them|you|u|anything|much|any\s+more|anymore|help|more\s+time|"
             r"(?:a|an|the|any|your|long|short|lengthy|silly|detailed|full)\s+(?:\w+\s+)?(?:answers?|responses?|replies|"
             r"explanations?|lectures?|summary|summaries|details|excuses|apolog\w*|feedback|opinions?))\b)"
-            r"(?:(?:any|the|my|our|a|an|more|these|those|new|extra)\s+)?[\w`*\"'(-]",
+            r"[\w`*\"'(-]",
             re.I,
         ),
         "c",
